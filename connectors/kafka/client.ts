@@ -1,0 +1,75 @@
+import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
+
+/**
+ * Everything outside this folder reaches Kafka through these functions and re-exported types, so the
+ * client (kafkajs today; @confluentinc/kafka-javascript offers the same API shape) can be swapped here alone.
+ */
+export interface KafkaOptions {
+  /** Bootstrap brokers. @default env KAFKA_BROKERS split on ',', else ['localhost:9092'] */
+  brokers?: string[];
+  /** Client id shown in broker logs and quotas. @default 'trialrun' */
+  clientId?: string;
+  /** Minimum kafkajs log level printed to stderr. @default 'warn' (env KAFKAJS_LOG_LEVEL) */
+  logLevel?: 'nothing' | 'error' | 'warn' | 'info' | 'debug';
+  /** Connection timeout in ms. @default 3000 */
+  connectionTimeoutMs?: number;
+}
+
+export interface ResolvedKafkaOptions {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly logLevel: NonNullable<KafkaOptions['logLevel']>;
+  readonly connectionTimeoutMs: number;
+}
+
+const LEVELS = { nothing: logLevel.NOTHING, error: logLevel.ERROR, warn: logLevel.WARN, info: logLevel.INFO, debug: logLevel.DEBUG };
+
+export function resolveKafkaOptions(options: KafkaOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedKafkaOptions {
+  const brokers = options.brokers ?? (env.KAFKA_BROKERS ?? 'localhost:9092').split(',').map((b) => b.trim()).filter(Boolean);
+  if (brokers.length === 0) throw new Error('KafkaOptions.brokers: at least one broker address is required');
+  const level = options.logLevel ?? (env.KAFKAJS_LOG_LEVEL as KafkaOptions['logLevel']) ?? 'warn';
+  if (!(level in LEVELS)) throw new Error(`KafkaOptions.logLevel: "${level}" is not one of ${Object.keys(LEVELS).join(', ')}`);
+  return {
+    brokers,
+    clientId: options.clientId ?? 'trialrun',
+    logLevel: level,
+    connectionTimeoutMs: options.connectionTimeoutMs ?? 3000,
+  };
+}
+
+// kafkajs logs a partitioner migration warning and routine group chatter at warn level; keep stderr readable.
+const MUTED = [/KafkaJSPartitionerWarning|default partitioner/i, /The group is rebalancing/i, /Restarting the consumer/i];
+
+function logCreator(): NonNullable<KafkaConfig['logCreator']> {
+  return () => ({ namespace, level, log }: LogEntry) => {
+    const message = `${log.message ?? ''}`;
+    if (MUTED.some((pattern) => pattern.test(message))) return;
+    const { message: _m, timestamp: _t, logger: _l, ...rest } = log;
+    process.stderr.write(`[kafkajs ${namespace} ${logLevel[level]}] ${message} ${JSON.stringify(rest)}\n`);
+  };
+}
+
+export function createKafka(options: KafkaOptions = {}): Kafka {
+  const resolved = resolveKafkaOptions(options);
+  return new Kafka({
+    clientId: resolved.clientId,
+    brokers: [...resolved.brokers],
+    connectionTimeout: resolved.connectionTimeoutMs,
+    logLevel: LEVELS[resolved.logLevel],
+    logCreator: logCreator(),
+    retry: { retries: 8, initialRetryTime: 200 },
+  });
+}
+
+export type {
+  Admin,
+  Consumer,
+  EachBatchPayload,
+  IHeaders,
+  Kafka,
+  KafkaMessage,
+  Message,
+  Producer,
+  RecordMetadata,
+  Transaction,
+} from 'kafkajs';

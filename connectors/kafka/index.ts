@@ -1,0 +1,3 @@
+export * from './client.js';
+export { catalogTopics, countRecords, ensureTopics, type TopicSpec } from './topics.js';
+export { readTopic, type TableRecord, type TopicReader, type TopicReaderOptions } from './table.js';

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+
+export interface TableRecord {
+  readonly key: string | null;
+  readonly value: Buffer | null;
+  readonly partition: number;
+  readonly offset: string;
+}
+
+export interface TopicReaderOptions {
+  readonly topic: string;
+  /** Called for every committed record, in offset order per partition. */
+  readonly onRecord: (record: TableRecord) => void | Promise<void>;
+  /** Keep following the topic after catching up. @default false */
+  readonly follow?: boolean;
+  /** Give up if not caught up by then. @default 60000 */
+  readonly catchUpTimeoutMs?: number;
+}
+
+export interface TopicReader {
+  /** Stops following; safe to call more than once. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Reads a topic from its beginning to the end it had when called (committed records only), the way a
+ * state store restores from its changelog or a worker loads a table such as the task catalog.
+ * Resolves once caught up; with `follow` it keeps applying new records until stopped.
+ */
+export async function readTopic(kafka: Kafka, options: TopicReaderOptions): Promise<TopicReader> {
+  const admin = kafka.admin();
+  await admin.connect();
+  const offsets = await admin.fetchTopicOffsets(options.topic).finally(() => admin.disconnect());
+  // A partition is caught up once a batch ending at (or past) its end offset was processed, control
+  // records included: transactional topics end with a commit marker no handler ever sees.
+  const pending = new Map(offsets.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high) - 1n]));
+
+  // A throwaway group: nothing is committed, so every reader starts from the beginning.
+  const consumer = kafka.consumer({ groupId: `trialrun-reader-${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await consumer.disconnect();
+  };
+
+  let resolveCaughtUp!: () => void;
+  const caughtUp = new Promise<void>((resolve) => (resolveCaughtUp = resolve));
+  const markProgress = (partition: number, lastOffset: string | null): void => {
+    const end = pending.get(partition);
+    if (end !== undefined && lastOffset !== null && BigInt(lastOffset) >= end) pending.delete(partition);
+    if (pending.size === 0) resolveCaughtUp();
+  };
+  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => markProgress(payload.partition, payload.lastOffset));
+  markProgress(-1, null);
+
+  await consumer.connect();
+  await consumer.subscribe({ topic: options.topic, fromBeginning: true });
+  await consumer.run({
+    autoCommit: false,
+    eachMessage: async ({ message, partition }) => {
+      await options.onRecord({ key: message.key?.toString() ?? null, value: message.value, partition, offset: message.offset });
+    },
+  });
+
+  const timeoutMs = options.catchUpTimeoutMs ?? 60_000;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`reading ${options.topic} did not catch up within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    await Promise.race([caughtUp, timedOut]);
+  } catch (error) {
+    await stop();
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  if (!options.follow) await stop();
+  return { stop };
+}

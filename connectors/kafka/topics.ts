@@ -1,0 +1,39 @@
+import type { Admin } from 'kafkajs';
+import { TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';
+
+export interface TopicSpec {
+  readonly topic: string;
+  readonly partitions: number;
+  readonly config: Readonly<Record<string, string>>;
+}
+
+/** The physical topics of the catalog under a given naming (prefix). */
+export function catalogTopics(names: TopicNames, keys: readonly TopicKey[] = Object.keys(TOPICS) as TopicKey[]): TopicSpec[] {
+  return keys.map((key) => ({ topic: names.name(key), partitions: TOPICS[key].partitions, config: TOPICS[key].config }));
+}
+
+/**
+ * Creates the topics that do not exist yet; existing ones are left as they are (idempotent).
+ * Waits for leaders so producers can write as soon as this returns.
+ */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
+  const existing = new Set(await admin.listTopics());
+  const missing = specs.filter((spec) => !existing.has(spec.topic));
+  if (missing.length === 0) return [];
+  await admin.createTopics({
+    waitForLeaders: true,
+    topics: missing.map((spec) => ({
+      topic: spec.topic,
+      numPartitions: spec.partitions,
+      replicationFactor: 1,
+      configEntries: Object.entries(spec.config).map(([name, value]) => ({ name, value })),
+    })),
+  });
+  return missing.map((spec) => spec.topic);
+}
+
+/** Total records per topic (sum of high watermarks minus low watermarks over its partitions). */
+export async function countRecords(admin: Admin, topic: string): Promise<number> {
+  const offsets = await admin.fetchTopicOffsets(topic);
+  return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
+}

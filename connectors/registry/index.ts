@@ -1,0 +1,1 @@
+export { TopicSerde, parseContract, resolveRegistryUrl, type RegistryOptions } from './serde.js';

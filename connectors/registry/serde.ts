@@ -1,0 +1,123 @@
+import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import type { z } from 'zod';
+import {
+  DecodeError,
+  TOPICS,
+  ValidationError,
+  ConnectionError,
+  describeIssues,
+  toRegistrySchema,
+  errorMessage,
+  type TopicKey,
+  type TopicNames,
+  type TopicValue,
+} from '../../schemas/index.js';
+
+export interface RegistryOptions {
+  /** Confluent-compatible registry base URL. @default env SCHEMA_REGISTRY_URL, else 'http://localhost:8081' */
+  url?: string;
+  /** Compatibility level set on every subject before registering. @default 'BACKWARD' */
+  compatibility?: 'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FULL' | 'NONE';
+}
+
+export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): string {
+  const url = options.url ?? env.SCHEMA_REGISTRY_URL ?? 'http://localhost:8081';
+  try {
+    return new URL(url).toString().replace(/\/$/, '');
+  } catch {
+    throw new Error(`RegistryOptions.url: "${url}" is not a URL`);
+  }
+}
+
+/**
+ * Encodes and decodes topic values in the Confluent wire format (magic byte, schema id, JSON) with JSON
+ * Schemas generated from the zod contracts. zod is the source of truth and checks values both ways:
+ * nothing invalid is written, and nothing invalid reaches a handler.
+ */
+export class TopicSerde {
+  private readonly registry: SchemaRegistry;
+  private readonly ids = new Map<TopicKey, number>();
+  private readonly baseUrl: string;
+
+  constructor(
+    private readonly names: TopicNames,
+    private readonly options: RegistryOptions = {},
+  ) {
+    this.baseUrl = resolveRegistryUrl(options);
+    // zod already checks formats such as date-time; the registry client's ajv only needs the structure.
+    this.registry = new SchemaRegistry({ host: this.baseUrl }, { [SchemaType.JSON]: { strict: false, validateFormats: false } as object });
+  }
+
+  subject(key: TopicKey): string {
+    return `${this.names.name(key)}-value`;
+  }
+
+  /** Sets each subject's compatibility and registers the schema generated from zod (idempotent). */
+  async register(keys: readonly TopicKey[] = Object.keys(TOPICS) as TopicKey[]): Promise<void> {
+    for (const key of keys) {
+      const subject = this.subject(key);
+      await this.setCompatibility(subject, this.options.compatibility ?? 'BACKWARD');
+      const schema = toRegistrySchema(TOPICS[key].schema);
+      try {
+        const { id } = await this.registry.register({ type: SchemaType.JSON, schema }, { subject });
+        this.ids.set(key, id);
+      } catch (error) {
+        throw new ConnectionError(`registering the schema of ${subject} at ${this.baseUrl} failed: ${errorMessage(error)}`, error);
+      }
+    }
+  }
+
+  async encode<K extends TopicKey>(key: K, value: TopicValue<K>): Promise<Buffer> {
+    const parsed = TOPICS[key].schema.safeParse(value);
+    if (!parsed.success) throw new ValidationError(`a ${TOPICS[key].name} record`, describeIssues(parsed.error));
+    let id = this.ids.get(key);
+    if (id === undefined) {
+      await this.register([key]);
+      id = this.ids.get(key)!;
+    }
+    return this.registry.encode(id, parsed.data);
+  }
+
+  /** Throws DecodeError for bytes that are not registry-framed JSON, ValidationError for contract breaks. */
+  async decode<K extends TopicKey>(key: K, bytes: Buffer | null): Promise<TopicValue<K>> {
+    if (bytes === null) throw new DecodeError(`a ${TOPICS[key].name} record has no value (tombstone)`);
+    let raw: unknown;
+    try {
+      raw = await this.registry.decode(bytes);
+    } catch (error) {
+      const hint = bytes.length < 5 || bytes[0] !== 0 ? ' (not in the registry wire format: no magic byte 0 and schema id)' : '';
+      throw new DecodeError(`a ${TOPICS[key].name} record could not be decoded${hint}: ${errorMessage(error)}`, {
+        retriable: isRegistryUnreachable(error),
+        cause: error,
+      });
+    }
+    return parseContract(key, raw);
+  }
+
+  private async setCompatibility(subject: string, level: string): Promise<void> {
+    const url = `${this.baseUrl}/config/${encodeURIComponent(subject)}`;
+    let response: Response;
+    try {
+      response = await fetch(url, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
+        body: JSON.stringify({ compatibility: level }),
+      });
+    } catch (error) {
+      throw new ConnectionError(`the schema registry at ${this.baseUrl} did not answer: ${errorMessage(error)}`, error);
+    }
+    if (!response.ok) throw new ConnectionError(`setting ${level} compatibility on ${subject} failed: HTTP ${response.status} ${await response.text()}`);
+  }
+}
+
+export function parseContract<K extends TopicKey>(key: K, raw: unknown): TopicValue<K> {
+  const schema: z.ZodType = TOPICS[key].schema;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new ValidationError(`a ${TOPICS[key].name} record`, describeIssues(parsed.error));
+  return parsed.data as TopicValue<K>;
+}
+
+function isRegistryUnreachable(error: unknown): boolean {
+  const text = errorMessage(error);
+  return /ECONNREFUSED|ETIMEDOUT|ECONNRESET|socket hang up|503/.test(text);
+}

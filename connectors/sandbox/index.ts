@@ -1,0 +1,3 @@
+export { DockerSandboxPool, LABELS, type DockerPoolOptions } from './docker.js';
+export { CappedBuffer } from './output.js';
+export * from './types.js';

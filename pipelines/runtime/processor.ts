@@ -1,0 +1,220 @@
+import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import { ensureTopics } from '../../connectors/kafka/index.js';
+import type { TopicSerde } from '../../connectors/registry/index.js';
+import { ShutdownError, type DeadLetter, type TopicKey, type TopicNames } from '../../schemas/index.js';
+import { typed } from './codec.js';
+import { deadLetter } from './dead-letter.js';
+import { metrics, ProcessorMetrics } from './metrics.js';
+import { retry, type RetryOptions } from './retry.js';
+import type { StateStore } from './state-store.js';
+import { timeout } from './timeout.js';
+import { compose, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
+
+/** The connections a processor runs on; one per process, shared by its processors. */
+export interface ProcessorContext {
+  readonly kafka: Kafka;
+  readonly serde: TopicSerde;
+  readonly names: TopicNames;
+}
+
+export interface ProcessorOptions<K extends TopicKey> {
+  /** Names the consumer group (`<prefix><name>`) and the transactional id (`<prefix><name>-<instanceId>`). */
+  name: string;
+  inputs: readonly K[];
+  /** Must stay the same across restarts of one instance, so the restarted instance fences its zombie. @default '0' */
+  instanceId?: string;
+  /** Records handled per Kafka transaction; 1 makes every slow record durable as soon as it is done. @default 20 */
+  maxRecordsPerTransaction?: number;
+  /** @default { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2 } */
+  retry?: RetryOptions;
+  /** Budget for one try of one record. @default 120000 */
+  timeoutMs?: number;
+  /** Stores restored before the first record and written in each transaction. @default [] */
+  stores?: readonly StateStore<unknown>[];
+  /** Where a group with no committed offset starts. @default true (the earliest record) */
+  fromBeginning?: boolean;
+  /** Called for every dead letter, e.g. to log it. @default logs one line to stderr */
+  onDeadLetter?: (letter: DeadLetter) => void;
+}
+
+interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry'>> {
+  retry: RetryOptions;
+}
+
+function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
+  if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new Error(`ProcessorOptions.name "${options.name}" must be kebab-case`);
+  if (options.inputs.length === 0) throw new Error(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
+  const resolved = {
+    instanceId: '0',
+    maxRecordsPerTransaction: 20,
+    retry: {},
+    timeoutMs: 120_000,
+    stores: [],
+    fromBeginning: true,
+    onDeadLetter: (letter: DeadLetter) =>
+      process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
+    ...options,
+  };
+  if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
+    throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
+  }
+  if (resolved.stores.length > 0 && resolved.instanceId !== '0') {
+    throw new Error(`ProcessorOptions of ${options.name}: a processor with state stores runs as a single instance ('0')`);
+  }
+  return resolved;
+}
+
+function headersOf(headers: IHeaders | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    if (value !== undefined) out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
+  }
+  return out;
+}
+
+/**
+ * Consume -> handle -> produce, exactly once: the outputs of a chunk of records, the state-store changes
+ * they caused, and the consumed offsets are committed in one Kafka transaction; consumers downstream read
+ * committed records only. Each record passes through metrics -> dead-letter -> retry -> timeout -> codec
+ * -> handler, so a poison record becomes a dead letter and processing goes on.
+ */
+export class StreamProcessor<K extends TopicKey> {
+  readonly metrics = new ProcessorMetrics();
+  private readonly options: ResolvedProcessorOptions<K>;
+  private readonly chain: RawHandler;
+  private readonly shutdown = new AbortController();
+  private readonly topicKeys: Map<string, K>;
+  private consumer: Consumer | undefined;
+  private producer: Producer | undefined;
+
+  constructor(
+    private readonly context: ProcessorContext,
+    options: ProcessorOptions<K>,
+    handler: Handler<TypedRecord<K>, Output>,
+  ) {
+    this.options = resolveProcessorOptions(options);
+    const { serde, names } = context;
+    this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
+    this.chain = compose(
+      typed(serde, names, handler),
+      metrics(this.metrics),
+      deadLetter(this.options.name, serde, names, this.options.onDeadLetter),
+      retry(this.options.retry),
+      timeout(this.options.timeoutMs),
+    );
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get groupId(): string {
+    return `${this.context.names.prefix}${this.options.name}`;
+  }
+
+  /** Restores the stores, joins the group and starts processing; returns once running. */
+  async start(): Promise<void> {
+    const { kafka, names } = this.context;
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      await ensureTopics(
+        admin,
+        this.options.stores.map((store) => ({ topic: store.changelogTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } })),
+      );
+    } finally {
+      await admin.disconnect();
+    }
+    for (const store of this.options.stores) await store.restore(kafka);
+
+    this.producer = kafka.producer({
+      transactionalId: `${this.groupId}-${this.options.instanceId}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+    });
+    await this.producer.connect();
+    this.consumer = kafka.consumer({
+      groupId: this.groupId,
+      readUncommitted: false,
+      allowAutoTopicCreation: false,
+      sessionTimeout: 45_000,
+      heartbeatInterval: 3_000,
+    });
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+        const size = this.options.maxRecordsPerTransaction;
+        for (let i = 0; i < batch.messages.length; i += size) {
+          if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+          const chunk = batch.messages.slice(i, i + size);
+          // Slow handlers (rollouts) must not look dead to the group coordinator.
+          const beat = setInterval(() => void heartbeat().catch(() => undefined), 3_000);
+          try {
+            const outputs: EncodedOutput[] = [];
+            for (const message of chunk) {
+              outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.shutdown.signal })));
+            }
+            const last = chunk[chunk.length - 1]!;
+            await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
+            resolveOffset(last.offset);
+          } catch (error) {
+            for (const store of this.options.stores) store.discard();
+            if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
+            throw error;
+          } finally {
+            clearInterval(beat);
+          }
+          await heartbeat();
+        }
+      },
+    });
+  }
+
+  /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
+  async stop(): Promise<void> {
+    this.shutdown.abort();
+    await this.consumer?.disconnect();
+    await this.producer?.disconnect();
+  }
+
+  private rawRecord(topic: string, partition: number, message: KafkaMessage): RawRecord {
+    const topicKey = this.topicKeys.get(topic);
+    if (topicKey === undefined) throw new Error(`${this.options.name} received a record from unexpected topic ${topic}`);
+    return {
+      topic,
+      topicKey,
+      partition,
+      offset: message.offset,
+      key: message.key,
+      value: message.value,
+      headers: headersOf(message.headers),
+      timestamp: message.timestamp,
+    };
+  }
+
+  private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string): Promise<void> {
+    const transaction = await this.producer!.transaction();
+    try {
+      const records = [...outputs, ...this.options.stores.flatMap((store) => store.changelog())];
+      const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
+      for (const record of records) {
+        const list = byTopic.get(record.topic) ?? [];
+        list.push({ key: record.key, value: record.value });
+        byTopic.set(record.topic, list);
+      }
+      if (byTopic.size > 0) {
+        await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
+      }
+      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] });
+      await transaction.commit();
+    } catch (error) {
+      await transaction.abort().catch(() => undefined);
+      throw error;
+    }
+    for (const store of this.options.stores) store.commit();
+  }
+}
+

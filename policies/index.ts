@@ -1,0 +1,2 @@
+export * from './types.js';
+export * from './linear-repair/index.js';

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import type { RepairObservation } from '../../envs/index.js';
+import type { PolicyCheckpoint } from '../../schemas/index.js';
+import type { Action, Policy } from '../types.js';
+import { editFeatures, FEATURE_NAMES } from './features.js';
+import { logSoftmax, sampleIndex } from './softmax.js';
+
+export const LINEAR_REPAIR_POLICY = 'linear-repair';
+
+/**
+ * A scripted agent loop with one learned choice: which candidate edit to try next. The script runs the
+ * visible tests, lists the edits, then applies an edit, reruns the tests, and either submits (tests pass)
+ * or reverts and picks again. The pick samples a softmax over linear scores of the edit's features.
+ */
+export class LinearRepairPolicy implements Policy<RepairObservation> {
+  readonly policyId = LINEAR_REPAIR_POLICY;
+
+  constructor(
+    readonly version: number,
+    readonly weights: readonly number[],
+  ) {
+    if (weights.length !== FEATURE_NAMES.length) throw new Error(`LinearRepairPolicy needs ${FEATURE_NAMES.length} weights, got ${weights.length}`);
+  }
+
+  static initial(): LinearRepairPolicy {
+    return new LinearRepairPolicy(0, FEATURE_NAMES.map(() => 0));
+  }
+
+  static fromCheckpoint(checkpoint: PolicyCheckpoint): LinearRepairPolicy {
+    if (checkpoint.policyId !== LINEAR_REPAIR_POLICY) throw new Error(`checkpoint is for policy ${checkpoint.policyId}, not ${LINEAR_REPAIR_POLICY}`);
+    if (checkpoint.featureNames.join(',') !== FEATURE_NAMES.join(',')) throw new Error(`checkpoint v${checkpoint.version} has features that this build does not compute`);
+    const expected = checkpointDigest(checkpoint);
+    if (expected !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version} fails its sha256 check (${checkpoint.sha256} != ${expected})`);
+    return new LinearRepairPolicy(checkpoint.version, checkpoint.weights);
+  }
+
+  act(observation: RepairObservation, random: () => number): Action {
+    const call = (name: string, args: Record<string, unknown> = {}): Action => ({ action: { name, arguments: args }, decision: null });
+    if (observation.lastTests?.passed) return call('submit');
+    if (observation.baselineTests === null) return call('run_tests');
+    if (observation.edits === null) return call('list_edits');
+    if (observation.applied) return observation.lastTests === null ? call('run_tests') : call('revert');
+    // An attempt needs three turns (apply, run tests, submit); the env submits by itself at the cap.
+    const untried = observation.edits.filter((edit) => !observation.tried.includes(edit.id));
+    if (untried.length === 0 || observation.turn + 2 > observation.maxTurns) return call('submit');
+    const features = untried.map((edit) => editFeatures(edit, observation));
+    const logProbs = logSoftmax(this.weights, features);
+    const chosen = sampleIndex(logProbs, random);
+    return { action: { name: 'apply_edit', arguments: { id: untried[chosen]!.id } }, decision: { features, chosen, logprob: logProbs[chosen]! } };
+  }
+}
+
+/** sha256 over the canonical JSON of what defines the policy's behaviour. */
+export function checkpointDigest(checkpoint: Pick<PolicyCheckpoint, 'policyId' | 'version' | 'featureNames' | 'weights'>): string {
+  const canonical = JSON.stringify([checkpoint.policyId, checkpoint.version, checkpoint.featureNames, checkpoint.weights]);
+  return createHash('sha256').update(canonical).digest('hex');
+}

@@ -1,0 +1,69 @@
+/**
+ * Every error trialrun raises on purpose. Each carries `retriable`, the single flag the retry middleware
+ * reads: retriable errors are retried with backoff, the rest go straight to the dead-letter topic.
+ */
+export class TrialrunError extends Error {
+  readonly retriable: boolean;
+
+  constructor(message: string, options: { retriable?: boolean; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = new.target.name;
+    this.retriable = options.retriable ?? false;
+  }
+}
+
+/** Bytes that are not a registry-framed record, or a schema id the registry does not know. */
+export class DecodeError extends TrialrunError {}
+
+/** A decoded value that breaks its zod contract; names the failing fields. */
+export class ValidationError extends TrialrunError {
+  constructor(
+    readonly what: string,
+    readonly issues: readonly string[],
+  ) {
+    super(`${what} is invalid: ${issues.join('; ')}`);
+  }
+}
+
+/** A handler ran past its time budget. Retriable: the next try may land on a less busy machine. */
+export class TimeoutError extends TrialrunError {
+  constructor(what: string, readonly timeoutMs: number) {
+    super(`${what} timed out after ${timeoutMs} ms`, { retriable: true });
+  }
+}
+
+/** The Docker engine, a container or the in-sandbox tooling failed (not the agent's code). */
+export class SandboxError extends TrialrunError {}
+
+/** A broker, registry or engine did not answer; usually transient. */
+export class ConnectionError extends TrialrunError {
+  constructor(message: string, cause?: unknown) {
+    super(message, { retriable: true, cause });
+  }
+}
+
+/** A user-supplied option or file is wrong; never retried. */
+export class ConfigError extends TrialrunError {}
+
+/** A referenced record (a task for a trajectory, say) is not known yet; retried in case it is in flight. */
+export class NotFoundError extends TrialrunError {
+  constructor(message: string) {
+    super(message, { retriable: true });
+  }
+}
+
+/** Work was cancelled because the process is shutting down; never dead-lettered. */
+export class ShutdownError extends TrialrunError {
+  constructor() {
+    super('processing was cancelled by shutdown');
+  }
+}
+
+/** Reads the retriable flag of any thrown value; unknown errors are not retried (fail fast into the DLQ). */
+export function isRetriable(error: unknown): boolean {
+  return error instanceof TrialrunError ? error.retriable : false;
+}
+
+export function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { FileTree, Lineage } from './lineage.js';
+
+/** Where a task row came from in its data set, so a published task can be traced to its source line. */
+export const TaskSource = z.object({
+  dataset: z.string().min(1),
+  /** sha256 of the data set file(s) the job read. */
+  datasetHash: z.string().min(1),
+  jobRunId: z.string().min(1),
+  /** 1-based line (or row) number in the source file. */
+  sourceRow: z.number().int().min(1),
+});
+export type TaskSource = z.infer<typeof TaskSource>;
+
+/**
+ * One executable, verifiable task. `hiddenTests` travel on the topic so verifiers can run them, but the
+ * rollout worker never writes them into an agent's sandbox.
+ */
+export const Task = z.object({
+  taskId: z.string().min(1),
+  /** Registered environment id that knows how to run this task, e.g. `program-repair/v1`. */
+  envId: z.string().min(1),
+  title: z.string().min(1),
+  /** The prompt an agent sees. */
+  description: z.string().min(1),
+  /** The files an agent starts from (for program repair: the buggy module). */
+  files: FileTree,
+  visibleTests: FileTree,
+  hiddenTests: FileTree,
+  /** Files that, written over `files`, pass every hidden test; used for calibration. */
+  referenceSolution: FileTree.nullable(),
+  tags: z.array(z.string()),
+  /** Higher runs first. */
+  priority: z.number().int(),
+  split: z.enum(['train', 'eval']),
+  /** Estimated probability that a policy fails the task, 0..1; null until known. */
+  difficulty: z.number().min(0).max(1).nullable(),
+  source: TaskSource,
+  lineage: Lineage,
+});
+export type Task = z.infer<typeof Task>;
