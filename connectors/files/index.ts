@@ -1,0 +1,1 @@
+export { readJsonLines, RejectsFile, type Reject, type SourceLine } from './jsonl.js';

@@ -1,0 +1,1 @@
+export { AnalyticsSink, type AnalyticsSinkOptions } from './sink.js';

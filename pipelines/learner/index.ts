@@ -1,0 +1,1 @@
+export { createLearner, type LearnerOptions } from './learner.js';

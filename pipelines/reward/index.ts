@@ -1,0 +1,2 @@
+export { groupAdvantages, type GroupStats } from './advantages.js';
+export { createRewardProcessor } from './reward.js';

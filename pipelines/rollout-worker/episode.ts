@@ -1,0 +1,60 @@
+import type { Environment } from '../../envs/index.js';
+import type { Policy } from '../../policies/index.js';
+import { nowIso, type FileTree, type Step, type TrajectoryOutcome } from '../../schemas/index.js';
+
+export interface EpisodeResult {
+  readonly steps: Step[];
+  readonly finalFiles: FileTree;
+  readonly outcome: TrajectoryOutcome;
+  readonly imageDigest: string | null;
+  readonly totalMs: number;
+  readonly sandboxMs: number;
+}
+
+/** Runs one episode to its end (submit or the turn cap) and always releases the environment. */
+export async function runEpisode<Obs>(
+  env: Environment<Obs>,
+  init: () => Promise<Obs>,
+  policy: Policy<Obs>,
+  random: () => number,
+  signal: AbortSignal,
+): Promise<EpisodeResult> {
+  const started = performance.now();
+  const steps: Step[] = [];
+  let sandboxMs = 0;
+  try {
+    let observation: Obs = await init();
+    sandboxMs = performance.now() - started;
+    for (;;) {
+      signal.throwIfAborted();
+      const stepStarted = performance.now();
+      const startedAt = nowIso();
+      const { action, decision } = policy.act(observation, random);
+      const transition = await env.step(action, signal);
+      sandboxMs += transition.sandboxMs;
+      steps.push({
+        index: steps.length,
+        observation: env.describe(observation),
+        toolCall: action,
+        toolResult: transition.result,
+        decision,
+        startedAt,
+        durationMs: performance.now() - stepStarted,
+        sandboxMs: transition.sandboxMs,
+      });
+      observation = transition.observation;
+      if (transition.done) {
+        return {
+          steps,
+          finalFiles: transition.finalFiles ?? {},
+          outcome: action.name === 'submit' ? 'submitted' : 'max-turns',
+          imageDigest: env.imageDigest,
+          totalMs: performance.now() - started,
+          sandboxMs,
+        };
+      }
+    }
+  } finally {
+    await env.close();
+  }
+}

@@ -1,0 +1,103 @@
+import type { SandboxPool } from '../../connectors/sandbox/index.js';
+import { makeEnv, type Environment } from '../../envs/index.js';
+import { seededRandom, type Policy } from '../../policies/index.js';
+import { nowIso, type Trajectory } from '../../schemas/index.js';
+import { StreamProcessor, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
+import { runEpisode } from './episode.js';
+import type { PolicyTracker } from './policy-tracker.js';
+
+export interface RolloutWorkerOptions {
+  runId: string;
+  pool: SandboxPool;
+  imageFor: (recipe: string) => string;
+  policies: PolicyTracker;
+  /** Samples per task (G), all under one policy version. @default 4 */
+  groupSize?: number;
+  /** Tool calls per episode. @default 14 */
+  maxTurns?: number;
+  /** Samples of one task run at once. @default 2 */
+  concurrency?: number;
+  /** @default '0' */
+  instanceId?: string;
+  /** @default { retries: 2 } */
+  retry?: RetryOptions;
+  /** Budget for a whole task (all G samples). @default 600000 */
+  timeoutMs?: number;
+}
+
+async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await fn(items[index]!);
+    }
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+/**
+ * Consumes tasks and rolls each out G times in fresh sandboxes with the newest policy, publishing one
+ * trajectory per sample. A task's G trajectories and its offset commit in one transaction.
+ */
+export function createRolloutWorker(context: ProcessorContext, options: RolloutWorkerOptions): StreamProcessor<'tasks'> {
+  const groupSize = options.groupSize ?? 4;
+  const maxTurns = options.maxTurns ?? 14;
+  const concurrency = options.concurrency ?? 2;
+  if (!Number.isInteger(groupSize) || groupSize < 1) throw new Error(`RolloutWorkerOptions.groupSize must be a whole number >= 1, got ${groupSize}`);
+  if (!Number.isInteger(maxTurns) || maxTurns < 3) throw new Error(`RolloutWorkerOptions.maxTurns must be a whole number >= 3, got ${maxTurns}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`RolloutWorkerOptions.concurrency must be a whole number >= 1, got ${concurrency}`);
+
+  return new StreamProcessor(
+    context,
+    {
+      name: 'rollout-worker',
+      inputs: ['tasks'],
+      instanceId: options.instanceId ?? '0',
+      maxRecordsPerTransaction: 1,
+      retry: options.retry ?? { retries: 2 },
+      timeoutMs: options.timeoutMs ?? 600_000,
+    },
+    async ({ record, signal }) => {
+      const task = record.value;
+      // One policy snapshot per group: GRPO compares samples of the same policy version.
+      const policy = options.policies.current() as Policy<unknown>;
+      const groupId = `${options.runId}/${task.taskId}/${record.partition}-${record.offset}`;
+      const trajectories = await mapLimit(
+        Array.from({ length: groupSize }, (_, attempt) => attempt),
+        concurrency,
+        async (attempt): Promise<Output> => {
+          const env: Environment<unknown> = makeEnv(task.envId, { pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
+          const trajectoryId = `${groupId}/${attempt}`;
+          const episode = await runEpisode(env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
+          const trajectory: Trajectory = {
+            trajectoryId,
+            groupId,
+            groupSize,
+            envId: task.envId,
+            policyId: policy.policyId,
+            steps: episode.steps,
+            finalFiles: episode.finalFiles,
+            outcome: episode.outcome,
+            error: null,
+            totalMs: episode.totalMs,
+            sandboxMs: episode.sandboxMs,
+            lineage: {
+              taskId: task.taskId,
+              attempt,
+              runId: options.runId,
+              policyVersion: policy.version,
+              sandboxImageDigest: episode.imageDigest,
+              verifierVersion: null,
+              createdAt: nowIso(),
+            },
+          };
+          return { topic: 'trajectories', key: task.taskId, value: trajectory };
+        },
+      );
+      return trajectories;
+    },
+  );
+}
