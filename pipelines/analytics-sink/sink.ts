@@ -42,6 +42,8 @@ function writtenOffsets(dataDir: string, table: string): Map<number, bigint> {
  */
 export class AnalyticsSink {
   readonly metrics = new ProcessorMetrics();
+  /** Rows landed per table since start. */
+  readonly rowsWritten = new Map<string, number>();
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
   private readonly maxRecordsPerFile: number;
@@ -96,6 +98,7 @@ export class AnalyticsSink {
             const path = join(this.options.dataDir, spec.table, `run_id=${runId.replace(/[^\w.-]/g, '_')}`, `p${batch.partition}-${first}-${last}.parquet`);
             writeParquetFile(path, spec.columns as never, runRows);
           }
+          this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + rows.length);
           if (letters.length) await this.producer!.send({ topic: names.name('deadLetters'), messages: letters });
           resolveOffset(last);
           await this.consumer!.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);

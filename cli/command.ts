@@ -1,0 +1,49 @@
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** A subcommand: its help is generated from the same option table that parses it. */
+export interface Command {
+  readonly name: string;
+  readonly summary: string;
+  /** Positional arguments, e.g. `<query>`. */
+  readonly usage: string;
+  readonly options: Options;
+  /** Help text for each option, by name. */
+  readonly help: Readonly<Record<string, string>>;
+  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
+}
+
+export function helpText(prefix: string, command: Command): string {
+  const lines = [`Usage: ${prefix} ${command.name}${command.usage ? ` ${command.usage}` : ''} [options]`, '', command.summary, '', 'Options:'];
+  for (const [name, spec] of Object.entries(command.options)) {
+    const flag = `--${name}${spec.type === 'string' ? ' <value>' : ''}`;
+    const fallback = spec.default !== undefined ? ` (default: ${String(spec.default)})` : '';
+    lines.push(`  ${flag.padEnd(26)}${command.help[name] ?? ''}${fallback}`);
+  }
+  lines.push(`  ${'--help'.padEnd(26)}Show this help`);
+  return lines.join('\n');
+}
+
+export async function runCommand(prefix: string, command: Command, argv: string[]): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+  } catch (error) {
+    process.stderr.write(`${prefix} ${command.name}: ${error instanceof Error ? error.message : String(error)}\n\n${helpText(prefix, command)}\n`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    process.stdout.write(`${helpText(prefix, command)}\n`);
+    return 0;
+  }
+  return command.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+}
+
+export function intOption(values: Record<string, string | boolean | undefined>, name: string): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number >= 1, got "${String(raw)}"`);
+  return value;
+}

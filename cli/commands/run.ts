@@ -1,0 +1,74 @@
+import { randomUUID } from 'node:crypto';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
+import { createLearner } from '../../pipelines/learner/index.js';
+import { createRewardProcessor } from '../../pipelines/reward/index.js';
+import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { GlobalTable } from '../../pipelines/runtime/index.js';
+import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
+import { imageFor } from '../../stack/index.js';
+import { intOption, type Command } from '../command.js';
+import { processorContext } from '../context.js';
+import { dataDir } from '../paths.js';
+
+const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
+
+interface Runnable {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export const runProcessorCommand: Command = {
+  name: 'run',
+  summary: `Run one stream processor in this process until SIGINT or SIGTERM (graceful: uncommitted work is redone after restart).\nProcessors: ${PROCESSORS.join(', ')}`,
+  usage: '<processor>',
+  options: {
+    instance: { type: 'string', default: '0' },
+    'run-id': { type: 'string' },
+    'group-size': { type: 'string', default: '4' },
+    'batch-size': { type: 'string', default: '16' },
+  },
+  help: {
+    instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',
+    'run-id': 'run id stamped on records (default: random)',
+    'group-size': 'rollout-worker: samples per task',
+    'batch-size': 'learner: samples per update',
+  },
+  async run(values, [name]) {
+    if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number])) {
+      process.stderr.write(`trialrun run: unknown processor "${name ?? ''}"; one of ${PROCESSORS.join(', ')}\n`);
+      return 2;
+    }
+    const context = processorContext();
+    const runId = (values['run-id'] as string | undefined) ?? randomUUID();
+    const instanceId = String(values.instance);
+    const pool = new DockerSandboxPool();
+    const closers: Array<() => Promise<void>> = [() => pool.close()];
+    let processor: Runnable;
+    if (name === 'rollout-worker') {
+      const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names);
+      closers.push(() => policies.close());
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize: intOption(values, 'group-size') });
+    } else if (name === 'verifier') {
+      const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
+      closers.push(() => tasks.close());
+      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId });
+    } else if (name === 'reward') {
+      processor = createRewardProcessor(context);
+    } else if (name === 'learner') {
+      processor = createLearner(context, { runId, batchSize: intOption(values, 'batch-size') });
+    } else {
+      processor = new AnalyticsSink(context, { dataDir: dataDir() });
+    }
+    await processor.start();
+    process.stderr.write(`[${name}] running (instance ${instanceId}); stop with Ctrl-C\n`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    process.stderr.write(`[${name}] stopping\n`);
+    await processor.stop();
+    for (const close of closers.reverse()) await close();
+    return 0;
+  },
+};

@@ -1,0 +1,1 @@
+export { runLoop, type LoopOptions, type LoopProgress, type LoopSummary, type PolicyVersionRow } from './loop.js';

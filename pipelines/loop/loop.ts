@@ -1,0 +1,168 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { catalogTopics, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
+import type { SandboxPool } from '../../connectors/sandbox/index.js';
+import { TOPICS, type TopicKey } from '../../schemas/index.js';
+import { AnalyticsSink } from '../analytics-sink/index.js';
+import { createLearner } from '../learner/index.js';
+import { createRewardProcessor } from '../reward/index.js';
+import { createRolloutWorker, PolicyTracker } from '../rollout-worker/index.js';
+import { GlobalTable, sleep, type ProcessorContext } from '../runtime/index.js';
+import { prepareTasks, publishTasks } from '../task-job/index.js';
+import { createVerifierProcessor } from '../verifier/index.js';
+
+export interface LoopOptions {
+  /** JSON Lines task file. */
+  taskFile: string;
+  /** Where Parquet files and rejects go. */
+  dataDir: string;
+  pool: SandboxPool;
+  imageFor: (recipe: string) => string;
+  /** @default a random UUID */
+  runId?: string;
+  /** Use only the first N valid tasks. @default all */
+  limitTasks?: number;
+  /** Samples per task. @default 4 */
+  groupSize?: number;
+  /** Tool calls per episode. @default 14 */
+  maxTurns?: number;
+  /** Rollout worker instances (each a group member with its own transactional producer). @default 2 */
+  rolloutWorkers?: number;
+  /** Samples per learner update. @default 16 */
+  batchSize?: number;
+  /** Give up after this long. @default 1800000 */
+  timeoutMs?: number;
+  /** Called every `progressIntervalMs` with counts so far. */
+  onProgress?: (progress: LoopProgress) => void;
+  /** @default 2000 */
+  progressIntervalMs?: number;
+}
+
+export interface LoopProgress {
+  readonly expected: number;
+  readonly rolledOut: number;
+  readonly verified: number;
+  readonly rewarded: number;
+  readonly policyVersion: number;
+  readonly elapsedMs: number;
+}
+
+export interface PolicyVersionRow {
+  readonly policyVersion: number;
+  readonly trajectories: number;
+  readonly passRate: number;
+}
+
+export interface LoopSummary {
+  readonly runId: string;
+  readonly tasks: number;
+  readonly rejectedRows: number;
+  readonly trajectories: number;
+  readonly passRate: number;
+  readonly byPolicyVersion: readonly PolicyVersionRow[];
+  readonly checkpoints: number;
+  readonly sandboxSeconds: number;
+  readonly recordsPerTopic: Readonly<Record<string, number>>;
+  readonly deadLetters: number;
+  readonly dataDir: string;
+  readonly rejectsFile: string;
+  readonly elapsedMs: number;
+}
+
+async function countTopic(context: ProcessorContext, key: TopicKey): Promise<number> {
+  let count = 0;
+  await readTopic(context.kafka, { topic: context.names.name(key), onRecord: () => void count++ });
+  return count;
+}
+
+/**
+ * The whole loop in one process: publish tasks, roll them out, verify, reward, learn, and land
+ * everything in Parquet; returns once every trajectory is rewarded and in the analytics store.
+ */
+export async function runLoop(context: ProcessorContext, options: LoopOptions): Promise<LoopSummary> {
+  const started = performance.now();
+  const runId = options.runId ?? randomUUID();
+  const groupSize = options.groupSize ?? 4;
+  const admin = context.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
+  await context.serde.register();
+
+  const prepared = await prepareTasks({ file: options.taskFile, rejectsDir: join(options.dataDir, 'rejects'), jobRunId: runId });
+  const tasks = prepared.tasks.slice(0, options.limitTasks ?? prepared.tasks.length);
+  const expected = tasks.length * groupSize;
+
+  const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
+  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names);
+  const workers = Array.from({ length: options.rolloutWorkers ?? 2 }, (_, i) =>
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1 }),
+  );
+  const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
+  const reward = createRewardProcessor(context);
+  const learner = createLearner(context, { runId, batchSize: options.batchSize });
+  const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
+  const processors = [...workers, verifier, reward, learner, sink];
+  await Promise.all(processors.map((p) => p.start()));
+  await publishTasks(context.kafka, context.serde, context.names, tasks);
+
+  const progress = (): LoopProgress => ({
+    expected,
+    rolledOut: workers.reduce((sum, w) => sum + w.metrics.outputs, 0),
+    verified: verifier.metrics.outputs,
+    rewarded: reward.metrics.outputs,
+    policyVersion: policies.current().version,
+    elapsedMs: performance.now() - started,
+  });
+  const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
+  const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
+  const never = new AbortController().signal;
+  let lastReport = 0;
+  try {
+    // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
+    while (!(landed('trajectories') >= expected && landed('verifications') >= expected && landed('rewards') >= expected && learner.metrics.processed >= 2 * expected && landed('checkpoints') >= learner.metrics.outputs)) {
+      if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);
+      if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {
+        lastReport = performance.now();
+        options.onProgress(progress());
+      }
+      await sleep(250, never);
+    }
+    options.onProgress?.(progress());
+  } finally {
+    await Promise.allSettled(processors.map((p) => p.stop()));
+    await Promise.allSettled([tasksTable.close(), policies.close()]);
+  }
+
+  const catalog = await AnalyticsCatalog.open(options.dataDir);
+  try {
+    const scalar = async (sql: string): Promise<number> => Number((await catalog.query(sql)).rows[0]?.[0] ?? 0);
+    const run = `'${runId.replaceAll("'", "''")}'`;
+    const byVersion = await catalog.query(
+      `SELECT t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1 ELSE 0 END) AS pass_rate
+       FROM trajectories t JOIN verifications v USING (trajectory_id)
+       WHERE t.run_id = ${run} GROUP BY 1 ORDER BY 1`,
+    );
+    const recordsPerTopic: Record<string, number> = { tasks: tasks.length };
+    for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {
+      recordsPerTopic[table === 'checkpoints' ? TOPICS.policyCheckpoints.name : table] = await scalar(`SELECT count(*) FROM ${table} WHERE run_id = ${run}`);
+    }
+    return {
+      runId,
+      tasks: tasks.length,
+      rejectedRows: prepared.rejected + prepared.duplicates,
+      trajectories: await scalar(`SELECT count(*) FROM trajectories WHERE run_id = ${run}`),
+      passRate: await scalar(`SELECT avg(CASE WHEN passed THEN 1 ELSE 0 END) FROM verifications WHERE run_id = ${run}`),
+      byPolicyVersion: byVersion.rows.map(([version, n, rate]) => ({ policyVersion: Number(version), trajectories: Number(n), passRate: Number(rate) })),
+      checkpoints: recordsPerTopic[TOPICS.policyCheckpoints.name] ?? 0,
+      sandboxSeconds: (await scalar(`SELECT sum(sandbox_ms) FROM trajectories WHERE run_id = ${run}`)) / 1000 + (await scalar(`SELECT sum(duration_ms) FROM verifications WHERE run_id = ${run}`)) / 1000,
+      recordsPerTopic,
+      deadLetters: await countTopic(context, 'deadLetters'),
+      dataDir: options.dataDir,
+      rejectsFile: prepared.rejectsFile,
+      elapsedMs: performance.now() - started,
+    };
+  } finally {
+    catalog.close();
+  }
+}

@@ -1,0 +1,48 @@
+import type { StackComponent, StackLog } from './component.js';
+import { dockerComponent } from './docker.js';
+import { imagesComponent, resolveImageTag } from './images.js';
+import { kafkaComponent } from './kafka.js';
+import { registryComponent } from './registry.js';
+
+export type { StackComponent, StackLog } from './component.js';
+export { resolveImageTag } from './images.js';
+export { stackPaths } from './state.js';
+
+/** The parts in start order: the registry keeps its schemas in Kafka, images need the engine. */
+export function stackComponents(): StackComponent[] {
+  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent()];
+}
+
+export interface StackReport {
+  readonly name: string;
+  readonly endpoint: string;
+  readonly result: string;
+  readonly seconds: number;
+}
+
+export async function stackUp(log: StackLog, components = stackComponents()): Promise<StackReport[]> {
+  const reports: StackReport[] = [];
+  for (const component of components) {
+    const started = performance.now();
+    const result = await component.ensure((line) => log(`[${component.name}] ${line}`));
+    reports.push({ name: component.name, endpoint: component.endpoint(), result, seconds: (performance.now() - started) / 1000 });
+  }
+  return reports;
+}
+
+export async function stackDown(log: StackLog, components = stackComponents()): Promise<StackReport[]> {
+  const reports: StackReport[] = [];
+  for (const component of [...components].reverse()) {
+    const started = performance.now();
+    const result = await component.stop((line) => log(`[${component.name}] ${line}`));
+    reports.push({ name: component.name, endpoint: component.endpoint(), result, seconds: (performance.now() - started) / 1000 });
+  }
+  return reports;
+}
+
+export async function stackStatus(components = stackComponents()): Promise<Array<{ name: string; endpoint: string; up: boolean }>> {
+  return Promise.all(components.map(async (c) => ({ name: c.name, endpoint: c.endpoint(), up: await c.isUp() })));
+}
+
+/** Resolves a sandbox recipe name to the tag `stack up` built for it. */
+export const imageFor = (recipe: string): string => resolveImageTag(recipe);
