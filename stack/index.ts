@@ -44,5 +44,14 @@ export async function stackStatus(components = stackComponents()): Promise<Array
   return Promise.all(components.map(async (c) => ({ name: c.name, endpoint: c.endpoint(), up: await c.isUp() })));
 }
 
-/** Resolves a sandbox recipe name to the tag `stack up` built for it. */
-export const imageFor = (recipe: string): string => resolveImageTag(recipe);
+const tags = new Map<string, string>();
+
+/** Resolves a sandbox recipe name to the tag `stack up` built for it (hashed once per process). */
+export function imageFor(recipe: string): string {
+  let tag = tags.get(recipe);
+  if (tag === undefined) {
+    tag = resolveImageTag(recipe);
+    tags.set(recipe, tag);
+  }
+  return tag;
+}

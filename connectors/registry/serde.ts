@@ -14,14 +14,14 @@ import {
 } from '../../schemas/index.js';
 
 export interface RegistryOptions {
-  /** Confluent-compatible registry base URL. @default env SCHEMA_REGISTRY_URL, else 'http://localhost:8081' */
+  /** Confluent-compatible registry base URL. @default env SCHEMA_REGISTRY_URL, else 'http://localhost:8081/apis/ccompat/v7' (the stack's Apicurio) */
   url?: string;
   /** Compatibility level set on every subject before registering. @default 'BACKWARD' */
   compatibility?: 'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FULL' | 'NONE';
 }
 
 export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): string {
-  const url = options.url ?? env.SCHEMA_REGISTRY_URL ?? 'http://localhost:8081';
+  const url = options.url ?? env.SCHEMA_REGISTRY_URL ?? 'http://localhost:8081/apis/ccompat/v7';
   try {
     return new URL(url).toString().replace(/\/$/, '');
   } catch {

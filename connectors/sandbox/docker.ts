@@ -121,7 +121,7 @@ class DockerSandbox implements Sandbox {
     const exitCode = hostTimedOut ? null : ((await exec.inspect()).ExitCode ?? null);
     let status: ExecResult['status'] = 'exited';
     if (hostTimedOut || exitCode === 124 || (exitCode === 137 && durationMs >= timeoutMs)) status = 'timeout';
-    else if (exitCode === 137 && (await this.countOomKills()) > this.oomKills) status = 'oom';
+    else if (exitCode === 137 && (await this.sawNewOomKill())) status = 'oom';
     return { status, exitCode, stdout: stdout.toString(), stderr: stderr.toString(), truncated: stdout.truncated || stderr.truncated, durationMs };
   }
 
@@ -146,7 +146,8 @@ class DockerSandbox implements Sandbox {
     });
   }
 
-  private async countOomKills(): Promise<number> {
+  /** True when the container's cgroup counted an OOM kill since the last check. */
+  private async sawNewOomKill(): Promise<boolean> {
     const probe = await this.container.exec({ Cmd: ['sh', '-c', OOM_KILLS], AttachStdout: true, AttachStderr: true, User: '0' });
     const stream = await probe.start({ hijack: true, stdin: false });
     const out = new CappedBuffer(1024);
@@ -155,8 +156,8 @@ class DockerSandbox implements Sandbox {
     await new Promise((resolve) => stream.on('end', resolve).on('close', resolve));
     const count = Number.parseInt(out.toString().trim(), 10) || 0;
     const isNew = count > this.oomKills;
-    if (isNew) this.oomKills = count;
-    return isNew ? count : this.oomKills;
+    this.oomKills = Math.max(count, this.oomKills);
+    return isNew;
   }
 }
 

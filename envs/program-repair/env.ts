@@ -59,7 +59,8 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     if (!sandbox || !state || !this.task) throw new Error('ProgramRepairEnv.step called before init');
     const started = performance.now();
     const next = { ...state, turn: state.turn + 1, lastTool: action.name };
-    const run = async (command: string[], timeoutMs = 30_000) => sandbox.exec(command, { timeoutMs, signal });
+    // A mutant can loop forever; a visible-test run that long is a failure, not something to wait for.
+    const run = async (command: string[], timeoutMs = 10_000) => sandbox.exec(command, { timeoutMs, signal });
     const tool = action.name as RepairTool;
     let result: ToolResult;
     let observation: RepairObservation = next;
@@ -136,7 +137,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
 
   /** Every file the agent left in the workspace except the visible tests, whose pristine copies the verifier brings. */
   private async finalFiles(): Promise<FileTree> {
-    const listing = await this.sandbox!.exec(['find', '.', '-type', 'f', '-size', '-1M', '-not', '-path', '*/__pycache__/*', '-printf', '%P\\n']);
+    const listing = await this.sandbox!.exec(['find', '.', '-type', 'f', '-size', '-1024k', '-not', '-path', '*/__pycache__/*', '-printf', '%P\\n']);
     const paths = listing.stdout.split('\n').filter((path) => path && !(path in this.task!.visibleTests));
     return this.sandbox!.readFiles(paths);
   }

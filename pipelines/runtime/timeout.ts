@@ -14,8 +14,9 @@ export function timeout(timeoutMs: number): Middleware {
     const expired = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         const error = new TimeoutError(`handling ${payload.record.topic}[${payload.record.partition}]@${payload.record.offset}`, timeoutMs);
-        deadline.abort(error);
+        // Reject before aborting: a handler that returns as soon as it sees the abort still timed out.
         reject(error);
+        deadline.abort(error);
       }, timeoutMs);
     });
     try {

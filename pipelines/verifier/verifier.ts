@@ -8,7 +8,7 @@ import { parseJunit } from './junit.js';
 export const VERIFIER_SPEC = {
   recipe: 'python-repair',
   pytest: ['python3', '-m', 'pytest', '-q', '-p', 'no:cacheprovider'],
-  timeoutMs: 60_000,
+  timeoutMs: 20_000,
   rule: 'reward 1 iff every expected hidden test passed in a JUnit report',
 } as const;
 

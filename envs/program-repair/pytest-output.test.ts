@@ -1,0 +1,39 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { functionSpans } from './observation.js';
+import { parsePytestOutput } from './pytest-output.js';
+
+const OUTPUT = `F.                                                                       [100%]
+=================================== FAILURES ===================================
+__________________________________ test_clamp __________________________________
+test_visible.py:4: in test_clamp
+    assert clamp(5, 0, 3) == 3
+clamp.py:3: in clamp
+    if x < hi:
+E   AssertionError: assert 5 == 3
+E    +  where 5 = clamp(5, 0, 3)
+=========================== short test summary info ============================
+FAILED test_visible.py::test_clamp - AssertionError: assert 5 == 3
+1 failed, 1 passed in 0.03s`;
+
+test('counts, module lines and called names from a failing run', () => {
+  const summary = parsePytestOutput(OUTPUT, 1, 'clamp.py');
+  assert.equal(summary.passed, false);
+  assert.equal(summary.failedCount, 1);
+  assert.equal(summary.passedCount, 1);
+  assert.deepEqual(summary.moduleLines, [3]);
+  assert.deepEqual(summary.calledNames, ['clamp']);
+});
+
+test('a clean run passes', () => {
+  assert.equal(parsePytestOutput('..\n2 passed in 0.01s', 0, 'x.py').passed, true);
+  assert.equal(parsePytestOutput('collected 0 items / 1 error', 2, 'x.py').passed, false);
+});
+
+test('function spans follow indentation', () => {
+  const spans = functionSpans('def a(x):\n    if x:\n        return 1\n\n    return 2\n\ndef b():\n    pass\n');
+  assert.deepEqual(spans, [
+    { name: 'a', start: 1, end: 5 },
+    { name: 'b', start: 7, end: 8 },
+  ]);
+});

@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import type { RepairObservation } from '../../envs/index.js';
+import { seededRandom } from '../types.js';
+import { FEATURE_NAMES } from './features.js';
+import { checkpointDigest, LinearRepairPolicy } from './policy.js';
+
+const failing = { passed: false, passedCount: 0, failedCount: 1, moduleLines: [3], calledNames: ['clamp'] };
+const base: RepairObservation = {
+  description: 'd',
+  modulePath: 'm.py',
+  moduleLineCount: 5,
+  functions: [{ name: 'clamp', start: 1, end: 4 }],
+  turn: 0,
+  maxTurns: 14,
+  lastTests: null,
+  baselineTests: null,
+  edits: null,
+  applied: null,
+  tried: [],
+  lastTool: null,
+};
+const edits = [
+  { id: 0, kind: 'compare-op', line: 3, col: 4, before: '<', after: '<=' },
+  { id: 1, kind: 'off-by-one', line: 5, col: 4, before: '1', after: '2' },
+];
+
+test('the scripted loop: run tests, list edits, apply, rerun, revert or submit', () => {
+  const policy = LinearRepairPolicy.initial();
+  const random = seededRandom('s');
+  const name = (o: RepairObservation): string => policy.act(o, random).action.name;
+  assert.equal(name(base), 'run_tests');
+  const tested = { ...base, lastTests: failing, baselineTests: failing };
+  assert.equal(name(tested), 'list_edits');
+  const listed = { ...tested, edits };
+  const pick = policy.act(listed, random);
+  assert.equal(pick.action.name, 'apply_edit');
+  assert.equal(pick.decision?.features.length, 2);
+  assert.equal(pick.decision?.features[0]?.length, FEATURE_NAMES.length);
+  assert.ok(Math.abs(pick.decision!.logprob - Math.log(0.5)) < 1e-9, 'zero weights pick uniformly');
+  const applied = { ...listed, applied: edits[0]!, lastTests: null };
+  assert.equal(name(applied), 'run_tests');
+  assert.equal(name({ ...applied, lastTests: failing }), 'revert');
+  assert.equal(name({ ...applied, lastTests: { ...failing, passed: true } }), 'submit');
+  assert.equal(name({ ...listed, tried: [0, 1] }), 'submit', 'nothing left to try');
+});
+
+test('a checkpoint is loaded only when its sha256 matches', () => {
+  const body = { policyId: 'linear-repair', version: 3, featureNames: [...FEATURE_NAMES], weights: FEATURE_NAMES.map((_, i) => i / 10) };
+  const checkpoint = {
+    ...body,
+    parentVersion: 2,
+    sha256: checkpointDigest(body),
+    metrics: { samples: 1, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0 },
+    lineage: { taskId: 'all', attempt: 0, runId: 'r', policyVersion: 3, sandboxImageDigest: null, verifierVersion: null, createdAt: new Date().toISOString() },
+  };
+  assert.equal(LinearRepairPolicy.fromCheckpoint(checkpoint).version, 3);
+  assert.throws(() => LinearRepairPolicy.fromCheckpoint({ ...checkpoint, weights: checkpoint.weights.map((w) => w + 1) }), /sha256/);
+});

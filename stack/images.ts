@@ -1,0 +1,321 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Docker from 'dockerode';
+import { ConfigError, SandboxError } from '../schemas/errors.js';
+import type { StackComponent, StackLog } from './component.js';
+import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot, runLogged } from './docker.js';
+import { ensureDir, stackPaths } from './state.js';
+
+/**
+ * Sandbox images are built from recipe folders under `sandbox-images/`, one per image:
+ * - a root-filesystem recipe holds `build-rootfs.sh` (+ `packages.txt`): debootstrapped, tarred, `docker import`-ed;
+ * - a Dockerfile recipe names each trialrun parent in an `ARG X=trialrun/<name>` before `FROM ${X}`; the ARG is
+ *   set to the parent's hashed tag at build time, so parents build first and a parent change rebuilds children.
+ * Tags are `trialrun/<name>:<12 hex>` over the recipe's files and its parents' tags: an unchanged recipe is
+ * never rebuilt, a changed one always is.
+ */
+
+const ROOTFS_SCRIPT = 'build-rootfs.sh';
+const PARENT_ARG = /^ARG\s+([A-Za-z_]\w*)=["']?trialrun\/([a-z0-9][a-z0-9._-]*?)(?::latest)?["']?\s*$/;
+// Docker supplies a default PATH at run time, but `docker build` RUN steps and `exec` want it in the image too.
+const ROOTFS_IMAGE_CHANGES = ['ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'ENV LANG=C.UTF-8'];
+
+export interface ImagesOptions {
+  /** Folder with one sub-folder per image recipe. @default `<repo root>/sandbox-images` */
+  recipesDir?: string;
+  /** Bootstrapped root-filesystem tarballs, keyed by recipe hash. @default `<stackPaths().cacheDir>/rootfs` */
+  rootfsCacheDir?: string;
+  /** Engine to build on. @default `dockerClient()` (env DOCKER_HOST, else the local socket) */
+  docker?: Docker;
+}
+
+interface Recipe {
+  readonly name: string;
+  readonly dir: string;
+  readonly kind: 'rootfs' | 'dockerfile';
+  /** Dockerfile ARG name -> parent recipe name. */
+  readonly parents: ReadonlyMap<string, string>;
+}
+
+/** The `sandbox-images/` folder of this checkout, found from this file (src via tsx, or dist/stack when compiled). */
+function defaultRecipesDir(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
+    const recipes = join(dir, 'sandbox-images');
+    if (existsSync(recipes) && existsSync(join(dir, 'package.json'))) return recipes;
+    if (dirname(dir) === dir) throw new ConfigError(`no sandbox-images/ folder above ${fileURLToPath(import.meta.url)}`);
+  }
+}
+
+/** The tag `name`'s recipe builds to, e.g. `trialrun/python-repair:0123456789ab`. Reads files only, never Docker. */
+export function resolveImageTag(name: string, recipesDir: string = defaultRecipesDir()): string {
+  const planned = planImages(recipesDir, [name]).find((p) => p.recipe.name === name);
+  if (planned === undefined) throw new ConfigError(`no sandbox image recipe ${name} in ${recipesDir}`);
+  return planned.tag;
+}
+
+interface PlannedImage {
+  readonly recipe: Recipe;
+  readonly tag: string;
+  /** Parent tags for the Dockerfile's ARGs. */
+  readonly buildargs: Record<string, string>;
+}
+
+/** `names` and their trialrun parents, parents first, each with its tag. */
+function planImages(recipesDir: string, names: readonly string[]): PlannedImage[] {
+  const plan: PlannedImage[] = [];
+  const visit = (name: string, path: readonly string[]): string => {
+    const done = plan.find((p) => p.recipe.name === name);
+    if (done !== undefined) return done.tag;
+    if (path.includes(name)) throw new ConfigError(`sandbox image recipes form a cycle: ${[...path, name].join(' -> ')}`);
+
+    const recipe = readRecipe(recipesDir, name);
+    const buildargs: Record<string, string> = {};
+    for (const [arg, parent] of recipe.parents) buildargs[arg] = visit(parent, [...path, name]);
+    // A root filesystem is bootstrapped from the host's Debian suite, so a suite change must change the tag.
+    const parentKeys = recipe.kind === 'rootfs' ? [`debian:${debianSource().suite}`] : Object.values(buildargs);
+    const tag = `trialrun/${name}:${recipeHash(recipe.dir, parentKeys)}`;
+    plan.push({ recipe, tag, buildargs });
+    return tag;
+  };
+  for (const name of names) visit(name, []);
+  return plan;
+}
+
+/** 12 hex of sha256 over the folder's files (sorted relative paths, executable bits, contents) and `parentKeys`. */
+function recipeHash(dir: string, parentKeys: readonly string[]): string {
+  const hash = createHash('sha256');
+  for (const file of recipeFiles(dir)) {
+    const path = join(dir, file);
+    const content = readFileSync(path);
+    // The executable bit survives COPY and decides whether a script runs, so it is part of the recipe.
+    const executable = (statSync(path).mode & 0o111) !== 0 ? 'x' : '-';
+    hash.update(`${file}\0${executable}\0${content.length}\0`).update(content);
+  }
+  for (const key of parentKeys) hash.update(`parent\0${key}\0`);
+  return hash.digest('hex').slice(0, 12);
+}
+
+/** Regular files under `dir`, as sorted `/`-separated relative paths; also the build context sent to Docker. */
+function recipeFiles(dir: string, prefix = ''): string[] {
+  const files: string[] = [];
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const rel = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+    // Python byte-code appears whenever someone runs the tools locally; it must not change the tag.
+    if (entry.isDirectory() && entry.name !== '__pycache__') files.push(...recipeFiles(dir, rel));
+    else if (entry.isFile()) files.push(rel);
+  }
+  return files.sort();
+}
+
+function readRecipe(recipesDir: string, name: string): Recipe {
+  const dir = join(recipesDir, name);
+  if (existsSync(join(dir, ROOTFS_SCRIPT))) return { name, dir, kind: 'rootfs', parents: new Map() };
+  const dockerfile = join(dir, 'Dockerfile');
+  if (!existsSync(dockerfile)) {
+    throw new ConfigError(`${dir} is not a sandbox image recipe (it has no ${ROOTFS_SCRIPT} or Dockerfile)`);
+  }
+
+  const parents = new Map<string, string>();
+  for (const line of readFileSync(dockerfile, 'utf8').split('\n').map((l) => l.trim())) {
+    if (/^FROM\s/i.test(line)) {
+      if (/^FROM\s+trialrun\//i.test(line)) {
+        const example = 'ARG BASE_IMAGE=trialrun/base then FROM ${BASE_IMAGE}';
+        throw new ConfigError(`${dockerfile}: name trialrun parents through an ARG (${example}) so they build first`);
+      }
+      break;
+    }
+    const match = PARENT_ARG.exec(line);
+    if (match?.[1] !== undefined && match[2] !== undefined) parents.set(match[1], match[2]);
+  }
+  return { name, dir, kind: 'dockerfile', parents };
+}
+
+/** Builds every sandbox image that is missing; `stop` has nothing to stop. */
+export function imagesComponent(options: ImagesOptions = {}): StackComponent {
+  const recipesDir = options.recipesDir ?? defaultRecipesDir();
+  const rootfsCacheDir = options.rootfsCacheDir ?? join(stackPaths().cacheDir, 'rootfs');
+  const docker = options.docker ?? dockerClient();
+
+  const planned = (): PlannedImage[] => {
+    const names = readdirSync(recipesDir, { withFileTypes: true }).filter((e) => e.isDirectory());
+    return planImages(recipesDir, names.map((e) => e.name).sort());
+  };
+  const exists = (tag: string): Promise<boolean> =>
+    docker
+      .getImage(tag)
+      .inspect()
+      .then(
+        () => true,
+        () => false,
+      );
+
+  return {
+    name: 'sandbox-images',
+    endpoint: () =>
+      planned()
+        .map((p) => p.tag)
+        .join(', '),
+
+    async isUp() {
+      if (!(await pingDocker(docker))) return false;
+      const present = await Promise.all(planned().map((p) => exists(p.tag)));
+      return present.every(Boolean);
+    },
+
+    async ensure(log) {
+      let built = false;
+      for (const { recipe, tag, buildargs } of planned()) {
+        if (await exists(tag)) continue;
+        const started = Date.now();
+        if (recipe.kind === 'rootfs') await importRootfs(docker, recipe, tag, rootfsCacheDir, log);
+        else await buildDockerfile(docker, recipe, tag, buildargs, log);
+        log(`built ${tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+        built = true;
+      }
+      return built ? 'started' : 'reused';
+    },
+
+    async stop() {
+      return 'not-running';
+    },
+  };
+}
+
+async function importRootfs(docker: Docker, recipe: Recipe, tag: string, cacheDir: string, log: StackLog): Promise<void> {
+  const [repo, hash] = splitTag(tag);
+  const tarball = join(ensureDir(cacheDir), `${recipe.name}-${hash}.tar`);
+  if (existsSync(tarball)) {
+    log(`using cached root filesystem ${tarball}`);
+  } else {
+    const installed = findExecutable('debootstrap') !== undefined;
+    const hint = `Run once as root, or copy ${tarball} from a machine that has it.`;
+    requireRoot(`bootstrap the ${recipe.name} root filesystem`, hint, { apt: !installed });
+    if (!installed) await aptInstall(['debootstrap'], log);
+    const { suite, mirror, keyring } = debianSource();
+    log(`bootstrapping ${recipe.name} (Debian ${suite} from ${mirror}) into ${tarball}`);
+    const code = await runLogged('sh', [join(recipe.dir, ROOTFS_SCRIPT), suite, mirror, keyring, tarball], log);
+    if (code !== 0) throw new SandboxError(`${ROOTFS_SCRIPT} for ${recipe.name} failed (exit ${code}); see the lines above`);
+  }
+  log(`importing ${tarball} as ${tag}`);
+  const stream = await docker.importImage(createReadStream(tarball), { repo, tag: hash, changes: ROOTFS_IMAGE_CHANGES });
+  await followJsonStream(stream, log);
+  await docker.getImage(tag).tag({ repo, tag: 'latest' });
+}
+
+async function buildDockerfile(
+  docker: Docker,
+  recipe: Recipe,
+  tag: string,
+  buildargs: Record<string, string>,
+  log: StackLog,
+): Promise<void> {
+  log(`building ${tag} from ${recipe.dir}`);
+  // version '1' is the classic builder: Debian's engine may have no BuildKit, and the recipes need nothing from it.
+  // No network: recipes install nothing at build time, and dockerd runs without a bridge anyway.
+  const stream = await docker.buildImage(
+    { context: recipe.dir, src: recipeFiles(recipe.dir) },
+    { t: tag, buildargs, rm: true, forcerm: true, networkmode: 'none', version: '1' },
+  );
+  await followJsonStream(stream, log);
+  const [repo] = splitTag(tag);
+  await docker.getImage(tag).tag({ repo, tag: 'latest' });
+}
+
+/** Logs Docker's newline-delimited JSON progress; rejects on an `error` message (a failed build still answers 200). */
+async function followJsonStream(stream: NodeJS.ReadableStream, log: StackLog): Promise<void> {
+  let pending = '';
+  stream.setEncoding('utf8');
+  for await (const chunk of stream) {
+    const lines = (pending + String(chunk)).split('\n');
+    pending = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.trim() === '') continue;
+      const message = JSON.parse(line) as { stream?: string; status?: string; error?: string };
+      if (message.error !== undefined) throw new SandboxError(`docker: ${message.error}`);
+      const text = (message.stream ?? message.status ?? '').trimEnd();
+      if (text !== '') log(text);
+    }
+  }
+}
+
+function splitTag(tag: string): [repo: string, tag: string] {
+  const colon = tag.lastIndexOf(':');
+  return [tag.slice(0, colon), tag.slice(colon + 1)];
+}
+
+/**
+ * The host's Debian suite and the mirror apt already uses for it (deb822 `.sources` or one-line `.list`
+ * files), so the rootfs comes from wherever this machine is allowed to fetch packages.
+ */
+function debianSource(): { suite: string; mirror: string; keyring: string } {
+  const osRelease = existsSync('/etc/os-release') ? readFileSync('/etc/os-release', 'utf8') : '';
+  const field = (key: string): string | undefined => new RegExp(`^${key}="?([^"\\n]*)"?$`, 'm').exec(osRelease)?.[1];
+  const suite = field('VERSION_CODENAME');
+  if (field('ID') !== 'debian' || suite === undefined || suite === '') {
+    throw new ConfigError('the base sandbox image is bootstrapped from the host Debian suite; /etc/os-release names none');
+  }
+
+  const defaultKeyring = '/usr/share/keyrings/debian-archive-keyring.gpg';
+  for (const entry of aptSources()) {
+    const { types, suites, components, uri, signedBy } = entry;
+    if (types.includes('deb') && suites.includes(suite) && components.includes('main') && uri !== undefined) {
+      return { suite, mirror: uri, keyring: signedBy?.startsWith('/') ? signedBy : defaultKeyring };
+    }
+  }
+  throw new ConfigError(`no apt source for Debian ${suite} main in /etc/apt/sources.list or /etc/apt/sources.list.d/`);
+}
+
+interface AptSource {
+  types: string[];
+  uri: string | undefined;
+  suites: string[];
+  components: string[];
+  signedBy: string | undefined;
+}
+
+function aptSources(): AptSource[] {
+  const dir = '/etc/apt/sources.list.d';
+  const files = [
+    '/etc/apt/sources.list',
+    ...(existsSync(dir) ? readdirSync(dir).sort().map((f) => join(dir, f)) : []),
+  ].filter((f) => (f.endsWith('.list') || f.endsWith('.sources')) && existsSync(f));
+
+  const sources: AptSource[] = [];
+  for (const file of files) {
+    const text = readFileSync(file, 'utf8');
+    if (file.endsWith('.sources')) {
+      for (const stanza of text.split(/\n\s*\n/)) {
+        // Continuation lines (e.g. an inline Signed-By key) start with white space; skip them and comments.
+        const fields = new Map<string, string>();
+        for (const line of stanza.split('\n')) {
+          const match = /^([A-Za-z-]+):\s*(.*)$/.exec(line);
+          if (match?.[1] !== undefined && match[2] !== undefined) fields.set(match[1].toLowerCase(), match[2].trim());
+        }
+        if (fields.get('enabled') === 'no') continue;
+        const list = (key: string): string[] => (fields.get(key) ?? '').split(/\s+/).filter(Boolean);
+        sources.push({
+          types: list('types'),
+          uri: list('uris')[0],
+          suites: list('suites'),
+          components: list('components'),
+          signedBy: fields.get('signed-by'),
+        });
+      }
+    } else {
+      for (const line of text.split('\n')) {
+        const match = /^\s*(deb(?:-src)?)\s+(?:\[([^\]]*)\]\s+)?(\S+)\s+(\S+)\s*(.*)$/.exec(line);
+        if (match === null) continue;
+        sources.push({
+          types: [match[1] ?? ''],
+          uri: match[3],
+          suites: [match[4] ?? ''],
+          components: (match[5] ?? '').split(/\s+/).filter(Boolean),
+          signedBy: /signed-by=(\S+)/.exec(match[2] ?? '')?.[1],
+        });
+      }
+    }
+  }
+  return sources;
+}

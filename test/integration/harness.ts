@@ -1,0 +1,58 @@
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import '../../envs/index.js';
+import { catalogTopics, createKafka, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
+import { TopicSerde } from '../../connectors/registry/index.js';
+import type { ProcessorContext } from '../../pipelines/runtime/index.js';
+import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
+import { stackUp } from '../../stack/index.js';
+
+/** Brings up whatever the tests need (idempotent; fast when already running). */
+export async function ensureStack(): Promise<void> {
+  await stackUp((line) => console.log(`# ${line}`));
+}
+
+/** A context on fresh, randomly prefixed topics (created, schemas registered), so tests never share data. */
+export async function freshContext(label: string): Promise<ProcessorContext> {
+  const names = topicNames(`it-${label}-${randomUUID().slice(0, 8)}.`);
+  const context = { kafka: createKafka({ clientId: `it-${label}` }), serde: new TopicSerde(names), names };
+  const admin = context.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, catalogTopics(names)).finally(() => admin.disconnect());
+  await context.serde.register();
+  return context;
+}
+
+export const tempDir = (label: string): string => mkdtempSync(join(tmpdir(), `trialrun-${label}-`));
+
+/** Every committed record of a topic, decoded and contract-checked. */
+export async function readAll<K extends TopicKey>(context: ProcessorContext, key: K): Promise<TopicValue<K>[]> {
+  const values: TopicValue<K>[] = [];
+  const raw: Buffer[] = [];
+  await readTopic(context.kafka, { topic: context.names.name(key), onRecord: ({ value }) => void (value && raw.push(value)) });
+  for (const bytes of raw) values.push(await context.serde.decode(key, bytes));
+  return values;
+}
+
+/** Polls `probe` until it returns true or the deadline passes. */
+export async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await probe()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+/** Sends raw bytes (for poison records) straight to a topic. */
+export async function sendRaw(context: ProcessorContext, key: TopicKey, messages: Array<{ key: string; value: Buffer }>): Promise<void> {
+  const producer = context.kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic: context.names.name(key), messages });
+  } finally {
+    await producer.disconnect();
+  }
+}

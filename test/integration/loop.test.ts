@@ -1,0 +1,83 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { join } from 'node:path';
+import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { runLoop } from '../../pipelines/loop/index.js';
+import { imageFor } from '../../stack/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
+
+const pool = new DockerSandboxPool();
+before(ensureStack, { timeout: 900_000 });
+after(() => pool.close());
+
+test('the whole loop over a few tasks lands consistent records in every topic and in DuckDB', { timeout: 600_000 }, async () => {
+  const context = await freshContext('loop');
+  const dataDir = tempDir('loop');
+  const summary = await runLoop(context, {
+    taskFile: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'),
+    dataDir,
+    pool,
+    imageFor,
+    limitTasks: 3,
+    groupSize: 2,
+    batchSize: 2,
+    maxTurns: 8,
+    rolloutWorkers: 2,
+  });
+  assert.equal(summary.tasks, 3);
+  assert.equal(summary.trajectories, 6);
+
+  const [tasks, trajectories, verifications, rewards, checkpoints, deadLetters] = await Promise.all([
+    readAll(context, 'tasks'),
+    readAll(context, 'trajectories'),
+    readAll(context, 'verifications'),
+    readAll(context, 'rewards'),
+    readAll(context, 'policyCheckpoints'),
+    readAll(context, 'deadLetters'),
+  ]);
+  assert.equal(tasks.length, 3);
+  assert.equal(trajectories.length, 6);
+  assert.deepEqual(deadLetters, []);
+  // Exactly one verification and one reward per trajectory.
+  const ids = trajectories.map((t) => t.trajectoryId).sort();
+  assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), ids);
+  assert.deepEqual(rewards.map((r) => r.trajectoryId).sort(), ids);
+  assert.ok(checkpoints.length >= 1, 'the learner published a checkpoint');
+  assert.deepEqual(checkpoints.map((c) => c.version), checkpoints.map((_, i) => i + 1), 'versions count up from 1');
+
+  for (const t of trajectories) {
+    assert.equal(t.lineage.runId, summary.runId);
+    assert.match(t.lineage.sandboxImageDigest ?? '', /^sha256:/);
+    assert.ok(t.steps.length > 0 && t.steps.length <= 8);
+    assert.ok(!Object.keys(t.finalFiles).some((path) => path.startsWith('test_hidden')), 'hidden tests never enter the agent sandbox');
+  }
+  for (const v of verifications) {
+    assert.match(v.lineage.verifierVersion ?? '', /^v-[0-9a-f]{12}$/);
+    assert.ok(v.testsTotal > 0);
+    assert.equal(v.passed, v.testsPassed === v.testsTotal && v.failure === null);
+  }
+  for (const group of new Set(rewards.map((r) => r.groupId))) {
+    const members = rewards.filter((r) => r.groupId === group);
+    assert.equal(members.length, 2);
+    assert.ok(Math.abs(members.reduce((sum, r) => sum + r.advantage, 0)) < 1e-6, 'advantages are centred per group');
+  }
+
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    const count = async (sql: string): Promise<number> => Number((await catalog.query(sql)).rows[0]![0]);
+    assert.equal(await count('SELECT count(*) FROM trajectories'), 6);
+    assert.equal(await count('SELECT count(*) FROM verifications'), 6);
+    assert.equal(await count('SELECT count(*) FROM rewards'), 6);
+    assert.equal(await count('SELECT count(*) FROM checkpoints'), checkpoints.length);
+    assert.equal(await count('SELECT count(*) FROM steps'), trajectories.reduce((sum, t) => sum + t.steps.length, 0));
+    assert.equal(
+      await count('SELECT count(*) FROM verifications WHERE passed'),
+      verifications.filter((v) => v.passed).length,
+      'DuckDB agrees with the topic on pass counts',
+    );
+  } finally {
+    catalog.close();
+  }
+});
