@@ -38,7 +38,15 @@ export function resolveKafkaOptions(options: KafkaOptions = {}, env: NodeJS.Proc
 }
 
 // kafkajs logs a partitioner migration warning and routine group chatter at warn level; keep stderr readable.
-const MUTED = [/KafkaJSPartitionerWarning|default partitioner/i, /The group is rebalancing/i, /Restarting the consumer/i];
+// Retriable conditions that kafkajs retries by itself are noise at warn/error level.
+const MUTED = [
+  /KafkaJSPartitionerWarning|default partitioner/i,
+  /The group is rebalancing/i,
+  /Restarting the consumer/i,
+  /another concurrent operation on the same transaction/i,
+  /coordinator is not available/i,
+  /This is not the correct coordinator/i,
+];
 
 function logCreator(): NonNullable<KafkaConfig['logCreator']> {
   return () => ({ namespace, level, log }: LogEntry) => {
@@ -57,7 +65,7 @@ export function createKafka(options: KafkaOptions = {}): Kafka {
     connectionTimeout: resolved.connectionTimeoutMs,
     logLevel: LEVELS[resolved.logLevel],
     logCreator: logCreator(),
-    retry: { retries: 8, initialRetryTime: 200 },
+    // No client-wide retry override: kafkajs gives idempotent producers unlimited retries, which EOS needs.
   });
 }
 
