@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { ConfigError, SandboxError } from '../schemas/errors.js';
+import { ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, startDaemon, stopDaemon, waitUntil } from './process.js';
 import { ensureDir, stackPaths } from './state.js';

@@ -3,7 +3,7 @@ import { createReadStream, existsSync, readdirSync, readFileSync, statSync } fro
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
-import { ConfigError, SandboxError } from '../schemas/errors.js';
+import { ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot, runLogged } from './docker.js';
 import { ensureDir, stackPaths } from './state.js';

