@@ -37,6 +37,8 @@ export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.Pr
 export class TopicSerde {
   private readonly registry: SchemaRegistry;
   private readonly ids = new Map<TopicKey, number>();
+  /** Schema ids known to belong (true) or not (false) to a topic's subject, as `<key>/<id>`. */
+  private readonly subjectOfId = new Map<string, boolean>();
   private readonly baseUrl: string;
 
   constructor(
@@ -45,7 +47,7 @@ export class TopicSerde {
   ) {
     this.baseUrl = resolveRegistryUrl(options);
     // zod already checks formats such as date-time; the registry client's ajv only needs the structure.
-    this.registry = new SchemaRegistry({ host: this.baseUrl }, { [SchemaType.JSON]: { strict: false, validateFormats: false } as object });
+    this.registry = new SchemaRegistry({ host: this.baseUrl }, { [SchemaType.JSON]: { strict: false, validateFormats: false, allErrors: true, detailedErrorPaths: true } as object });
   }
 
   subject(key: TopicKey): string {
@@ -67,31 +69,58 @@ export class TopicSerde {
     }
   }
 
+  /** The id of the schema this build registered for a topic (registering it if needed). */
+  async schemaId(key: TopicKey): Promise<number> {
+    if (!this.ids.has(key)) await this.register([key]);
+    return this.ids.get(key)!;
+  }
+
   async encode<K extends TopicKey>(key: K, value: TopicValue<K>): Promise<Buffer> {
     const parsed = TOPICS[key].schema.safeParse(value);
     if (!parsed.success) throw new ValidationError(`a ${TOPICS[key].name} record`, describeIssues(parsed.error));
-    let id = this.ids.get(key);
-    if (id === undefined) {
-      await this.register([key]);
-      id = this.ids.get(key)!;
-    }
-    return this.registry.encode(id, parsed.data);
+    return this.registry.encode(await this.schemaId(key), parsed.data);
   }
 
   /** Throws DecodeError for bytes that are not registry-framed JSON, ValidationError for contract breaks. */
   async decode<K extends TopicKey>(key: K, bytes: Buffer | null): Promise<TopicValue<K>> {
     if (bytes === null) throw new DecodeError(`a ${TOPICS[key].name} record has no value (tombstone)`);
+    if (bytes.length >= 5 && bytes[0] === 0 && !(await this.belongsTo(key, bytes.readInt32BE(1)))) {
+      throw new DecodeError(`a ${TOPICS[key].name} record could not be decoded: its schema id ${bytes.readInt32BE(1)} is not a version of ${this.subject(key)}`);
+    }
     let raw: unknown;
     try {
       raw = await this.registry.decode(bytes);
     } catch (error) {
       const hint = bytes.length < 5 || bytes[0] !== 0 ? ' (not in the registry wire format: no magic byte 0 and schema id)' : '';
-      throw new DecodeError(`a ${TOPICS[key].name} record could not be decoded${hint}: ${errorMessage(error)}`, {
+      // The registry client's schema check reports the failing paths separately from its message.
+      const paths = (error as { paths?: unknown[] }).paths;
+      const where = Array.isArray(paths) && paths.length ? ` at ${paths.map((p) => JSON.stringify(p)).join(', ')}` : '';
+      throw new DecodeError(`a ${TOPICS[key].name} record could not be decoded${hint}: ${errorMessage(error)}${where}`, {
         retriable: isRegistryUnreachable(error),
         cause: error,
       });
     }
     return parseContract(key, raw);
+  }
+
+  /** A record framed with another subject's schema must not be read as this topic's (it would validate against the wrong contract). */
+  private async belongsTo(key: TopicKey, id: number): Promise<boolean> {
+    if (this.ids.get(key) === id) return true;
+    const cacheKey = `${key}/${id}`;
+    const known = this.subjectOfId.get(cacheKey);
+    if (known !== undefined) return known;
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}/schemas/ids/${id}/versions`);
+    } catch (error) {
+      throw new ConnectionError(`the schema registry at ${this.baseUrl} did not answer: ${errorMessage(error)}`, error);
+    }
+    if (response.status === 404) return false;
+    if (!response.ok) throw new ConnectionError(`looking up schema id ${id} failed: HTTP ${response.status}`);
+    const versions = (await response.json()) as Array<{ subject: string }>;
+    const belongs = versions.some((v) => v.subject === this.subject(key));
+    this.subjectOfId.set(cacheKey, belongs);
+    return belongs;
   }
 
   private async setCompatibility(subject: string, level: string): Promise<void> {

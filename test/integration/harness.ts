@@ -27,12 +27,21 @@ export async function freshContext(label: string): Promise<ProcessorContext> {
 
 export const tempDir = (label: string): string => mkdtempSync(join(tmpdir(), `trialrun-${label}-`));
 
-/** Every committed record of a topic, decoded and contract-checked. */
-export async function readAll<K extends TopicKey>(context: ProcessorContext, key: K): Promise<TopicValue<K>[]> {
+/**
+ * Every committed record of a topic, decoded and contract-checked. A record that fails to decode throws,
+ * unless `skipInvalid` (for topics a test poisoned on purpose).
+ */
+export async function readAll<K extends TopicKey>(context: ProcessorContext, key: K, options: { skipInvalid?: boolean } = {}): Promise<TopicValue<K>[]> {
   const values: TopicValue<K>[] = [];
   const raw: Buffer[] = [];
   await readTopic(context.kafka, { topic: context.names.name(key), onRecord: ({ value }) => void (value && raw.push(value)) });
-  for (const bytes of raw) values.push(await context.serde.decode(key, bytes));
+  for (const bytes of raw) {
+    try {
+      values.push(await context.serde.decode(key, bytes));
+    } catch (error) {
+      if (!options.skipInvalid) throw error;
+    }
+  }
   return values;
 }
 
