@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { before, test } from 'node:test';
+import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
+import { nowIso, type Trajectory } from '../../schemas/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
+
+before(ensureStack, { timeout: 900_000 });
+
+/** The verifier as its own process, the way an operator runs it, on the test's topics. */
+function startVerifier(prefix: string): ChildProcess {
+  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'verifier', '--instance', '0'], {
+    env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`# verifier: ${chunk.toString()}`));
+  return child;
+}
+
+const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+
+test('a verifier killed mid-stream and restarted verifies every trajectory exactly once', { timeout: 420_000 }, async () => {
+  const context = await freshContext('crash');
+  const tasks = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('crash') })).tasks.slice(0, 3);
+  await publishTasks(context.kafka, context.serde, context.names, tasks);
+
+  // Four samples per task: the reference fix passes, the untouched bug fails.
+  const trajectories: Trajectory[] = tasks.flatMap((task) =>
+    [0, 1, 2, 3].map((attempt) => ({
+      trajectoryId: `crash/${task.taskId}/${attempt}`,
+      groupId: `crash/${task.taskId}`,
+      groupSize: 4,
+      envId: task.envId,
+      policyId: 'linear-repair',
+      steps: [],
+      finalFiles: attempt % 2 === 0 ? task.referenceSolution! : task.files,
+      outcome: 'submitted' as const,
+      error: null,
+      totalMs: 1,
+      sandboxMs: 1,
+      lineage: { taskId: task.taskId, attempt, runId: 'crash', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
+    })),
+  );
+  await sendRaw(context, 'trajectories', await Promise.all(trajectories.map(async (t) => ({ key: t.lineage.taskId, value: await context.serde.encode('trajectories', t) }))));
+
+  let verifier = startVerifier(context.names.prefix);
+  await eventually('the first committed verifications', async () => (await readAll(context, 'verifications')).length >= 2, 180_000);
+  verifier.kill('SIGKILL');
+  await exited(verifier);
+  const beforeRestart = (await readAll(context, 'verifications')).length;
+  assert.ok(beforeRestart < trajectories.length, 'the kill landed mid-stream');
+
+  verifier = startVerifier(context.names.prefix);
+  try {
+    await eventually('every trajectory verified', async () => (await readAll(context, 'verifications')).length >= trajectories.length, 240_000);
+    // Give a duplicate, if the restart produced one, time to show up.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const verifications = await readAll(context, 'verifications');
+    assert.equal(verifications.length, trajectories.length, 'no trajectory verified twice');
+    assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), trajectories.map((t) => t.trajectoryId).sort(), 'none lost');
+    for (const v of verifications) assert.equal(v.passed, v.lineage.attempt % 2 === 0, `${v.trajectoryId}: the reference passes and the bug fails`);
+  } finally {
+    verifier.kill('SIGTERM');
+    await exited(verifier);
+  }
+});
