@@ -10,7 +10,8 @@ export interface Action {
 export interface Policy<Obs> {
   readonly policyId: string;
   readonly version: number;
-  act(observation: Obs, random: () => number): Action;
+  /** Async so that a policy may run a model (onnxruntime) or call a server (an LLM). */
+  act(observation: Obs, random: () => number, signal?: AbortSignal): Promise<Action>;
 }
 
 /** Small, fast, seedable PRNG (mulberry32) so that a sample can be replayed from its seed. */

@@ -29,7 +29,7 @@ export async function runEpisode<Obs>(
       signal.throwIfAborted();
       const stepStarted = performance.now();
       const startedAt = nowIso();
-      const { action, decision } = policy.act(observation, random);
+      const { action, decision } = await policy.act(observation, random, signal);
       const transition = await env.step(action, signal);
       sandboxMs += transition.sandboxMs;
       steps.push({

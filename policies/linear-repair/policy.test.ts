@@ -25,24 +25,24 @@ const edits = [
   { id: 1, kind: 'off-by-one', line: 5, col: 4, before: '1', after: '2' },
 ];
 
-test('the scripted loop: run tests, list edits, apply, rerun, revert or submit', () => {
+test('the scripted loop: run tests, list edits, apply, rerun, revert or submit', async () => {
   const policy = LinearRepairPolicy.initial();
   const random = seededRandom('s');
-  const name = (o: RepairObservation): string => policy.act(o, random).action.name;
-  assert.equal(name(base), 'run_tests');
+  const name = async (o: RepairObservation): Promise<string> => (await policy.act(o, random)).action.name;
+  assert.equal(await name(base), 'run_tests');
   const tested = { ...base, lastTests: failing, baselineTests: failing };
-  assert.equal(name(tested), 'list_edits');
+  assert.equal(await name(tested), 'list_edits');
   const listed = { ...tested, edits };
-  const pick = policy.act(listed, random);
+  const pick = await policy.act(listed, random);
   assert.equal(pick.action.name, 'apply_edit');
   assert.equal(pick.decision?.features.length, 2);
   assert.equal(pick.decision?.features[0]?.length, FEATURE_NAMES.length);
   assert.ok(Math.abs(pick.decision!.logprob - Math.log(0.5)) < 1e-9, 'zero weights pick uniformly');
   const applied = { ...listed, applied: edits[0]!, lastTests: null };
-  assert.equal(name(applied), 'run_tests');
-  assert.equal(name({ ...applied, lastTests: failing }), 'revert');
-  assert.equal(name({ ...applied, lastTests: { ...failing, passed: true } }), 'submit');
-  assert.equal(name({ ...listed, tried: [0, 1] }), 'submit', 'nothing left to try');
+  assert.equal(await name(applied), 'run_tests');
+  assert.equal(await name({ ...applied, lastTests: failing }), 'revert');
+  assert.equal(await name({ ...applied, lastTests: { ...failing, passed: true } }), 'submit');
+  assert.equal(await name({ ...listed, tried: [0, 1] }), 'submit', 'nothing left to try');
 });
 
 test('a checkpoint is loaded only when its sha256 matches', () => {

@@ -34,7 +34,7 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
     return new LinearRepairPolicy(checkpoint.version, checkpoint.weights);
   }
 
-  act(observation: RepairObservation, random: () => number): Action {
+  async act(observation: RepairObservation, random: () => number): Promise<Action> {
     const call = (name: string, args: Record<string, unknown> = {}): Action => ({ action: { name, arguments: args }, decision: null });
     if (observation.lastTests?.passed) return call('submit');
     if (observation.baselineTests === null) return call('run_tests');
