@@ -14,6 +14,50 @@ export interface Policy<Obs> {
   act(observation: Obs, random: () => number, signal?: AbortSignal): Promise<Action>;
 }
 
+/** One trajectory's learned choices with the group-relative advantage of its outcome. */
+export interface PolicySample {
+  readonly decisions: readonly PolicyDecision[];
+  readonly advantage: number;
+  /** Weight from the staleness policy (1 for fresh samples). */
+  readonly weight: number;
+}
+
+export interface TrainingStep<Params, Optimizer> {
+  readonly params: Params;
+  readonly optimizer: Optimizer;
+  readonly gradNorm: number;
+}
+
+export interface UpdateOptions {
+  /** Adam step size. @default 0.1 */
+  learningRate?: number;
+  /** PPO clip range on the probability ratio. @default 0.2 */
+  clip?: number;
+}
+
+/**
+ * Everything the learner and the rollout workers need to know about one kind of policy: how to start,
+ * how to serialise parameters into a checkpoint artifact (whose sha256 the workers verify), how to load
+ * a policy from them, and how to take one training step.
+ */
+export interface PolicyKind<Obs, Params, Optimizer> {
+  readonly policyId: string;
+  readonly featureNames: readonly string[];
+  initial(): { params: Params; optimizer: Optimizer };
+  encodeParams(params: Params): Buffer;
+  decodeParams(bytes: Buffer): Params;
+  encodeOptimizer(optimizer: Optimizer): Buffer;
+  decodeOptimizer(bytes: Buffer): Optimizer;
+  /** Inline weights for the checkpoint record (small models only; [] otherwise). */
+  inlineWeights(params: Params): number[];
+  load(params: Params, version: number): Promise<Policy<Obs>>;
+  update(params: Params, optimizer: Optimizer, samples: readonly PolicySample[], options: UpdateOptions): Promise<TrainingStep<Params, Optimizer>>;
+}
+
+// Kinds are looked up by the policy id a checkpoint names; the parameter types are the kind's own business.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyPolicyKind<Obs> = PolicyKind<Obs, any, any>;
+
 /** Small, fast, seedable PRNG (mulberry32) so that a sample can be replayed from its seed. */
 export function seededRandom(seed: string): () => number {
   let state = 0x811c9dc5;

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { DeadLetter } from './dead-letter.js';
-import { PolicyCheckpoint } from './policy-checkpoint.js';
+import { PolicyCheckpoint, PolicyPin } from './policy-checkpoint.js';
 import { Reward } from './reward.js';
 import { Task } from './task.js';
 import { Trajectory } from './trajectory.js';
@@ -77,6 +77,16 @@ export const TOPICS = {
     producers: ['learner'],
     consumers: ['rollout-worker', 'analytics-sink'],
     description: 'Policy versions with their weights and training metrics.',
+  },
+  policyPins: {
+    name: 'policy-pins',
+    schema: PolicyPin,
+    key: 'policyId',
+    partitions: 1,
+    config: compacted,
+    producers: ['trialrun policy rollback'],
+    consumers: ['rollout-worker'],
+    description: 'The version rollout workers must use instead of the newest (a rollback), or null to follow the newest again.',
   },
   deadLetters: {
     name: 'dead-letters',

@@ -3,7 +3,7 @@ import { runLoop, type LoopSummary } from '../../pipelines/loop/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { intOption, type Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { bundledTasks, dataDir } from '../paths.js';
+import { bundledTasks, checkpointStore, dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 export function formatSummary(summary: LoopSummary): string {
@@ -52,6 +52,7 @@ export const demoCommand: Command = {
         dataDir: dataDir(),
         pool,
         imageFor,
+        checkpoints: checkpointStore(),
         limitTasks: intOption(values, 'limit'),
         groupSize: intOption(values, 'group-size'),
         batchSize: intOption(values, 'batch-size'),

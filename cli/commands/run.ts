@@ -9,7 +9,7 @@ import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
 import { imageFor } from '../../stack/index.js';
 import { intOption, type Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { dataDir } from '../paths.js';
+import { checkpointStore, dataDir } from '../paths.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
 
@@ -46,7 +46,7 @@ export const runProcessorCommand: Command = {
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
     if (name === 'rollout-worker') {
-      const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names);
+      const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore() });
       closers.push(() => policies.close());
       processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize: intOption(values, 'group-size') });
     } else if (name === 'verifier') {
@@ -56,7 +56,7 @@ export const runProcessorCommand: Command = {
     } else if (name === 'reward') {
       processor = createRewardProcessor(context);
     } else if (name === 'learner') {
-      processor = createLearner(context, { runId, batchSize: intOption(values, 'batch-size') });
+      processor = createLearner(context, { runId, store: checkpointStore(), batchSize: intOption(values, 'batch-size') });
     } else {
       processor = new AnalyticsSink(context, { dataDir: dataDir() });
     }

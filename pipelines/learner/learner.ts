@@ -1,26 +1,24 @@
-import {
-  adamStep,
-  checkpointDigest,
-  FEATURE_NAMES,
-  freshAdam,
-  LINEAR_REPAIR_POLICY,
-  surrogateGradient,
-  type AdamState,
-  type PolicySample,
-} from '../../policies/index.js';
+import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
+import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
 import { StateStore, StreamProcessor, type ProcessorContext } from '../runtime/index.js';
 
 export interface LearnerOptions {
   runId: string;
+  /** Where checkpoint artifacts are written. */
+  store: CheckpointStore;
+  /** Which policy kind to train. @default 'linear-repair' */
+  policyId?: string;
   /** Samples (trajectories with their reward) per update. @default 16 */
   batchSize?: number;
   /** Samples whose policy version lags the learner by more than this are stale. @default 4 */
   maxStaleness?: number;
-  /** 'drop' discards stale samples; 'importance-weight' keeps them, corrected by the PPO ratio. @default 'drop' */
+  /** 'drop' discards stale samples; 'importance-weight' keeps them at a weight that decays with their lag. @default 'drop' */
   staleSamples?: 'drop' | 'importance-weight';
   /** @default 0.1 */
   learningRate?: number;
+  /** PPO clip range. @default 0.2 */
+  clip?: number;
 }
 
 /** A trajectory's learned choices and its reward, joined by trajectory id as each side arrives. */
@@ -31,17 +29,19 @@ interface PendingSample {
   advantage?: number;
 }
 
-interface LearnerState {
+/** What the learner must survive a crash with: the newest version's parameters and the optimizer state. */
+interface TrainerState {
   version: number;
-  weights: number[];
-  adam: AdamState;
+  params: string;
+  optimizer: string;
 }
 
 /**
  * Joins trajectories with their rewards, and every `batchSize` complete samples takes one clipped
- * policy-gradient step with Adam and publishes the new PolicyCheckpoint. The join buffer and the
- * optimizer state are changelog-backed stores committed with the checkpoint and the consumed offsets,
- * so a learner killed at any moment resumes without losing or double-counting a sample.
+ * policy-gradient step and publishes the new PolicyCheckpoint (its artifact written to the checkpoint
+ * store first). The join buffer and the trainer state are changelog-backed stores committed with the
+ * checkpoint record and the consumed offsets in one transaction, so a learner killed at any moment
+ * resumes without losing or double-counting a sample.
  */
 export function createLearner(context: ProcessorContext, options: LearnerOptions): StreamProcessor<'trajectories' | 'rewards'> {
   const batchSize = options.batchSize ?? 16;
@@ -49,14 +49,20 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
   const staleSamples = options.staleSamples ?? 'drop';
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`LearnerOptions.batchSize must be a whole number >= 1, got ${batchSize}`);
   if (!Number.isInteger(maxStaleness) || maxStaleness < 0) throw new Error(`LearnerOptions.maxStaleness must be a whole number >= 0, got ${maxStaleness}`);
+  if (staleSamples !== 'drop' && staleSamples !== 'importance-weight') throw new Error(`LearnerOptions.staleSamples must be 'drop' or 'importance-weight', got ${String(staleSamples)}`);
+  const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
 
   const pending = new StateStore<PendingSample>('pending', context.names.changelog('learner', 'pending'));
-  const optimizer = new StateStore<LearnerState>('optimizer', context.names.changelog('learner', 'optimizer'));
-  const stateOf = (): LearnerState => optimizer.get('state') ?? { version: 0, weights: FEATURE_NAMES.map(() => 0), adam: freshAdam(FEATURE_NAMES.length) };
+  const trainer = new StateStore<TrainerState>('trainer', context.names.changelog('learner', 'trainer'));
+  const current = (): { version: number; params: unknown; optimizer: unknown } => {
+    const saved = trainer.get(kind.policyId);
+    if (!saved) return { version: 0, ...kind.initial() };
+    return { version: saved.version, params: kind.decodeParams(Buffer.from(saved.params, 'base64')), optimizer: kind.decodeOptimizer(Buffer.from(saved.optimizer, 'base64')) };
+  };
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, optimizer] as StateStore<unknown>[], maxRecordsPerTransaction: 50 },
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50 },
     async ({ record }) => {
       const id = record.value.trajectoryId;
       const sample = { ...(pending.get(id) ?? {}) };
@@ -72,39 +78,45 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
       const ready = pending.entries().filter(([, s]) => s.decisions !== undefined && s.advantage !== undefined);
       if (ready.length < batchSize) return [];
 
-      const state = stateOf();
+      const state = current();
       let staleDropped = 0;
       const samples: PolicySample[] = [];
       for (const [key, s] of ready) {
         pending.delete(key);
-        const stale = state.version - (s.policyVersion ?? 0) > maxStaleness;
-        if (stale && staleSamples === 'drop') {
+        const lag = state.version - (s.policyVersion ?? 0);
+        if (lag > maxStaleness && staleSamples === 'drop') {
           staleDropped++;
           continue;
         }
-        samples.push({ decisions: s.decisions!, advantage: s.advantage!, weight: 1 });
+        // The PPO ratio already corrects for the behaviour policy; older samples also count for less.
+        const weight = lag > maxStaleness ? 0.5 ** (lag - maxStaleness) : 1;
+        samples.push({ decisions: s.decisions!, advantage: s.advantage!, weight });
       }
-      const gradient = surrogateGradient(state.weights, samples);
-      const step = adamStep(state.weights, gradient, state.adam, { learningRate: options.learningRate ?? 0.1 });
+      const step = await kind.update(state.params, state.optimizer, samples, { learningRate: options.learningRate, clip: options.clip });
       const version = state.version + 1;
-      optimizer.put('state', { version, weights: step.weights, adam: step.state });
+      const params = kind.encodeParams(step.params);
+      trainer.put(kind.policyId, { version, params: params.toString('base64'), optimizer: kind.encodeOptimizer(step.optimizer).toString('base64') });
+      const artifact = await options.store.put(kind.policyId, version, params);
 
       const rewards = ready.map(([, s]) => s.reward ?? 0);
-      const body = { policyId: LINEAR_REPAIR_POLICY, version, featureNames: [...FEATURE_NAMES], weights: step.weights };
       const checkpoint: PolicyCheckpoint = {
-        ...body,
+        policyId: kind.policyId,
+        version,
         parentVersion: state.version,
-        sha256: checkpointDigest(body),
+        featureNames: [...kind.featureNames],
+        weights: kind.inlineWeights(step.params),
+        sha256: artifact.sha256,
+        artifact,
         metrics: {
           samples: samples.length,
           meanReward: rewards.reduce((a, b) => a + b, 0) / rewards.length,
           meanAbsAdvantage: samples.reduce((sum, s) => sum + Math.abs(s.advantage), 0) / Math.max(1, samples.length),
-          gradNorm: Math.sqrt(gradient.reduce((sum, g) => sum + g * g, 0)),
+          gradNorm: step.gradNorm,
           staleDropped,
         },
         lineage: { taskId: 'all', attempt: 0, runId: options.runId, policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
       };
-      return [{ topic: 'policyCheckpoints', key: LINEAR_REPAIR_POLICY, value: checkpoint }];
+      return [{ topic: 'policyCheckpoints', key: kind.policyId, value: checkpoint }];
     },
   );
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { catalogTopics, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { TOPICS, type TopicKey } from '../../schemas/index.js';
@@ -19,6 +20,8 @@ export interface LoopOptions {
   dataDir: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
+  /** Where the learner writes checkpoint artifacts and workers read them. */
+  checkpoints: CheckpointStore;
   /** @default a random UUID */
   runId?: string;
   /** Use only the first N valid tasks. @default all */
@@ -94,13 +97,13 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const expected = tasks.length * groupSize;
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
-  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names);
+  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints });
   const workers = Array.from({ length: options.rolloutWorkers ?? 2 }, (_, i) =>
     createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1 }),
   );
   const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
   const reward = createRewardProcessor(context);
-  const learner = createLearner(context, { runId, batchSize: options.batchSize });
+  const learner = createLearner(context, { runId, store: options.checkpoints, batchSize: options.batchSize });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const processors = [...workers, verifier, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));

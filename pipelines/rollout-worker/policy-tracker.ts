@@ -1,46 +1,88 @@
+import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import type { Kafka, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { errorMessage, type TopicNames } from '../../schemas/index.js';
-import { LinearRepairPolicy } from '../../policies/index.js';
+import type { RepairObservation } from '../../envs/index.js';
+import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy } from '../../policies/index.js';
+import { errorMessage, type PolicyCheckpoint, type TopicNames } from '../../schemas/index.js';
+
+export interface PolicyTrackerOptions {
+  store: CheckpointStore;
+  /** @default 'linear-repair' */
+  policyId?: string;
+  /** Called when the served version changes (for logs and the reload-latency benchmark). @default none */
+  onChange?: (version: number, checkpoint: PolicyCheckpoint | null) => void;
+}
 
 /**
- * Follows the compacted checkpoint topic and keeps the newest policy that passes its sha256 check, so
- * rollout workers pick up a new version between episodes without restarting.
+ * Follows the compacted checkpoint and pin topics and serves the policy rollout workers should use: the
+ * newest checkpoint whose artifact passes its sha256 check, or the pinned one after a rollback.
+ * Workers ask between episodes, so a new version is picked up without a restart.
  */
 export class PolicyTracker {
-  private policy = LinearRepairPolicy.initial();
-  private reader: TopicReader | undefined;
+  private pinned: Policy<RepairObservation> | null = null;
+  private readonly readers: TopicReader[] = [];
 
-  private constructor(private readonly pinnedVersion: number | null) {}
+  private constructor(
+    private readonly options: PolicyTrackerOptions,
+    private readonly kind: AnyPolicyKind<RepairObservation>,
+    private newest: Policy<RepairObservation>,
+  ) {}
 
-  /** @param pinnedVersion serve this version only (rollback) instead of the newest */
-  static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, pinnedVersion: number | null = null): Promise<PolicyTracker> {
-    const tracker = new PolicyTracker(pinnedVersion);
-    tracker.reader = await readTopic(kafka, {
-      topic: names.name('policyCheckpoints'),
-      follow: true,
-      onRecord: async ({ value }) => {
-        if (value === null) return;
-        try {
-          tracker.offer(LinearRepairPolicy.fromCheckpoint(await serde.decode('policyCheckpoints', value)));
-        } catch (error) {
-          process.stderr.write(`[policy-tracker] ignoring a checkpoint: ${errorMessage(error)}\n`);
-        }
-      },
-    });
+  static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
+    const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
+    const tracker = new PolicyTracker(options, kind, await kind.load(kind.initial().params, 0));
+    tracker.readers.push(
+      await readTopic(kafka, {
+        topic: names.name('policyCheckpoints'),
+        follow: true,
+        onRecord: async ({ key, value }) => {
+          if (value === null || key !== tracker.kind.policyId) return;
+          await tracker.guard('checkpoint', async () => {
+            const checkpoint = await serde.decode('policyCheckpoints', value);
+            if (checkpoint.version <= tracker.newest.version) return;
+            tracker.newest = await tracker.load(checkpoint);
+            if (!tracker.pinned) options.onChange?.(checkpoint.version, checkpoint);
+          });
+        },
+      }),
+      await readTopic(kafka, {
+        topic: names.name('policyPins'),
+        follow: true,
+        onRecord: async ({ key, value }) => {
+          if (value === null || key !== tracker.kind.policyId) return;
+          await tracker.guard('pin', async () => {
+            const pin = await serde.decode('policyPins', value);
+            tracker.pinned = pin.checkpoint ? await tracker.load(pin.checkpoint) : null;
+            options.onChange?.(tracker.current().version, pin.checkpoint);
+          });
+        },
+      }),
+    );
     return tracker;
   }
 
-  current(): LinearRepairPolicy {
-    return this.policy;
-  }
-
-  private offer(candidate: LinearRepairPolicy): void {
-    if (this.pinnedVersion !== null ? candidate.version === this.pinnedVersion : candidate.version > this.policy.version) this.policy = candidate;
+  current(): Policy<RepairObservation> {
+    return this.pinned ?? this.newest;
   }
 
   async close(): Promise<void> {
-    await this.reader?.stop();
+    await Promise.all(this.readers.map((reader) => reader.stop()));
+  }
+
+  private async load(checkpoint: PolicyCheckpoint): Promise<Policy<RepairObservation>> {
+    if (!checkpoint.artifact) throw new Error(`checkpoint v${checkpoint.version} has no artifact`);
+    if (checkpoint.artifact.sha256 !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version}: record and artifact digests differ`);
+    const bytes = await this.options.store.get(checkpoint.artifact);
+    return this.kind.load(this.kind.decodeParams(bytes), checkpoint.version);
+  }
+
+  /** A bad checkpoint or pin is skipped with a warning: workers keep serving the last good policy. */
+  private async guard(what: string, load: () => Promise<void>): Promise<void> {
+    try {
+      await load();
+    } catch (error) {
+      process.stderr.write(`[policy-tracker] ignoring a ${what}: ${errorMessage(error)}\n`);
+    }
   }
 }

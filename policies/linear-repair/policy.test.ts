@@ -3,7 +3,8 @@ import { test } from 'node:test';
 import type { RepairObservation } from '../../envs/index.js';
 import { seededRandom } from '../types.js';
 import { FEATURE_NAMES } from './features.js';
-import { checkpointDigest, LinearRepairPolicy } from './policy.js';
+import { linearRepairKind } from './kind.js';
+import { LinearRepairPolicy } from './policy.js';
 
 const failing = { passed: false, passedCount: 0, failedCount: 1, moduleLines: [3], calledNames: ['clamp'] };
 const base: RepairObservation = {
@@ -45,15 +46,11 @@ test('the scripted loop: run tests, list edits, apply, rerun, revert or submit',
   assert.equal(await name({ ...listed, tried: [0, 1] }), 'submit', 'nothing left to try');
 });
 
-test('a checkpoint is loaded only when its sha256 matches', () => {
-  const body = { policyId: 'linear-repair', version: 3, featureNames: [...FEATURE_NAMES], weights: FEATURE_NAMES.map((_, i) => i / 10) };
-  const checkpoint = {
-    ...body,
-    parentVersion: 2,
-    sha256: checkpointDigest(body),
-    metrics: { samples: 1, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0 },
-    lineage: { taskId: 'all', attempt: 0, runId: 'r', policyVersion: 3, sandboxImageDigest: null, verifierVersion: null, createdAt: new Date().toISOString() },
-  };
-  assert.equal(LinearRepairPolicy.fromCheckpoint(checkpoint).version, 3);
-  assert.throws(() => LinearRepairPolicy.fromCheckpoint({ ...checkpoint, weights: checkpoint.weights.map((w) => w + 1) }), /sha256/);
+test('parameters round-trip through the artifact, and foreign artifacts are refused', async () => {
+  const weights = FEATURE_NAMES.map((_, i) => i / 10);
+  const bytes = linearRepairKind.encodeParams(weights);
+  assert.deepEqual(linearRepairKind.decodeParams(bytes), weights);
+  assert.equal((await linearRepairKind.load(weights, 3)).version, 3);
+  assert.throws(() => linearRepairKind.decodeParams(Buffer.from(JSON.stringify({ policyId: 'other' }))), /not linear-repair/);
+  assert.throws(() => linearRepairKind.decodeParams(Buffer.from(JSON.stringify({ policyId: 'linear-repair', featureNames: ['x'], weights: [1] }))), /features/);
 });

@@ -1,6 +1,4 @@
-import { createHash } from 'node:crypto';
 import type { RepairObservation } from '../../envs/index.js';
-import type { PolicyCheckpoint } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
 import { editFeatures, FEATURE_NAMES } from './features.js';
 import { logSoftmax, sampleIndex } from './softmax.js';
@@ -26,14 +24,6 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
     return new LinearRepairPolicy(0, FEATURE_NAMES.map(() => 0));
   }
 
-  static fromCheckpoint(checkpoint: PolicyCheckpoint): LinearRepairPolicy {
-    if (checkpoint.policyId !== LINEAR_REPAIR_POLICY) throw new Error(`checkpoint is for policy ${checkpoint.policyId}, not ${LINEAR_REPAIR_POLICY}`);
-    if (checkpoint.featureNames.join(',') !== FEATURE_NAMES.join(',')) throw new Error(`checkpoint v${checkpoint.version} has features that this build does not compute`);
-    const expected = checkpointDigest(checkpoint);
-    if (expected !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version} fails its sha256 check (${checkpoint.sha256} != ${expected})`);
-    return new LinearRepairPolicy(checkpoint.version, checkpoint.weights);
-  }
-
   async act(observation: RepairObservation, random: () => number): Promise<Action> {
     const call = (name: string, args: Record<string, unknown> = {}): Action => ({ action: { name, arguments: args }, decision: null });
     if (observation.lastTests?.passed) return call('submit');
@@ -48,10 +38,4 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
     const chosen = sampleIndex(logProbs, random);
     return { action: { name: 'apply_edit', arguments: { id: untried[chosen]!.id } }, decision: { features, chosen, logprob: logProbs[chosen]! } };
   }
-}
-
-/** sha256 over the canonical JSON of what defines the policy's behaviour. */
-export function checkpointDigest(checkpoint: Pick<PolicyCheckpoint, 'policyId' | 'version' | 'featureNames' | 'weights'>): string {
-  const canonical = JSON.stringify([checkpoint.policyId, checkpoint.version, checkpoint.featureNames, checkpoint.weights]);
-  return createHash('sha256').update(canonical).digest('hex');
 }

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { seededRandom } from '../types.js';
-import { adamStep, freshAdam, surrogateGradient, surrogateObjective, type PolicySample } from './update.js';
+import type { PolicySample } from '../types.js';
+import { adamStep, freshAdam, surrogateGradient, surrogateObjective } from './update.js';
 import { logSoftmax } from './softmax.js';
 
 function randomSamples(weights: number[], random: () => number): PolicySample[] {

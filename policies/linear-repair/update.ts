@@ -1,20 +1,5 @@
-import type { PolicyDecision } from '../../schemas/index.js';
+import type { PolicySample, UpdateOptions } from '../types.js';
 import { logSoftmax } from './softmax.js';
-
-/** One trajectory's learned choices with the group-relative advantage of its outcome. */
-export interface PolicySample {
-  readonly decisions: readonly PolicyDecision[];
-  readonly advantage: number;
-  /** Weight from the staleness policy (1 for fresh samples). */
-  readonly weight: number;
-}
-
-export interface UpdateOptions {
-  /** Adam step size. @default 0.1 */
-  learningRate?: number;
-  /** PPO clip range on the probability ratio. @default 0.2 */
-  clip?: number;
-}
 
 export interface AdamState {
   readonly step: number;

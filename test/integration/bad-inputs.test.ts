@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
@@ -62,12 +63,13 @@ test('a poison record on every input topic ends in the dead-letter topic with it
   const [task] = await someTasks(1);
   await publishTasks(context.kafka, context.serde, context.names, [task!]);
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
-  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names);
+  const store = new LocalCheckpointStore(tempDir('checkpoints'));
+  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store });
   const processors = [
     createRolloutWorker(context, { runId: 'it', pool, imageFor, policies, groupSize: 1, maxTurns: 3 }),
     createVerifierProcessor(context, { runId: 'it', pool, imageFor, tasks: tasksTable }),
     createRewardProcessor(context),
-    createLearner(context, { runId: 'it', batchSize: 100 }),
+    createLearner(context, { runId: 'it', store, batchSize: 100 }),
   ];
   try {
     await Promise.all(processors.map((p) => p.start()));

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
 import { imageFor } from '../../stack/index.js';
@@ -20,6 +21,7 @@ test('the whole loop over a few tasks lands consistent records in every topic an
     dataDir,
     pool,
     imageFor,
+    checkpoints: new LocalCheckpointStore(tempDir('checkpoints')),
     limitTasks: 3,
     groupSize: 2,
     batchSize: 2,

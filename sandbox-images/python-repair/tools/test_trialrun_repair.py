@@ -204,6 +204,26 @@ def test_no_edits_inside_docstrings_or_fstrings() -> None:
     assert not any(e["line"] == fstring_line and col < e["col"] < col + 10 for e in found)
 
 
+def test_validation_handles_elif_and_inline_blocks() -> None:
+    # Edits are validated by re-parsing the enclosing statement; these forms need care.
+    src = """\
+    @decorate(1, 2)
+    def f(a, b, c):
+        if a:
+            pass
+        elif b < c:
+            pass
+        else: x = b - c
+        try: v = g(a, b)
+        finally: pass
+    """
+    got = results(src)
+    dedented = textwrap.dedent(src)
+    for old, new in [("elif b < c", "elif b <= c"), ("else: x = b - c", "else: x = c - b"),
+                     ("g(a, b)", "g(b, a)"), ("@decorate(1, 2)", "@decorate(2, 1)")]:
+        assert dedented.replace(old, new) in got
+
+
 def test_list_is_capped() -> None:
     big = "".join(f"x{i} = a{i} < b{i} + {i}\n" for i in range(200))
     assert len(tr.find_edits(big)) == tr.MAX_EDITS

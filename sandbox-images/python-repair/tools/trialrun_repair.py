@@ -285,9 +285,13 @@ class _Finder:
         while True:
             for child in _statement_children(node):
                 first = min([child.lineno] + [d.lineno for d in getattr(child, "decorator_list", [])])
-                child_start, child_end = self.line_starts[first - 1], self.span(child)[1]
+                (own_start, child_end), line_start = self.span(child), self.line_starts[first - 1]
+                # Start at the line start (keeping the indentation) unless the statement follows
+                # other code on its line (`else: x = 1`, `a; b`): then it is simple and stands alone.
+                child_start = line_start if not self.src[line_start:own_start].strip() or first < child.lineno \
+                    else own_start
                 if child_start <= start and end <= child_end:
-                    if self.src.startswith("elif", self.span(child)[0]):
+                    if self.src.startswith("elif", own_start):
                         return span  # an `elif` branch cannot be parsed on its own
                     node, span = child, (child_start, child_end)
                     break
@@ -418,7 +422,7 @@ class _Finder:
 
     def _compare(self, node: ast.Compare) -> None:
         prev: ast.expr = node.left
-        for op_node, right in zip(node.ops, node.comparators):
+        for right in node.comparators:
             found = self.operator_between(self.span(prev)[1], self.span(right)[0])
             if found is not None and found[2] in COMPARE_SWAPS:
                 for after in COMPARE_SWAPS[found[2]]:
@@ -605,7 +609,7 @@ def _read(path: str) -> str:
     if not p.is_file():
         raise ToolError(f"not a regular file: {path}")
     try:
-        # newline="" semantics: keep \r\n so untouched lines are written back byte-for-byte.
+        # Decode bytes as-is (no newline translation) so \r\n survives and untouched lines stay byte-identical.
         return p.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ToolError(f"file is not valid UTF-8: {path}") from exc

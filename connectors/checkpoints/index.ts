@@ -1,0 +1,1 @@
+export { ArtifactIntegrityError, LocalCheckpointStore, openCheckpointStore, sha256Hex, type CheckpointArtifact, type CheckpointStore } from './store.js';

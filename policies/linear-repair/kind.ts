@@ -1,0 +1,38 @@
+import type { RepairObservation } from '../../envs/index.js';
+import { ConfigError } from '../../schemas/index.js';
+import type { PolicyKind } from '../types.js';
+import { FEATURE_NAMES } from './features.js';
+import { LINEAR_REPAIR_POLICY, LinearRepairPolicy } from './policy.js';
+import { adamStep, freshAdam, surrogateGradient, type AdamState } from './update.js';
+
+function parseJson<T>(bytes: Buffer, what: string): T {
+  try {
+    return JSON.parse(bytes.toString('utf8')) as T;
+  } catch {
+    throw new ConfigError(`${what} is not valid JSON`);
+  }
+}
+
+/** The linear softmax edit chooser as a policy kind: parameters are one weight per feature, stored as JSON. */
+export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState> = {
+  policyId: LINEAR_REPAIR_POLICY,
+  featureNames: FEATURE_NAMES,
+  initial: () => ({ params: FEATURE_NAMES.map(() => 0), optimizer: freshAdam(FEATURE_NAMES.length) }),
+  encodeParams: (weights) => Buffer.from(JSON.stringify({ policyId: LINEAR_REPAIR_POLICY, featureNames: FEATURE_NAMES, weights })),
+  decodeParams: (bytes) => {
+    const parsed = parseJson<{ policyId?: string; featureNames?: string[]; weights?: number[] }>(bytes, 'a linear-repair artifact');
+    if (parsed.policyId !== LINEAR_REPAIR_POLICY) throw new ConfigError(`artifact is for policy ${parsed.policyId}, not ${LINEAR_REPAIR_POLICY}`);
+    if (parsed.featureNames?.join(',') !== FEATURE_NAMES.join(',')) throw new ConfigError('artifact has features that this build does not compute');
+    if (!Array.isArray(parsed.weights) || parsed.weights.length !== FEATURE_NAMES.length) throw new ConfigError(`artifact needs ${FEATURE_NAMES.length} weights`);
+    return parsed.weights;
+  },
+  encodeOptimizer: (state) => Buffer.from(JSON.stringify(state)),
+  decodeOptimizer: (bytes) => parseJson<AdamState>(bytes, 'linear-repair optimizer state'),
+  inlineWeights: (weights) => weights,
+  load: async (weights, version) => new LinearRepairPolicy(version, weights),
+  update: async (weights, optimizer, samples, options) => {
+    const gradient = surrogateGradient(weights, samples, options.clip ?? 0.2);
+    const step = adamStep(weights, gradient, optimizer, options);
+    return { params: step.weights, optimizer: step.state, gradNorm: Math.hypot(...gradient) };
+  },
+};
