@@ -1,13 +1,14 @@
 import '../envs/index.js';
 import { runCommand, type Command } from './command.js';
 import { demoCommand } from './commands/demo.js';
+import { policyCommand } from './commands/policy.js';
 import { runProcessorCommand } from './commands/run.js';
 import { sqlCommand } from './commands/sql.js';
 import { stackCommand } from './commands/stack.js';
 import { tasksCommand } from './commands/tasks.js';
 import { topicsCommand } from './commands/topics.js';
 
-const COMMANDS: readonly Command[] = [stackCommand, demoCommand, tasksCommand, sqlCommand, topicsCommand, runProcessorCommand];
+const COMMANDS: readonly Command[] = [stackCommand, demoCommand, tasksCommand, sqlCommand, topicsCommand, runProcessorCommand, policyCommand];
 
 function usage(): string {
   return [

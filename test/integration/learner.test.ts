@@ -1,0 +1,101 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { before, test } from 'node:test';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { FEATURE_NAMES } from '../../policies/index.js';
+import { createLearner } from '../../pipelines/learner/index.js';
+import { PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { nowIso, type Reward, type Trajectory } from '../../schemas/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
+
+before(ensureStack, { timeout: 900_000 });
+
+const lineage = (i: number) => ({ taskId: `task-${i % 5}`, attempt: i % 4, runId: 'learner-it', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() });
+
+function samplePair(i: number): { trajectory: Trajectory; reward: Reward } {
+  const features = [0, 1, 2].map((c) => FEATURE_NAMES.map((_, f) => ((i + c * 7 + f * 3) % 5) / 5));
+  const trajectory: Trajectory = {
+    trajectoryId: `t-${i}`, groupId: `g-${Math.floor(i / 4)}`, groupSize: 4, envId: 'program-repair/v1', policyId: 'linear-repair',
+    steps: [{ index: 0, observation: 'o', toolCall: { name: 'apply_edit', arguments: { id: i % 3 } }, toolResult: { ok: true, output: '', truncated: false, exitCode: 0 }, decision: { features, chosen: i % 3, logprob: Math.log(1 / 3) }, startedAt: nowIso(), durationMs: 1, sandboxMs: 1 }],
+    finalFiles: {}, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i),
+  };
+  const reward: Reward = {
+    rewardId: `r-${i}`, trajectoryId: `t-${i}`, verificationId: `v-${i}`, groupId: trajectory.groupId, reward: i % 2, advantage: i % 2 ? 1 : -1,
+    groupMean: 0.5, groupStd: 0.5, groupSize: 4, lineage: lineage(i),
+  };
+  return { trajectory, reward };
+}
+
+function startLearner(prefix: string, checkpoints: string): ChildProcess {
+  return spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'learner', '--batch-size', '4'], {
+    env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix, TRIALRUN_CHECKPOINTS: checkpoints },
+    stdio: 'ignore',
+  });
+}
+
+const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
+
+test('a learner killed at random moments resumes without losing or double-counting a sample', { timeout: 300_000 }, async () => {
+  const context = await freshContext('learner');
+  const checkpoints = tempDir('learner-ckpt');
+  const pairs = Array.from({ length: 40 }, (_, i) => samplePair(i));
+  let learner = startLearner(context.names.prefix, checkpoints);
+  for (let burst = 0; burst < 5; burst++) {
+    const slice = pairs.slice(burst * 8, burst * 8 + 8);
+    await sendRaw(context, 'trajectories', await Promise.all(slice.map(async (p) => ({ key: p.trajectory.lineage.taskId, value: await context.serde.encode('trajectories', p.trajectory) }))));
+    await sendRaw(context, 'rewards', await Promise.all(slice.map(async (p) => ({ key: p.reward.trajectoryId, value: await context.serde.encode('rewards', p.reward) }))));
+    // Kill somewhere between "nothing processed yet" and "mid-batch".
+    await new Promise((resolve) => setTimeout(resolve, 500 + Math.random() * 2500));
+    learner.kill('SIGKILL');
+    await exited(learner);
+    learner = startLearner(context.names.prefix, checkpoints);
+  }
+  try {
+    await eventually('ten checkpoints', async () => (await readAll(context, 'policyCheckpoints')).length >= 10, 180_000);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const published = await readAll(context, 'policyCheckpoints');
+    assert.deepEqual(published.map((c) => c.version), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 'one checkpoint per batch, none repeated');
+    assert.equal(published.reduce((sum, c) => sum + c.metrics.samples + c.metrics.staleDropped, 0), 40, 'every sample counted exactly once');
+    for (const [i, c] of published.entries()) assert.equal(c.parentVersion, i);
+    const store = new LocalCheckpointStore(checkpoints);
+    for (const c of published) assert.equal((await store.get(c.artifact!)).length, c.artifact!.bytes);
+  } finally {
+    learner.kill('SIGTERM');
+    await exited(learner);
+  }
+});
+
+test('workers follow the newest checkpoint, verify its artifact, and obey a rollback pin', { timeout: 180_000 }, async () => {
+  const context = await freshContext('pins');
+  const store = new LocalCheckpointStore(tempDir('pins-ckpt'));
+  const learner = createLearner(context, { runId: 'pins', store, batchSize: 2 });
+  const seen: number[] = [];
+  const tracker = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store, onChange: (v) => seen.push(v) });
+  await learner.start();
+  try {
+    const pairs = Array.from({ length: 6 }, (_, i) => samplePair(i));
+    await sendRaw(context, 'trajectories', await Promise.all(pairs.map(async (p) => ({ key: 'k', value: await context.serde.encode('trajectories', p.trajectory) }))));
+    await sendRaw(context, 'rewards', await Promise.all(pairs.map(async (p) => ({ key: 'k', value: await context.serde.encode('rewards', p.reward) }))));
+    await eventually('version 3 served', async () => tracker.current().version === 3, 60_000);
+
+    const [first] = await readAll(context, 'policyCheckpoints');
+    const pin = { policyId: 'linear-repair', checkpoint: first!, reason: 'test rollback', createdAt: nowIso() };
+    await sendRaw(context, 'policyPins', [{ key: 'linear-repair', value: await context.serde.encode('policyPins', pin) }]);
+    await eventually('the pinned version served', async () => tracker.current().version === 1, 30_000);
+
+    // A pin whose artifact digest does not match is ignored: workers keep the last good policy.
+    const forged = { ...pin, checkpoint: { ...first!, version: 2, sha256: '0'.repeat(64), artifact: { ...first!.artifact!, sha256: '0'.repeat(64) } } };
+    await sendRaw(context, 'policyPins', [{ key: 'linear-repair', value: await context.serde.encode('policyPins', forged) }]);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(tracker.current().version, 1);
+
+    await sendRaw(context, 'policyPins', [{ key: 'linear-repair', value: await context.serde.encode('policyPins', { ...pin, checkpoint: null }) }]);
+    await eventually('the newest version served again', async () => tracker.current().version === 3, 30_000);
+    assert.deepEqual(seen.slice(0, 3), [1, 2, 3]);
+  } finally {
+    await learner.stop();
+    await tracker.close();
+  }
+});
