@@ -3,6 +3,7 @@ export * from './errors.js';
 export * from './json-schema.js';
 export * from './lineage.js';
 export * from './policy-checkpoint.js';
+export * from './retry.js';
 export * from './reward.js';
 export * from './task.js';
 export * from './topics.js';

@@ -8,6 +8,17 @@ export const PROGRAM_REPAIR_ENV = 'program-repair/v1';
 export const REPAIR_TOOLS = ['read_file', 'write_file', 'run_tests', 'list_edits', 'apply_edit', 'revert', 'submit'] as const;
 export type RepairTool = (typeof REPAIR_TOOLS)[number];
 
+/** The tools as function-calling specs (JSON Schema parameters), for LLM agents. */
+export const REPAIR_TOOL_SPECS: ReadonlyArray<{ name: RepairTool; description: string; parameters: Record<string, unknown> }> = [
+  { name: 'read_file', description: 'Read a file in the workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false } },
+  { name: 'write_file', description: 'Replace a file in the workspace with new contents.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'], additionalProperties: false } },
+  { name: 'run_tests', description: 'Run the visible tests and show pytest output.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
+  { name: 'list_edits', description: 'List candidate single-site edits of the module (each has an id).', parameters: { type: 'object', properties: {}, additionalProperties: false } },
+  { name: 'apply_edit', description: 'Apply one candidate edit by id (reverting any edit applied before).', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], additionalProperties: false } },
+  { name: 'revert', description: 'Undo the applied edit.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
+  { name: 'submit', description: 'Submit the workspace as the final answer; ends the episode.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
+];
+
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
 const MAX_OBSERVED_OUTPUT = 4_000;
@@ -49,6 +60,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
       applied: null,
       tried: [],
       lastTool: null,
+      lastResult: null,
     };
     return this.state;
   }
@@ -90,7 +102,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         const listing = await this.repairTool(run, ['list', state.modulePath]);
         const edits = (listing.edits as CandidateEdit[]).map(({ id, kind, line, col, before, after }) => ({ id, kind, line, col, before, after }));
         observation = { ...next, edits };
-        result = ok(`${edits.length} candidate edits`);
+        result = ok([`${edits.length} candidate edits (apply_edit with an id):`, ...edits.map((e) => `#${e.id} ${e.kind} line ${e.line}:${e.col} ${e.before || '(nothing)'} -> ${e.after || '(nothing)'}`)].join('\n'));
         break;
       }
       case 'apply_edit': {
@@ -116,6 +128,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         result = fail(`unknown tool "${action.name}"; tools: ${REPAIR_TOOLS.join(', ')}`);
     }
     if (!finalFiles && observation.turn >= observation.maxTurns) finalFiles = await this.finalFiles();
+    observation = { ...observation, lastResult: result };
     this.state = observation;
     return { observation, result, done: finalFiles !== null, finalFiles, sandboxMs: performance.now() - started };
   }

@@ -1,3 +1,4 @@
+import type { ToolResult } from '../../schemas/index.js';
 import type { TestRunSummary } from './pytest-output.js';
 
 /** One candidate single-site edit, as listed by the in-sandbox repair tool. */
@@ -36,6 +37,8 @@ export interface RepairObservation {
   readonly tried: readonly number[];
   /** Name of the previous tool call; null at the start. */
   readonly lastTool: string | null;
+  /** What the previous tool call returned (the text an LLM agent reads); null at the start. */
+  readonly lastResult: ToolResult | null;
 }
 
 /** Line spans of the top-level and nested `def`s, by indentation. */

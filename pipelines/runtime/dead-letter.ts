@@ -1,5 +1,6 @@
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import {
+  attemptsOf,
   DecodeError,
   ShutdownError,
   ValidationError,
@@ -9,7 +10,6 @@ import {
   type DeadLetter,
   type TopicNames,
 } from '../../schemas/index.js';
-import { attemptsOf } from './retry.js';
 import type { Middleware, RawRecord } from './types.js';
 
 function stageOf(error: unknown): DeadLetter['error']['stage'] {

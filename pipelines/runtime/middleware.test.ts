@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, ConnectionError, ShutdownError, TimeoutError } from '../../schemas/index.js';
-import { attemptsOf, backoffDelay, resolveRetryOptions, retry } from './retry.js';
+import { attemptsOf, backoffDelay, resolveRetryOptions } from '../../schemas/index.js';
+import { retry } from './retry.js';
 import { timeout } from './timeout.js';
 import { compose, type RawHandler, type RawRecord } from './types.js';
 

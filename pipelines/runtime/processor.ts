@@ -1,11 +1,11 @@
 import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
 import { ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ShutdownError, type DeadLetter, type TopicKey, type TopicNames } from '../../schemas/index.js';
+import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { metrics, ProcessorMetrics } from './metrics.js';
-import { retry, type RetryOptions } from './retry.js';
+import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
 import { compose, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';

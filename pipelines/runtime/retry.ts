@@ -1,77 +1,8 @@
-import { isRetriable, ShutdownError } from '../../schemas/index.js';
+import { resolveRetryOptions, withRetries, type RetryOptions } from '../../schemas/index.js';
 import type { Middleware } from './types.js';
 
-export interface RetryOptions {
-  /** Tries after the first one, for retriable errors only. @default 3 */
-  retries?: number;
-  /** Delay before the first retry. @default 200 */
-  initialDelayMs?: number;
-  /** Cap on any one delay. @default 5000 */
-  maxDelayMs?: number;
-  /** Growth of the delay per retry. @default 2 */
-  factor?: number;
-}
-
-export interface ResolvedRetryOptions {
-  readonly retries: number;
-  readonly initialDelayMs: number;
-  readonly maxDelayMs: number;
-  readonly factor: number;
-}
-
-export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
-  const resolved = { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2, ...options };
-  if (!Number.isInteger(resolved.retries) || resolved.retries < 0) throw new Error(`RetryOptions.retries must be a whole number >= 0, got ${resolved.retries}`);
-  if (resolved.initialDelayMs < 0 || resolved.maxDelayMs < resolved.initialDelayMs) {
-    throw new Error(`RetryOptions: need 0 <= initialDelayMs (${resolved.initialDelayMs}) <= maxDelayMs (${resolved.maxDelayMs})`);
-  }
-  if (resolved.factor < 1) throw new Error(`RetryOptions.factor must be >= 1, got ${resolved.factor}`);
-  return resolved;
-}
-
-const attempts = new WeakMap<object, number>();
-
-/** How many times the failing record was tried before this error was thrown (1 when never retried). */
-export function attemptsOf(error: unknown): number {
-  return typeof error === 'object' && error !== null ? (attempts.get(error) ?? 1) : 1;
-}
-
-/** Full-jitter exponential backoff, so that many failing workers do not retry in step. */
-export function backoffDelay(options: ResolvedRetryOptions, retry: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(options.maxDelayMs, options.initialDelayMs * options.factor ** retry);
-  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
-}
-
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(new ShutdownError());
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(new ShutdownError());
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
-}
-
-/** Retries retriable failures with backoff; everything else (and the last failure) propagates. */
+/** Retries retriable failures of a record with backoff; everything else (and the last failure) propagates. */
 export function retry(options: RetryOptions = {}): Middleware {
   const resolved = resolveRetryOptions(options);
-  return (next) => async (payload) => {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await next(payload);
-      } catch (error) {
-        if (error instanceof ShutdownError || payload.signal.aborted) throw error;
-        if (!isRetriable(error) || attempt >= resolved.retries) {
-          if (typeof error === 'object' && error !== null) attempts.set(error, attempt + 1);
-          throw error;
-        }
-        await sleep(backoffDelay(resolved, attempt), payload.signal);
-      }
-    }
-  };
+  return (next) => (payload) => withRetries(() => next(payload), resolved, payload.signal);
 }

@@ -1,0 +1,81 @@
+import { isRetriable, ShutdownError } from './errors.js';
+
+/**
+ * The one retry loop. It reads the `retriable` flag of the errors in errors.ts: the stream-processor
+ * middleware wraps handlers with it, and clients of remote services (an LLM server) call it directly.
+ */
+export interface RetryOptions {
+  /** Tries after the first one, for retriable errors only. @default 3 */
+  retries?: number;
+  /** Delay before the first retry. @default 200 */
+  initialDelayMs?: number;
+  /** Cap on any one delay. @default 5000 */
+  maxDelayMs?: number;
+  /** Growth of the delay per retry. @default 2 */
+  factor?: number;
+}
+
+export interface ResolvedRetryOptions {
+  readonly retries: number;
+  readonly initialDelayMs: number;
+  readonly maxDelayMs: number;
+  readonly factor: number;
+}
+
+export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
+  const resolved = { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2, ...options };
+  if (!Number.isInteger(resolved.retries) || resolved.retries < 0) throw new Error(`RetryOptions.retries must be a whole number >= 0, got ${resolved.retries}`);
+  if (resolved.initialDelayMs < 0 || resolved.maxDelayMs < resolved.initialDelayMs) {
+    throw new Error(`RetryOptions: need 0 <= initialDelayMs (${resolved.initialDelayMs}) <= maxDelayMs (${resolved.maxDelayMs})`);
+  }
+  if (resolved.factor < 1) throw new Error(`RetryOptions.factor must be >= 1, got ${resolved.factor}`);
+  return resolved;
+}
+
+const attempts = new WeakMap<object, number>();
+
+/** How many times the failing work was tried before this error was thrown (1 when never retried). */
+export function attemptsOf(error: unknown): number {
+  return typeof error === 'object' && error !== null ? (attempts.get(error) ?? 1) : 1;
+}
+
+/** Full-jitter exponential backoff, so that many failing workers do not retry in step. */
+export function backoffDelay(options: ResolvedRetryOptions, retry: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(options.maxDelayMs, options.initialDelayMs * options.factor ** retry);
+  return Math.round(ceiling / 2 + (random() * ceiling) / 2);
+}
+
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(new ShutdownError());
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(new ShutdownError());
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Runs `work` until it succeeds, a non-retriable error is thrown, or the retries are spent. A retriable
+ * error may ask for a minimum wait (`retryAfterMs`, e.g. from HTTP Retry-After).
+ */
+export async function withRetries<T>(work: (attempt: number) => Promise<T>, options: ResolvedRetryOptions, signal: AbortSignal): Promise<T> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await work(attempt);
+    } catch (error) {
+      if (error instanceof ShutdownError || signal.aborted) throw error;
+      if (!isRetriable(error) || attempt >= options.retries) {
+        if (typeof error === 'object' && error !== null) attempts.set(error, attempt + 1);
+        throw error;
+      }
+      const asked = (error as { retryAfterMs?: unknown }).retryAfterMs;
+      await sleep(Math.max(backoffDelay(options, attempt), typeof asked === 'number' ? asked : 0), signal);
+    }
+  }
+}
