@@ -8,7 +8,7 @@ const LAYERS = {
   schemas: [],
   connectors: ['schemas'],
   envs: ['schemas', 'connectors'],
-  policies: ['schemas', 'envs'],
+  policies: ['schemas', 'connectors', 'envs'],
   pipelines: ['schemas', 'connectors', 'envs', 'policies'],
   stack: ['schemas'],
 };

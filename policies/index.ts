@@ -4,6 +4,7 @@ import type { AnyPolicyKind } from './types.js';
 
 export * from './types.js';
 export * from './linear-repair/index.js';
+export * from './llm-repair/index.js';
 
 const kinds = new Map<string, AnyPolicyKind<RepairObservation>>([[linearRepairKind.policyId, linearRepairKind]]);
 

@@ -1,9 +1,11 @@
-import type { PolicyDecision, ToolCall } from '../schemas/index.js';
+import type { LlmCall, PolicyDecision, ToolCall } from '../schemas/index.js';
 
 export interface Action {
   readonly action: ToolCall;
   /** Set when a learned choice was made (so the learner can credit it); null for scripted moves. */
   readonly decision: PolicyDecision | null;
+  /** Set when a language model chose the action. */
+  readonly llm?: LlmCall;
 }
 
 /** A policy maps an observation to a tool call, with the log-probability of any learned choice. */
@@ -12,6 +14,8 @@ export interface Policy<Obs> {
   readonly version: number;
   /** Async so that a policy may run a model (onnxruntime) or call a server (an LLM). */
   act(observation: Obs, random: () => number, signal?: AbortSignal): Promise<Action>;
+  /** A policy that keeps per-episode state (a chat transcript) hands out one actor per episode. */
+  startEpisode?(): Policy<Obs>;
 }
 
 /** One trajectory's learned choices with the group-relative advantage of its outcome. */

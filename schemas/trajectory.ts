@@ -25,6 +25,21 @@ export const ToolResult = z.object({
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 
+/** One model call behind a step, when an LLM chose the action. */
+export const LlmCall = z.object({
+  model: z.string(),
+  /** Assistant text that came with the tool call, if any. */
+  content: z.string().nullable(),
+  finishReason: z.string().nullable(),
+  promptTokens: z.number().int().min(0).nullable(),
+  completionTokens: z.number().int().min(0).nullable(),
+  /** Per-token logprobs of the reply, when the server returned them. */
+  logprobs: z.array(z.number()).nullable(),
+  latencyMs: z.number().min(0),
+  attempts: z.number().int().min(1),
+});
+export type LlmCall = z.infer<typeof LlmCall>;
+
 export const Step = z.object({
   index: z.number().int().min(0),
   /** The (possibly shortened) observation the policy acted on. */
@@ -32,6 +47,7 @@ export const Step = z.object({
   toolCall: ToolCall,
   toolResult: ToolResult,
   decision: PolicyDecision.nullable(),
+  llm: LlmCall.nullable().default(null),
   startedAt: z.iso.datetime(),
   durationMs: z.number().min(0),
   /** Time spent waiting on the sandbox within this step. */

@@ -78,54 +78,60 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     let observation: RepairObservation = next;
     let finalFiles: FileTree | null = null;
 
-    switch (tool) {
-      case 'read_file': {
-        const path = stringArg(action, 'path');
-        const files = await sandbox.readFiles([path]).catch((error: unknown) => ({ error }));
-        result = 'error' in files ? fail(`cannot read ${path}`) : ok(files[path] ?? '');
-        break;
+    try {
+      switch (tool) {
+        case 'read_file': {
+          const path = stringArg(action, 'path');
+          const files = await sandbox.readFiles([path]).catch((error: unknown) => ({ error }));
+          result = 'error' in files ? fail(`cannot read ${path}`) : ok(files[path] ?? '');
+          break;
+        }
+        case 'write_file': {
+          await sandbox.writeFiles({ [stringArg(action, 'path')]: stringArg(action, 'content') });
+          result = ok('written');
+          break;
+        }
+        case 'run_tests': {
+          const exec = await run(['python3', '-m', 'pytest', '-q', '--tb=short', '-p', 'no:cacheprovider', ...Object.keys(this.task.visibleTests)]);
+          const output = `${exec.stdout}${exec.stderr}`;
+          const summary = parsePytestOutput(output, exec.exitCode, state.modulePath);
+          observation = { ...next, lastTests: summary, baselineTests: state.baselineTests ?? (state.applied ? null : summary) };
+          result = { ok: exec.status === 'exited', output: clip(output), truncated: exec.truncated || output.length > MAX_OBSERVED_OUTPUT, exitCode: exec.exitCode };
+          break;
+        }
+        case 'list_edits': {
+          const listing = await this.repairTool(run, ['list', state.modulePath]);
+          const edits = (listing.edits as CandidateEdit[]).map(({ id, kind, line, col, before, after }) => ({ id, kind, line, col, before, after }));
+          observation = { ...next, edits };
+          result = ok([`${edits.length} candidate edits (apply_edit with an id):`, ...edits.map((e) => `#${e.id} ${e.kind} line ${e.line}:${e.col} ${e.before || '(nothing)'} -> ${e.after || '(nothing)'}`)].join('\n'));
+          break;
+        }
+        case 'apply_edit': {
+          const id = numberArg(action, 'id');
+          if (state.applied) await this.repairTool(run, ['revert', state.modulePath]);
+          const applied = (await this.repairTool(run, ['apply', state.modulePath, String(id)])).applied as CandidateEdit;
+          observation = { ...next, applied: state.edits?.find((edit) => edit.id === id) ?? applied, lastTests: null };
+          result = ok(`applied edit ${id}: ${applied.kind} at line ${applied.line}: ${applied.before} -> ${applied.after}`);
+          break;
+        }
+        case 'revert': {
+          await this.repairTool(run, ['revert', state.modulePath]);
+          observation = { ...next, applied: null, tried: state.applied ? [...state.tried, state.applied.id] : state.tried, lastTests: null };
+          result = ok('reverted');
+          break;
+        }
+        case 'submit': {
+          finalFiles = await this.finalFiles();
+          result = ok('submitted');
+          break;
+        }
+        default:
+          result = fail(`unknown tool "${action.name}"; tools: ${REPAIR_TOOLS.join(', ')}`);
       }
-      case 'write_file': {
-        await sandbox.writeFiles({ [stringArg(action, 'path')]: stringArg(action, 'content') });
-        result = ok('written');
-        break;
-      }
-      case 'run_tests': {
-        const exec = await run(['python3', '-m', 'pytest', '-q', '--tb=short', '-p', 'no:cacheprovider', ...Object.keys(this.task.visibleTests)]);
-        const output = `${exec.stdout}${exec.stderr}`;
-        const summary = parsePytestOutput(output, exec.exitCode, state.modulePath);
-        observation = { ...next, lastTests: summary, baselineTests: state.baselineTests ?? (state.applied ? null : summary) };
-        result = { ok: exec.status === 'exited', output: clip(output), truncated: exec.truncated || output.length > MAX_OBSERVED_OUTPUT, exitCode: exec.exitCode };
-        break;
-      }
-      case 'list_edits': {
-        const listing = await this.repairTool(run, ['list', state.modulePath]);
-        const edits = (listing.edits as CandidateEdit[]).map(({ id, kind, line, col, before, after }) => ({ id, kind, line, col, before, after }));
-        observation = { ...next, edits };
-        result = ok([`${edits.length} candidate edits (apply_edit with an id):`, ...edits.map((e) => `#${e.id} ${e.kind} line ${e.line}:${e.col} ${e.before || '(nothing)'} -> ${e.after || '(nothing)'}`)].join('\n'));
-        break;
-      }
-      case 'apply_edit': {
-        const id = numberArg(action, 'id');
-        if (state.applied) await this.repairTool(run, ['revert', state.modulePath]);
-        const applied = (await this.repairTool(run, ['apply', state.modulePath, String(id)])).applied as CandidateEdit;
-        observation = { ...next, applied: state.edits?.find((edit) => edit.id === id) ?? applied, lastTests: null };
-        result = ok(`applied edit ${id}: ${applied.kind} at line ${applied.line}: ${applied.before} -> ${applied.after}`);
-        break;
-      }
-      case 'revert': {
-        await this.repairTool(run, ['revert', state.modulePath]);
-        observation = { ...next, applied: null, tried: state.applied ? [...state.tried, state.applied.id] : state.tried, lastTests: null };
-        result = ok('reverted');
-        break;
-      }
-      case 'submit': {
-        finalFiles = await this.finalFiles();
-        result = ok('submitted');
-        break;
-      }
-      default:
-        result = fail(`unknown tool "${action.name}"; tools: ${REPAIR_TOOLS.join(', ')}`);
+    } catch (error) {
+      // A malformed call (from an LLM, say) is the agent's mistake: it sees the reason and the episode goes on.
+      if (!(error instanceof ConfigError)) throw error;
+      result = fail(error.message);
     }
     if (!finalFiles && observation.turn >= observation.maxTurns) finalFiles = await this.finalFiles();
     observation = { ...observation, lastResult: result };

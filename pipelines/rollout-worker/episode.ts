@@ -21,6 +21,7 @@ export async function runEpisode<Obs>(
 ): Promise<EpisodeResult> {
   const started = performance.now();
   const steps: Step[] = [];
+  const actor = policy.startEpisode?.() ?? policy;
   let sandboxMs = 0;
   try {
     let observation: Obs = await init();
@@ -29,7 +30,7 @@ export async function runEpisode<Obs>(
       signal.throwIfAborted();
       const stepStarted = performance.now();
       const startedAt = nowIso();
-      const { action, decision } = await policy.act(observation, random, signal);
+      const { action, decision, llm } = await actor.act(observation, random, signal);
       const transition = await env.step(action, signal);
       sandboxMs += transition.sandboxMs;
       steps.push({
@@ -38,6 +39,7 @@ export async function runEpisode<Obs>(
         toolCall: action,
         toolResult: transition.result,
         decision,
+        llm: llm ?? null,
         startedAt,
         durationMs: performance.now() - stepStarted,
         sandboxMs: transition.sandboxMs,

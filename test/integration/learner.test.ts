@@ -18,7 +18,7 @@ function samplePair(i: number): { trajectory: Trajectory; reward: Reward } {
   const features = [0, 1, 2].map((c) => FEATURE_NAMES.map((_, f) => ((i + c * 7 + f * 3) % 5) / 5));
   const trajectory: Trajectory = {
     trajectoryId: `t-${i}`, groupId: `g-${Math.floor(i / 4)}`, groupSize: 4, envId: 'program-repair/v1', policyId: 'linear-repair',
-    steps: [{ index: 0, observation: 'o', toolCall: { name: 'apply_edit', arguments: { id: i % 3 } }, toolResult: { ok: true, output: '', truncated: false, exitCode: 0 }, decision: { features, chosen: i % 3, logprob: Math.log(1 / 3) }, startedAt: nowIso(), durationMs: 1, sandboxMs: 1 }],
+    steps: [{ index: 0, observation: 'o', toolCall: { name: 'apply_edit', arguments: { id: i % 3 } }, toolResult: { ok: true, output: '', truncated: false, exitCode: 0 }, decision: { features, chosen: i % 3, logprob: Math.log(1 / 3) }, llm: null, startedAt: nowIso(), durationMs: 1, sandboxMs: 1 }],
     finalFiles: {}, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i),
   };
   const reward: Reward = {

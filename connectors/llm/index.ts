@@ -1,0 +1,1 @@
+export { ChatClient, ChatRequestError, resolveChatClientOptions, type ChatClientOptions, type ChatCompletion, type ChatMessage, type ChatTool, type ToolCallRequest } from './chat-client.js';
