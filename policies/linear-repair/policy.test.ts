@@ -20,6 +20,7 @@ const base: RepairObservation = {
   applied: null,
   tried: [],
   lastTool: null,
+  lastResult: null,
 };
 const edits = [
   { id: 0, kind: 'compare-op', line: 3, col: 4, before: '<', after: '<=' },
