@@ -46,6 +46,11 @@ export const demoCommand: Command = {
     await stackUp((line) => void process.stderr.write(`${line}\n`));
     const context = processorContext();
     const pool = new DockerSandboxPool();
+    // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.
+    const interrupt = new AbortController();
+    const stop = (): void => interrupt.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
     try {
       const summary = await runLoop(context, {
         taskFile: (values.tasks as string | undefined) ?? bundledTasks(),
@@ -58,12 +63,20 @@ export const demoCommand: Command = {
         batchSize: intOption(values, 'batch-size'),
         maxTurns: intOption(values, 'max-turns'),
         rolloutWorkers: intOption(values, 'workers'),
+        signal: interrupt.signal,
         onProgress: (p) => printProgress(progressLine('[demo] rewarded', p.rewarded, p.expected, p.elapsedMs, `rolled out ${p.rolledOut}, verified ${p.verified}, policy v${p.policyVersion}`)),
       });
       endProgress();
       process.stdout.write(`${formatSummary(summary)}\n`);
       return 0;
+    } catch (error) {
+      if (!interrupt.signal.aborted) throw error;
+      endProgress();
+      process.stderr.write('demo interrupted; processors stopped and sandboxes released\n');
+      return 130;
     } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
       await pool.close();
     }
   },

@@ -36,6 +36,8 @@ export interface LoopOptions {
   batchSize?: number;
   /** Give up after this long. @default 1800000 */
   timeoutMs?: number;
+  /** Stops the loop gracefully (processors stop, sandboxes are released) and rejects with ShutdownError. @default never */
+  signal?: AbortSignal;
   /** Called every `progressIntervalMs` with counts so far. */
   onProgress?: (progress: LoopProgress) => void;
   /** @default 2000 */
@@ -119,7 +121,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   });
   const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
-  const never = new AbortController().signal;
+  const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
   try {
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
@@ -129,7 +131,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         lastReport = performance.now();
         options.onProgress(progress());
       }
-      await sleep(250, never);
+      await sleep(250, signal);
     }
     options.onProgress?.(progress());
   } finally {
