@@ -1,6 +1,7 @@
 import '../envs/index.js';
 import { runCommand, type Command } from './command.js';
 import { demoCommand } from './commands/demo.js';
+import { learnCommand } from './commands/learn.js';
 import { policyCommand } from './commands/policy.js';
 import { runProcessorCommand } from './commands/run.js';
 import { sqlCommand } from './commands/sql.js';
@@ -8,7 +9,7 @@ import { stackCommand } from './commands/stack.js';
 import { tasksCommand } from './commands/tasks.js';
 import { topicsCommand } from './commands/topics.js';
 
-const COMMANDS: readonly Command[] = [stackCommand, demoCommand, tasksCommand, sqlCommand, topicsCommand, runProcessorCommand, policyCommand];
+const COMMANDS: readonly Command[] = [stackCommand, demoCommand, tasksCommand, sqlCommand, topicsCommand, runProcessorCommand, policyCommand, learnCommand];
 
 function usage(): string {
   return [

@@ -4,7 +4,7 @@ import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { catalogTopics, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { TOPICS, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
@@ -14,8 +14,10 @@ import { prepareTasks, publishTasks } from '../task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 
 export interface LoopOptions {
-  /** JSON Lines task file. */
-  taskFile: string;
+  /** JSON Lines task file (read by the task job); ignored when `tasks` is given. */
+  taskFile?: string;
+  /** Tasks already prepared by a data job. @default the valid rows of `taskFile` */
+  tasks?: readonly Task[];
   /** Where Parquet files and rejects go. */
   dataDir: string;
   pool: SandboxPool;
@@ -34,6 +36,8 @@ export interface LoopOptions {
   rolloutWorkers?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
+  /** Keep publishing the tasks again (another epoch) until this much time has passed. @default 0 (one epoch) */
+  durationMs?: number;
   /** Give up after this long. @default 1800000 */
   timeoutMs?: number;
   /** Stops the loop gracefully (processors stop, sandboxes are released) and rejects with ShutdownError. @default never */
@@ -46,6 +50,7 @@ export interface LoopOptions {
 
 export interface LoopProgress {
   readonly expected: number;
+  readonly epochs: number;
   readonly rolledOut: number;
   readonly verified: number;
   readonly rewarded: number;
@@ -62,6 +67,7 @@ export interface PolicyVersionRow {
 export interface LoopSummary {
   readonly runId: string;
   readonly tasks: number;
+  readonly epochs: number;
   readonly rejectedRows: number;
   readonly trajectories: number;
   readonly passRate: number;
@@ -71,7 +77,7 @@ export interface LoopSummary {
   readonly recordsPerTopic: Readonly<Record<string, number>>;
   readonly deadLetters: number;
   readonly dataDir: string;
-  readonly rejectsFile: string;
+  readonly rejectsFile: string | null;
   readonly elapsedMs: number;
 }
 
@@ -94,9 +100,20 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
   await context.serde.register();
 
-  const prepared = await prepareTasks({ file: options.taskFile, rejectsDir: join(options.dataDir, 'rejects'), jobRunId: runId });
-  const tasks = prepared.tasks.slice(0, options.limitTasks ?? prepared.tasks.length);
-  const expected = tasks.length * groupSize;
+  let rejectedRows = 0;
+  let rejectsFile: string | null = null;
+  let source = options.tasks;
+  if (!source) {
+    if (!options.taskFile) throw new ConfigError('LoopOptions: give either tasks or taskFile');
+    const prepared = await prepareTasks({ file: options.taskFile, rejectsDir: join(options.dataDir, 'rejects'), jobRunId: runId });
+    rejectedRows = prepared.rejected + prepared.duplicates;
+    rejectsFile = prepared.rejectsFile;
+    source = prepared.tasks;
+  }
+  const tasks = source.slice(0, options.limitTasks ?? source.length);
+  if (tasks.length === 0) throw new ConfigError('LoopOptions: there are no tasks to run');
+  let epochs = 0;
+  const expected = (): number => epochs * tasks.length * groupSize;
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints });
@@ -109,10 +126,15 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const processors = [...workers, verifier, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
-  await publishTasks(context.kafka, context.serde, context.names, tasks);
+  const publishEpoch = async (): Promise<void> => {
+    await publishTasks(context.kafka, context.serde, context.names, tasks);
+    epochs++;
+  };
+  await publishEpoch();
 
   const progress = (): LoopProgress => ({
-    expected,
+    expected: expected(),
+    epochs,
     rolledOut: workers.reduce((sum, w) => sum + w.metrics.outputs, 0),
     verified: verifier.metrics.outputs,
     rewarded: reward.metrics.outputs,
@@ -125,7 +147,12 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   let lastReport = 0;
   try {
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
-    while (!(landed('trajectories') >= expected && landed('verifications') >= expected && landed('rewards') >= expected && learner.metrics.processed >= 2 * expected && landed('checkpoints') >= learner.metrics.outputs)) {
+    for (;;) {
+      const rolledOut = workers.reduce((sum, w) => sum + w.metrics.outputs, 0);
+      // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
+      if (rolledOut >= expected() && performance.now() - started < (options.durationMs ?? 0)) await publishEpoch();
+      const n = expected();
+      if (landed('trajectories') >= n && landed('verifications') >= n && landed('rewards') >= n && learner.metrics.processed >= 2 * n && landed('checkpoints') >= learner.metrics.outputs) break;
       if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);
       if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {
         lastReport = performance.now();
@@ -148,14 +175,15 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
        FROM trajectories t JOIN verifications v USING (trajectory_id)
        WHERE t.run_id = ${run} GROUP BY 1 ORDER BY 1`,
     );
-    const recordsPerTopic: Record<string, number> = { tasks: tasks.length };
+    const recordsPerTopic: Record<string, number> = { tasks: tasks.length * epochs };
     for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {
       recordsPerTopic[table === 'checkpoints' ? TOPICS.policyCheckpoints.name : table] = await scalar(`SELECT count(*) FROM ${table} WHERE run_id = ${run}`);
     }
     return {
       runId,
       tasks: tasks.length,
-      rejectedRows: prepared.rejected + prepared.duplicates,
+      epochs,
+      rejectedRows,
       trajectories: await scalar(`SELECT count(*) FROM trajectories WHERE run_id = ${run}`),
       passRate: await scalar(`SELECT avg(CASE WHEN passed THEN 1 ELSE 0 END) FROM verifications WHERE run_id = ${run}`),
       byPolicyVersion: byVersion.rows.map(([version, n, rate]) => ({ policyVersion: Number(version), trajectories: Number(n), passRate: Number(rate) })),
@@ -164,7 +192,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       recordsPerTopic,
       deadLetters: await countTopic(context, 'deadLetters'),
       dataDir: options.dataDir,
-      rejectsFile: prepared.rejectsFile,
+      rejectsFile,
       elapsedMs: performance.now() - started,
     };
   } finally {

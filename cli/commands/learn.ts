@@ -1,0 +1,141 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { createKafka } from '../../connectors/kafka/index.js';
+import { TopicSerde } from '../../connectors/registry/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { evaluatePolicy, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
+import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { LINEAR_REPAIR_POLICY, policyKind } from '../../policies/index.js';
+import { topicNames, type Task } from '../../schemas/index.js';
+import { imageFor, stackPaths, stackUp } from '../../stack/index.js';
+import { intOption, type Command } from '../command.js';
+import { bundledTasks, dataDir } from '../paths.js';
+import { endProgress, printProgress, progressLine } from '../progress.js';
+
+/** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
+export function splitTasks(tasks: readonly Task[], evalFraction: number): { train: Task[]; held: Task[] } {
+  const marked = tasks.filter((t) => t.split === 'eval');
+  if (marked.length > 0) return { train: tasks.filter((t) => t.split !== 'eval'), held: marked };
+  const held = (task: Task): boolean => createHash('sha256').update(task.taskId).digest().readUInt32BE(0) / 2 ** 32 < evalFraction;
+  return { train: tasks.filter((t) => !held(t)), held: tasks.filter(held) };
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+export const learnCommand: Command = {
+  name: 'learn',
+  summary:
+    'Measure learning: the success rate within N turns of the untrained policy on held-out tasks, then the loop for T minutes on the\n' +
+    'training tasks, then the success rate of the newest checkpoint on the same held-out tasks and episode seeds.',
+  usage: '',
+  options: {
+    tasks: { type: 'string' },
+    minutes: { type: 'string', default: '20' },
+    'eval-samples': { type: 'string', default: '2' },
+    'eval-percent': { type: 'string', default: '25' },
+    'group-size': { type: 'string', default: '4' },
+    'batch-size': { type: 'string', default: '16' },
+    'max-turns': { type: 'string', default: '14' },
+    workers: { type: 'string', default: '2' },
+    policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
+  },
+  help: {
+    tasks: 'JSON Lines task file with held-out rows marked split "eval" (default: the bundled tasks)',
+    minutes: 'training time (T)',
+    'eval-samples': 'episodes per held-out task, for each of the two evaluations',
+    'eval-percent': 'share of tasks held out when none is marked "eval"',
+    'group-size': 'samples per task in training',
+    'batch-size': 'samples per learner update',
+    'max-turns': 'tool calls per episode (N)',
+    workers: 'rollout worker instances',
+    policy: 'policy kind to train',
+  },
+  async run(values) {
+    await stackUp((line) => void process.stderr.write(`${line}\n`));
+    const runId = `learn-${randomUUID().slice(0, 8)}`;
+    const minutes = Number(values.minutes);
+    if (!(minutes > 0)) throw new Error(`--minutes must be > 0, got "${String(values.minutes)}"`);
+    const evalPercent = Number(values['eval-percent']);
+    if (!(evalPercent > 0 && evalPercent < 100)) throw new Error(`--eval-percent must be within 0..100, got "${String(values['eval-percent'])}"`);
+    const maxTurns = intOption(values, 'max-turns') ?? 14;
+    const data = dataDir();
+    const prepared = await prepareTasks({ file: (values.tasks as string | undefined) ?? bundledTasks(), rejectsDir: join(data, 'rejects'), jobRunId: runId });
+    const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
+    if (train.length === 0 || held.length === 0) throw new Error(`need both training and held-out tasks, got ${train.length} and ${held.length}`);
+    process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
+
+    const kind = policyKind(String(values.policy));
+    const pool = new DockerSandboxPool();
+    const store = new LocalCheckpointStore(join(stackPaths().stateDir, 'checkpoints', runId));
+    // Fresh topics: the run starts from the untrained policy and leaves the main topics alone.
+    const names = topicNames(`${runId}.`);
+    const context = { kafka: createKafka(), serde: new TopicSerde(names), names };
+    const evaluate = async (label: string, version: number, params: unknown): Promise<Evaluation> => {
+      const started = performance.now();
+      const result = await evaluatePolicy(await kind.load(params, version), held, {
+        pool,
+        imageFor,
+        runId,
+        maxTurns,
+        samplesPerTask: intOption(values, 'eval-samples'),
+        seed: runId,
+        onProgress: (done, total) => printProgress(progressLine(`[${label}]`, done, total, performance.now() - started)),
+      });
+      endProgress();
+      process.stderr.write(`${label}: v${version} solved ${result.successes}/${result.episodes} (${pct(result.successRate)})\n`);
+      return result;
+    };
+    try {
+      const before = await evaluate('untrained', 0, kind.initial().params);
+      const summary = await runLoop(context, {
+        tasks: train,
+        dataDir: data,
+        pool,
+        imageFor,
+        checkpoints: store,
+        runId,
+        durationMs: minutes * 60_000,
+        timeoutMs: minutes * 60_000 + 30 * 60_000,
+        groupSize: intOption(values, 'group-size'),
+        batchSize: intOption(values, 'batch-size'),
+        maxTurns,
+        rolloutWorkers: intOption(values, 'workers'),
+        onProgress: (p) => printProgress(progressLine(`[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
+      });
+      endProgress();
+      const newest = (await store.list(kind.policyId)).at(-1);
+      const trainedParams = newest ? kind.decodeParams(await store.get(newest.artifact)) : kind.initial().params;
+      const after = await evaluate('trained', newest?.version ?? 0, trainedParams);
+      const report = {
+        runId,
+        policy: kind.policyId,
+        minutes,
+        maxTurns,
+        trainTasks: train.length,
+        heldOutTasks: held.length,
+        untrained: before,
+        trained: after,
+        ratio: before.successRate > 0 ? after.successRate / before.successRate : null,
+        training: summary,
+      };
+      const out = join(data, 'experiments');
+      mkdirSync(out, { recursive: true });
+      writeFileSync(join(out, `${runId}.json`), `${JSON.stringify(report, null, 2)}\n`);
+      process.stdout.write(
+        [
+          `${runId}: ${minutes} min of training on ${train.length} tasks (${summary.trajectories} trajectories, ${summary.checkpoints} checkpoints)`,
+          `held-out success within ${maxTurns} turns: untrained ${pct(before.successRate)} -> trained v${after.policyVersion} ${pct(after.successRate)}` +
+            (report.ratio !== null ? ` (${report.ratio.toFixed(2)}x)` : ''),
+          'training pass rate per policy version:',
+          ...summary.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
+          `report: ${join(out, `${runId}.json`)}; curve: trialrun sql "SELECT policy_version, avg(passed::INT) FROM verifications WHERE run_id = '${runId}' GROUP BY 1 ORDER BY 1"`,
+        ].join('\n') + '\n',
+      );
+      return 0;
+    } finally {
+      await pool.close();
+    }
+  },
+};
