@@ -1,7 +1,7 @@
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type RepairObservation } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
-import { nowIso, type Task } from '../../schemas/index.js';
+import { nowIso, resolveRetryOptions, withRetries, type Task } from '../../schemas/index.js';
 import { runEpisode } from '../rollout-worker/index.js';
 import { Verifier } from '../verifier/index.js';
 
@@ -30,6 +30,8 @@ export interface Evaluation {
   readonly byTask: Readonly<Record<string, { episodes: number; successes: number }>>;
 }
 
+const RETRY = resolveRetryOptions({ retries: 2, initialDelayMs: 1000, maxDelayMs: 10_000 });
+
 /**
  * Success rate of a policy on held-out tasks within N turns: every episode runs in a fresh sandbox and is
  * judged by the verifier (hidden tests), exactly as in training, but nothing is published or learned.
@@ -47,17 +49,18 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const lane = async (): Promise<void> => {
     while (next < jobs.length) {
       const { task, attempt } = jobs[next++]!;
-      const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns: options.maxTurns ?? 14 });
       const trajectoryId = `${options.seed ?? 'eval'}/${task.taskId}/${attempt}`;
-      const episode = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(trajectoryId), signal);
-      const verification = await verifier.verify(
-        {
+      // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
+      const verification = await withRetries(async () => {
+        const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns: options.maxTurns ?? 14 });
+        const episode = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(trajectoryId), signal);
+        const trajectory = {
           trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: episode.steps, finalFiles: episode.finalFiles,
           outcome: episode.outcome, error: null, totalMs: episode.totalMs, sandboxMs: episode.sandboxMs,
           lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: episode.imageDigest, verifierVersion: null, createdAt: nowIso() },
-        },
-        signal,
-      );
+        };
+        return verifier.verify(trajectory, signal);
+      }, RETRY, signal);
       const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0 });
       entry.episodes++;
       if (verification.passed) entry.successes++;
