@@ -23,6 +23,12 @@ test('counts, module lines and called names from a failing run', () => {
   assert.equal(summary.passedCount, 1);
   assert.deepEqual(summary.moduleLines, [3]);
   assert.deepEqual(summary.calledNames, ['clamp']);
+  assert.deepEqual(summary.failureKinds, ['AssertionError']);
+});
+
+test('failure kinds: raised exceptions by class, bare asserts as AssertionError', () => {
+  const output = 'FAILED test_v.py::test_f - IndexError: list index out of range\nFAILED test_v.py::test_g[a - b] - assert 2 == 4\nERROR test_w.py - pkg.mod.CustomError: x\n';
+  assert.deepEqual(parsePytestOutput(output, 1, 'm.py').failureKinds, ['IndexError', 'AssertionError', 'CustomError']);
 });
 
 test('a clean run passes', () => {

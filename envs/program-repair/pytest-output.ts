@@ -7,6 +7,8 @@ export interface TestRunSummary {
   readonly moduleLines: readonly number[];
   /** Identifiers followed by `(` in failing assertion lines: the functions the failing tests call. */
   readonly calledNames: readonly string[];
+  /** Exception class of each failing test, in order (`AssertionError` for a failed assert). */
+  readonly failureKinds: readonly string[];
 }
 
 export function parsePytestOutput(output: string, exitCode: number | null, modulePath: string): TestRunSummary {
@@ -19,11 +21,16 @@ export function parsePytestOutput(output: string, exitCode: number | null, modul
     if (!/^\s*(>|E)\s/.test(line)) continue;
     for (const match of line.matchAll(/\b([A-Za-z_]\w*)\s*\(/g)) calledNames.add(match[1]!);
   }
+  // pytest's short summary names each failure: `FAILED path::test - IndexError: ...` or `- assert 2 == 4`.
+  const failureKinds = [...output.matchAll(/^(?:FAILED|ERROR) [^\s[]+(?:\[.*?\])? - (.*)$/gm)].map(([, reason]) =>
+    reason!.startsWith('assert') ? 'AssertionError' : (/^(?:[\w.]+\.)?(\w+):?/.exec(reason!)?.[1] ?? 'unknown'),
+  );
   return {
     passed: exitCode === 0 && failedCount === 0,
     passedCount: count('passed'),
     failedCount,
     moduleLines: [...new Set(moduleLines)],
     calledNames: [...calledNames].filter((name) => !['assert', 'len', 'list', 'sorted', 'set', 'dict', 'tuple', 'str', 'int'].includes(name)),
+    failureKinds,
   };
 }

@@ -6,7 +6,7 @@ import { FEATURE_NAMES } from './features.js';
 import { linearRepairKind } from './kind.js';
 import { LinearRepairPolicy } from './policy.js';
 
-const failing = { passed: false, passedCount: 0, failedCount: 1, moduleLines: [3], calledNames: ['clamp'] };
+const failing = { passed: false, passedCount: 0, failedCount: 1, moduleLines: [3], calledNames: ['clamp'], failureKinds: ['AssertionError'] };
 const base: RepairObservation = {
   description: 'd',
   modulePath: 'm.py',

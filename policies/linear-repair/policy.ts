@@ -1,4 +1,5 @@
 import type { RepairObservation } from '../../envs/index.js';
+import { applyEdit, repairMove } from '../repair-script.js';
 import type { Action, Policy } from '../types.js';
 import { editFeatures, FEATURE_NAMES } from './features.js';
 import { logSoftmax, sampleIndex } from './softmax.js';
@@ -25,17 +26,11 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
   }
 
   async act(observation: RepairObservation, random: () => number): Promise<Action> {
-    const call = (name: string, args: Record<string, unknown> = {}): Action => ({ action: { name, arguments: args }, decision: null });
-    if (observation.lastTests?.passed) return call('submit');
-    if (observation.baselineTests === null) return call('run_tests');
-    if (observation.edits === null) return call('list_edits');
-    if (observation.applied) return observation.lastTests === null ? call('run_tests') : call('revert');
-    // An attempt needs three turns (apply, run tests, submit); the env submits by itself at the cap.
-    const untried = observation.edits.filter((edit) => !observation.tried.includes(edit.id));
-    if (untried.length === 0 || observation.turn + 2 > observation.maxTurns) return call('submit');
-    const features = untried.map((edit) => editFeatures(edit, observation));
+    const move = repairMove(observation);
+    if (move.kind === 'scripted') return move.action;
+    const features = move.candidates.map((edit) => editFeatures(edit, observation));
     const logProbs = logSoftmax(this.weights, features);
     const chosen = sampleIndex(logProbs, random);
-    return { action: { name: 'apply_edit', arguments: { id: untried[chosen]!.id } }, decision: { features, chosen, logprob: logProbs[chosen]! } };
+    return applyEdit(move.candidates[chosen]!, { features, chosen, logprob: logProbs[chosen]! });
   }
 }

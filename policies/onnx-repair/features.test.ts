@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { repairObservation } from '../../test/fixtures/repair-observation.js';
+import { FEATURE_NAMES } from '../linear-repair/index.js';
+import { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES } from './features.js';
+
+const edits = [
+  { id: 0, kind: 'compare-op', line: 3, col: 7, before: '<', after: '<=' },
+  { id: 1, kind: 'compare-op', line: 3, col: 7, before: '<', after: '>' },
+  { id: 2, kind: 'off-by-one', line: 3, col: 12, before: '1', after: '2' },
+  { id: 3, kind: 'arith-op', line: 9, col: 4, before: '+', after: '-' },
+];
+const observation = repairObservation({
+  moduleLineCount: 10,
+  functions: [
+    { name: 'inner', start: 1, end: 5 },
+    { name: 'outer', start: 7, end: 10 },
+  ],
+  turn: 6,
+  maxTurns: 12,
+  baselineTests: { passed: false, passedCount: 1, failedCount: 3, moduleLines: [3], calledNames: ['outer'], failureKinds: ['IndexError', 'IndexError', 'AssertionError'] },
+  edits,
+  tried: [0],
+  lastTool: 'revert',
+});
+
+test('per-candidate features cover the failure, its location and the episode so far', () => {
+  const rows = candidateFeatures(edits.slice(1), observation);
+  assert.equal(rows.length, 3);
+  for (const row of rows) assert.equal(row.length, ONNX_REPAIR_FEATURE_NAMES.length);
+  const feature = (row: number, name: string): number => rows[row]![ONNX_REPAIR_FEATURE_NAMES.indexOf(name)]!;
+  // Same kind, line and token as the failed edit 0.
+  assert.equal(feature(0, 'same-kind-tried'), 0.5);
+  assert.equal(feature(0, 'same-line-tried'), 1);
+  assert.equal(feature(0, 'same-site-tried'), 1);
+  // Same line, another token and kind.
+  assert.deepEqual([feature(1, 'same-kind-tried'), feature(1, 'same-line-tried'), feature(1, 'same-site-tried')], [0, 1, 0]);
+  // The traceback passed through `inner` (line 3); the failing assertion called `outer`.
+  assert.deepEqual([feature(1, 'in-failing-function'), feature(2, 'in-failing-function')], [1, 0]);
+  assert.deepEqual([feature(1, 'in-called-function'), feature(2, 'in-called-function')], [0, 1]);
+  for (const row of [0, 1, 2]) {
+    assert.equal(feature(row, 'failure:lookup'), 2 / 3);
+    assert.equal(feature(row, 'failure:assertion'), 1 / 3);
+    assert.equal(feature(row, 'failure:other'), 0);
+    assert.equal(feature(row, 'failing-fraction'), 3 / 4);
+    assert.equal(feature(row, 'tried-fraction'), 1 / 4);
+    assert.equal(feature(row, 'turns-left'), 0.5);
+    assert.equal(feature(row, 'no-traceback-line'), 0);
+  }
+  assert.deepEqual(rows[2]!.slice(0, FEATURE_NAMES.length).length, FEATURE_NAMES.length, 'starts with the linear policy features');
+});
+
+test('an unknown exception counts as other; a failure with no module line in its traceback says so', () => {
+  const rows = candidateFeatures(edits, { ...observation, baselineTests: { ...observation.baselineTests!, moduleLines: [], failureKinds: ['Failed'] } });
+  const index = (name: string): number => ONNX_REPAIR_FEATURE_NAMES.indexOf(name);
+  assert.equal(rows[0]![index('failure:other')], 1);
+  assert.equal(rows[0]![index('no-traceback-line')], 1);
+  assert.equal(rows[0]![index('in-failing-function')], 0);
+});
