@@ -6,7 +6,9 @@
  *   - update throughput: PPO + Adam steps through the ONNX update model against the same step written in
  *     plain TypeScript loops (policies/onnx-repair/reference.ts), at several batch sizes;
  *   - scoring latency: one rollout decision scored by the ONNX scoring model against the TypeScript
- *     forward pass.
+ *     forward pass;
+ *   - reload latency (needs the stack; `stack up` runs first): checkpoint committed -> rollout worker serving
+ *     it, against a bare publish -> consume on the same broker.
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -22,7 +24,17 @@ import {
   type OnnxParams,
   type OnnxRuntimeOptions,
 } from '../policies/onnx-repair/index.js';
-import { seededRandom, type PolicySample } from '../policies/index.js';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
+import { catalogTopics, createKafka, ensureTopics, readTopic } from '../connectors/kafka/index.js';
+import { TopicSerde } from '../connectors/registry/index.js';
+import { PolicyTracker } from '../pipelines/rollout-worker/index.js';
+import { onnxRepairKind, seededRandom, type PolicySample } from '../policies/index.js';
+import { topicNames } from '../schemas/index.js';
+import { stackUp } from '../stack/index.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -110,9 +122,69 @@ async function scoringLatency(params: OnnxParams): Promise<void> {
   await scorer.release();
 }
 
-// Checkpoint publish -> rollout reload latency joins as a third section once the checkpoint store and the
-// rollout worker's reload exist (that one needs the stack running; these two need nothing).
-const SECTIONS = [updateThroughput, scoringLatency];
+/**
+ * From the learner committing a checkpoint (artifact stored, record published in a transaction) to a
+ * rollout worker's tracker serving that version (artifact read and sha256-checked, policy loaded),
+ * against a bare publish -> follow of a tiny record on the same broker.
+ */
+async function reloadLatency(): Promise<void> {
+  await stackUp(() => undefined);
+  const names = topicNames(`bench-reload-${randomUUID().slice(0, 8)}.`);
+  const context = { kafka: createKafka({ clientId: 'bench-reload' }), serde: new TopicSerde(names), names };
+  const admin = context.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, [...catalogTopics(names), { topic: `${names.prefix}bare`, partitions: 1, config: {} }]).finally(() => admin.disconnect());
+  await context.serde.register();
+  const store = new LocalCheckpointStore(mkdtempSync(join(tmpdir(), 'bench-reload-')));
+  const served = new Map<number, number>();
+  const tracker = await PolicyTracker.follow(context.kafka, context.serde, names, { store, policyId: onnxRepairKind.policyId, onChange: (v) => served.set(v, performance.now()) });
+  const bareSeen = new Map<string, number>();
+  const bare = await readTopic(context.kafka, { topic: `${names.prefix}bare`, follow: true, onRecord: ({ key }) => void bareSeen.set(key!, performance.now()) });
+  const producer = context.kafka.producer({ transactionalId: `${names.prefix}bench-learner`, idempotent: true, maxInFlightRequests: 1 });
+  const plain = context.kafka.producer();
+  await Promise.all([producer.connect(), plain.connect()]);
+  const waitFor = async (seen: () => number | undefined): Promise<number> => {
+    for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((r) => setTimeout(r, 1))) {
+      const at = seen();
+      if (at !== undefined) return at;
+    }
+    throw new Error('no reload within 30 s');
+  };
+  const reload: number[] = [];
+  const baseline: number[] = [];
+  const base = onnxRepairKind.initial().params;
+  for (let version = 1; version <= RUNS; version++) {
+    const started = performance.now();
+    const bytes = onnxRepairKind.encodeParams(base);
+    const artifact = await store.put(onnxRepairKind.policyId, version, bytes);
+    const record = await context.serde.encode('policyCheckpoints', {
+      policyId: onnxRepairKind.policyId, version, parentVersion: version - 1, featureNames: [...onnxRepairKind.featureNames], weights: [], sha256: artifact.sha256, artifact,
+      metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0 },
+      lineage: { taskId: 'all', attempt: 0, runId: 'bench', policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: new Date().toISOString() },
+    });
+    const transaction = await producer.transaction();
+    await transaction.send({ topic: names.name('policyCheckpoints'), messages: [{ key: onnxRepairKind.policyId, value: record }] });
+    await transaction.commit();
+    reload.push((await waitFor(() => served.get(version))) - started);
+
+    const bareStarted = performance.now();
+    await plain.send({ topic: `${names.prefix}bare`, messages: [{ key: String(version), value: Buffer.from('x') }] });
+    baseline.push((await waitFor(() => bareSeen.get(String(version)))) - bareStarted);
+  }
+  await Promise.all([producer.disconnect(), plain.disconnect(), tracker.close(), bare.stop()]);
+  const widths = [26, 12, 12];
+  console.log(`\ncheckpoint publish -> rollout reload, ${bytesOf(base)} KiB artifact, ${RUNS} versions`);
+  console.log(row(['', 'p50 ms', 'p95 ms'], widths));
+  console.log(row(['publish -> served policy', median(reload).toFixed(1), percentile(reload, 95).toFixed(1)], widths));
+  console.log(row(['bare publish -> consume', median(baseline).toFixed(1), percentile(baseline, 95).toFixed(1)], widths));
+  console.log(`reload / bare (p50): ${(median(reload) / median(baseline)).toFixed(2)}x`);
+}
+
+const bytesOf = (params: unknown): string => (onnxRepairKind.encodeParams(params as never).length / 1024).toFixed(1);
+const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
+
+const SECTIONS = [updateThroughput, scoringLatency, reloadLatency];
+
 
 const params = initialParams('bench', { hiddenSize: Number(args.hidden) });
 // Non-zero output and skip weights, as after some training: the cost is the same, the values realistic.
