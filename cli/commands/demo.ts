@@ -10,7 +10,7 @@ export function formatSummary(summary: LoopSummary): string {
   const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
   return [
     `run ${summary.runId} finished in ${(summary.elapsedMs / 1000).toFixed(1)}s`,
-    `tasks             ${summary.tasks} published (${summary.rejectedRows} rows rejected or duplicate; see ${summary.rejectsFile})`,
+    `tasks             ${summary.tasks} published${summary.epochs > 1 ? ` ${summary.epochs} times` : ''} (${summary.rejectedRows} rows rejected or duplicate${summary.rejectsFile ? `; see ${summary.rejectsFile}` : ''})`,
     `trajectories      ${summary.trajectories}, pass rate ${pct(summary.passRate)}`,
     'pass rate per policy version:',
     ...summary.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
@@ -33,6 +33,7 @@ export const demoCommand: Command = {
     'batch-size': { type: 'string', default: '16' },
     'max-turns': { type: 'string', default: '14' },
     workers: { type: 'string', default: '2' },
+    policy: { type: 'string', default: 'linear-repair' },
   },
   help: {
     tasks: 'JSON Lines task file (default: the bundled tasks/repair-bundle.jsonl)',
@@ -41,6 +42,7 @@ export const demoCommand: Command = {
     'batch-size': 'samples per learner update',
     'max-turns': 'tool calls per episode',
     workers: 'rollout worker instances',
+    policy: 'policy kind: linear-repair or onnx-repair',
   },
   async run(values) {
     await stackUp((line) => void process.stderr.write(`${line}\n`));
@@ -58,6 +60,7 @@ export const demoCommand: Command = {
         pool,
         imageFor,
         checkpoints: checkpointStore(),
+        policyId: values.policy as string,
         limitTasks: intOption(values, 'limit'),
         groupSize: intOption(values, 'group-size'),
         batchSize: intOption(values, 'batch-size'),

@@ -95,6 +95,7 @@ export const learnCommand: Command = {
         pool,
         imageFor,
         checkpoints: store,
+        policyId: kind.policyId,
         runId,
         durationMs: minutes * 60_000,
         timeoutMs: minutes * 60_000 + 30 * 60_000,

@@ -24,6 +24,8 @@ export interface LoopOptions {
   imageFor: (recipe: string) => string;
   /** Where the learner writes checkpoint artifacts and workers read them. */
   checkpoints: CheckpointStore;
+  /** The policy kind rolled out and trained. @default 'linear-repair' */
+  policyId?: string;
   /** @default a random UUID */
   runId?: string;
   /** Use only the first N valid tasks. @default all */
@@ -116,13 +118,13 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const expected = (): number => epochs * tasks.length * groupSize;
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
-  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints });
+  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId });
   const workers = Array.from({ length: options.rolloutWorkers ?? 2 }, (_, i) =>
     createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1 }),
   );
   const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
   const reward = createRewardProcessor(context);
-  const learner = createLearner(context, { runId, store: options.checkpoints, batchSize: options.batchSize });
+  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const processors = [...workers, verifier, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
