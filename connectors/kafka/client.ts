@@ -50,10 +50,10 @@ const MUTED = [
 
 function logCreator(): NonNullable<KafkaConfig['logCreator']> {
   return () => ({ namespace, level, log }: LogEntry) => {
-    const message = `${log.message ?? ''}`;
-    if (MUTED.some((pattern) => pattern.test(message))) return;
-    const { message: _m, timestamp: _t, logger: _l, ...rest } = log;
-    process.stderr.write(`[kafkajs ${namespace} ${logLevel[level]}] ${message} ${JSON.stringify(rest)}\n`);
+    const { message = '', timestamp: _t, logger: _l, ...rest } = log;
+    const line = `${String(message)} ${JSON.stringify(rest)}`;
+    if (MUTED.some((pattern) => pattern.test(line))) return;
+    process.stderr.write(`[kafkajs ${namespace} ${logLevel[level]}] ${line}\n`);
   };
 }
 
