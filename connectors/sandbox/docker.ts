@@ -1,28 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
-import { PassThrough } from 'node:stream';
+import { PassThrough, type Duplex } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { SandboxError, errorMessage, type FileTree } from '../../schemas/index.js';
+import { ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
+import { AgentChannel } from './agent-channel.js';
+import type { SandboxHandle } from './agent-sandbox.js';
 import { CappedBuffer } from './output.js';
-import {
-  resolveSandboxLimits,
-  type AcquireOptions,
-  type ExecOptions,
-  type ExecResult,
-  type ResolvedSandboxLimits,
-  type Sandbox,
-  type SandboxPool,
-} from './types.js';
+import { newOwner, ownerState } from './owner.js';
+import { AgentSandboxPool, resolvePoolOptions, type PoolOptions, type ReapReport, type SandboxBackend, type StartSpec } from './pool.js';
+import { WORKSPACE } from './types.js';
 
-export interface DockerPoolOptions {
+export interface DockerPoolOptions extends PoolOptions {
   /** Engine connection. @default dockerode's defaults (env DOCKER_HOST, else /var/run/docker.sock) */
   docker?: Docker;
-  /** Label value that marks containers as this process's, for the reaper. @default `<hostname>:<pid>:<random>` */
+  /** Label value that marks containers as this pool's, for the reaper. @default `<host>:<pid>:<process start>:<random>` */
   owner?: string;
-  /** Default limits for every sandbox; AcquireOptions.limits override them. @default resolveSandboxLimits() */
-  limits?: ResolvedSandboxLimits;
   /** User the sandbox runs as. @default '1000:1000' */
   user?: string;
+  /** Engine calls (create, start, remove) in flight at once; the engine slows down past a handful. @default 4 */
+  engineConcurrency?: number;
+  /** How long a new container's agent may take to say it is ready. @default 30000 */
+  startTimeoutMs?: number;
 }
 
 export const LABELS = {
@@ -32,217 +30,303 @@ export const LABELS = {
   createdAt: 'trialrun.created-at',
 } as const;
 
-const WORKSPACE = '/workspace';
+/** Image label holding the agent's command line as a JSON array (set by the python-repair Dockerfile). */
+export const AGENT_LABEL = 'trialrun.sandbox-agent';
 
-// Files cross the container boundary as JSON on stdin/stdout: the root file system is read-only and
-// /workspace is a tmpfs, where the engine's archive API cannot write.
-const WRITE_FILES = `import json,os,sys
-d=json.load(sys.stdin); root=os.path.realpath(d["dir"])
-for p,c in d["files"].items():
-    f=os.path.realpath(os.path.join(root,p))
-    if not f.startswith(root+os.sep): sys.exit("refusing to write outside "+root+": "+p)
-    os.makedirs(os.path.dirname(f),exist_ok=True)
-    open(f,"w",encoding="utf-8").write(c)`;
-const READ_FILES = `import json,os,sys
-d=json.load(sys.stdin); root=os.path.realpath(d["dir"]); out={}
-for p in d["paths"]:
-    f=os.path.realpath(os.path.join(root,p))
-    if not f.startswith(root+os.sep): sys.exit("refusing to read outside "+root+": "+p)
-    out[p]=open(f,encoding="utf-8",errors="replace").read()
-json.dump(out,sys.stdout)`;
-// cgroup v2 exposes memory.events, v1 memory.oom_control; both count OOM kills in the container's cgroup.
-const OOM_KILLS = `for f in /sys/fs/cgroup/memory.events /sys/fs/cgroup/memory/memory.oom_control; do [ -r $f ] && sed -n 's/^oom_kill //p' $f && exit 0; done; echo 0`;
+/** Own containers that are not live are only reaped past this age: one may still be starting. */
+const STARTING_GRACE_MS = 120_000;
 
-class DockerSandbox implements Sandbox {
-  private oomKills = 0;
-  private released = false;
+/** Runs at most `limit` tasks at once, first come first served. */
+class Limiter {
+  private running = 0;
+  private readonly queue: Array<() => void> = [];
 
-  constructor(
-    private readonly docker: Docker,
-    private readonly container: Docker.Container,
-    readonly imageDigest: string,
-    private readonly user: string,
-    private readonly onRelease: () => void,
-  ) {}
+  constructor(private readonly limit: number) {}
 
-  get id(): string {
-    return this.container.id;
-  }
-
-  async exec(command: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
-    const timeoutMs = options.timeoutMs ?? 30_000;
-    const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
-    const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-    // coreutils timeout signals its whole process group, so children die with the command.
-    const wrapped = ['timeout', '--kill-after=2', `${seconds}s`, ...command];
-    const started = performance.now();
-    const stdout = new CappedBuffer(maxOutputBytes);
-    const stderr = new CappedBuffer(maxOutputBytes);
-    let exec: Docker.Exec;
+  async run<T>(task: () => Promise<T>): Promise<T> {
+    if (this.running >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
+    this.running++;
     try {
-      exec = await this.container.exec({
-        Cmd: wrapped,
-        AttachStdout: true,
-        AttachStderr: true,
-        AttachStdin: options.stdin !== undefined,
-        User: this.user,
-        WorkingDir: options.cwd ?? WORKSPACE,
-        Env: Object.entries(options.env ?? {}).map(([k, v]) => `${k}=${v}`),
-      });
-    } catch (error) {
-      throw new SandboxError(`creating an exec in sandbox ${this.id.slice(0, 12)} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+      return await task();
+    } finally {
+      this.running--;
+      this.queue.shift()?.();
     }
-    const stream = await exec.start({ hijack: true, stdin: options.stdin !== undefined });
-    const out = new PassThrough().on('data', (chunk: Buffer) => stdout.push(chunk));
-    const err = new PassThrough().on('data', (chunk: Buffer) => stderr.push(chunk));
-    this.docker.modem.demuxStream(stream, out, err);
-    if (options.stdin !== undefined) stream.end(options.stdin);
-
-    // The in-container timeout normally ends the command; this guard covers a wedged engine or stream.
-    let hostTimedOut = false;
-    await new Promise<void>((resolve) => {
-      const guard = setTimeout(() => {
-        hostTimedOut = true;
-        stream.destroy();
-      }, timeoutMs + 5_000);
-      const onAbort = (): void => {
-        hostTimedOut = true;
-        stream.destroy();
-      };
-      options.signal?.addEventListener('abort', onAbort, { once: true });
-      const done = (): void => {
-        clearTimeout(guard);
-        options.signal?.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      stream.on('end', done).on('close', done).on('error', done);
-    });
-    const durationMs = performance.now() - started;
-    const exitCode = hostTimedOut ? null : ((await exec.inspect()).ExitCode ?? null);
-    let status: ExecResult['status'] = 'exited';
-    if (hostTimedOut || exitCode === 124 || (exitCode === 137 && durationMs >= timeoutMs)) status = 'timeout';
-    else if (exitCode === 137 && (await this.sawNewOomKill())) status = 'oom';
-    return { status, exitCode, stdout: stdout.toString(), stderr: stderr.toString(), truncated: stdout.truncated || stderr.truncated, durationMs };
-  }
-
-  async writeFiles(files: FileTree, dir = WORKSPACE): Promise<void> {
-    const result = await this.exec(['python3', '-c', WRITE_FILES], { stdin: JSON.stringify({ dir, files }), cwd: '/' });
-    if (result.exitCode !== 0) throw new SandboxError(`writing ${Object.keys(files).join(', ')} into ${dir} failed: ${result.stderr.trim()}`);
-  }
-
-  async readFiles(paths: readonly string[], dir = WORKSPACE): Promise<FileTree> {
-    const result = await this.exec(['python3', '-c', READ_FILES], { stdin: JSON.stringify({ dir, paths }), cwd: '/', maxOutputBytes: 16 * 1024 * 1024 });
-    if (result.exitCode !== 0) throw new SandboxError(`reading ${paths.join(', ')} from ${dir} failed: ${result.stderr.trim()}`);
-    return JSON.parse(result.stdout) as FileTree;
-  }
-
-  async release(): Promise<void> {
-    if (this.released) return;
-    this.released = true;
-    this.onRelease();
-    await this.container.remove({ force: true, v: true }).catch((error: unknown) => {
-      // Already gone (engine restarted or reaped): nothing is leaked.
-      if (!/no such container|404/i.test(errorMessage(error))) throw new SandboxError(`removing sandbox ${this.id.slice(0, 12)} failed: ${errorMessage(error)}`, { cause: error });
-    });
-  }
-
-  /** True when the container's cgroup counted an OOM kill since the last check. */
-  private async sawNewOomKill(): Promise<boolean> {
-    const probe = await this.container.exec({ Cmd: ['sh', '-c', OOM_KILLS], AttachStdout: true, AttachStderr: true, User: '0' });
-    const stream = await probe.start({ hijack: true, stdin: false });
-    const out = new CappedBuffer(1024);
-    const sink = new PassThrough().on('data', (chunk: Buffer) => out.push(chunk));
-    this.docker.modem.demuxStream(stream, sink, new PassThrough());
-    await new Promise((resolve) => stream.on('end', resolve).on('close', resolve));
-    const count = Number.parseInt(out.toString().trim(), 10) || 0;
-    const isNew = count > this.oomKills;
-    this.oomKills = Math.max(count, this.oomKills);
-    return isNew;
   }
 }
 
-/**
- * Sandboxes as Docker containers: no network, read-only root, all capabilities dropped,
- * no-new-privileges, non-root, CPU/memory (no swap)/pids/open-file/file-size limits, and sized tmpfs
- * workspace and /tmp. Each acquire creates a fresh container; release destroys it.
- */
-export class DockerSandboxPool implements SandboxPool {
-  readonly owner: string;
-  private readonly docker: Docker;
-  private readonly limits: ResolvedSandboxLimits;
-  private readonly user: string;
-  private readonly held = new Set<Sandbox>();
-  private readonly digests = new Map<string, Promise<string>>();
+interface ImageInfo {
+  readonly digest: string;
+  readonly agent: readonly string[];
+}
 
-  constructor(options: DockerPoolOptions = {}) {
-    this.docker = options.docker ?? new Docker();
-    this.owner = options.owner ?? `${hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
-    this.limits = options.limits ?? resolveSandboxLimits();
-    this.user = options.user ?? '1000:1000';
+const isGone = (error: unknown): boolean => /no such container|404|is already in progress/i.test(errorMessage(error));
+/** The engine did not answer at all (stopped or restarting), as opposed to refusing a request. */
+const isUnreachable = (error: unknown): boolean => /ECONNREFUSED|ENOENT|ECONNRESET|EPIPE|socket hang up/i.test(errorMessage(error));
+
+class DockerBackend implements SandboxBackend {
+  private readonly images = new Map<string, Promise<ImageInfo>>();
+  private readonly engine: Limiter;
+
+  constructor(
+    private readonly docker: Docker,
+    readonly owner: string,
+    private readonly user: string,
+    engineConcurrency: number,
+    private readonly startTimeoutMs: number,
+  ) {
+    this.engine = new Limiter(engineConcurrency);
   }
 
-  async acquire(options: AcquireOptions): Promise<Sandbox> {
-    const limits = options.limits ? resolveSandboxLimits({ ...this.limits, ...options.limits }) : this.limits;
-    const imageDigest = await this.digestOf(options.image);
-    let container: Docker.Container;
-    try {
-      container = await this.docker.createContainer({
-        Image: options.image,
-        Cmd: ['sleep', 'infinity'],
-        User: this.user,
-        WorkingDir: WORKSPACE,
-        NetworkDisabled: true,
-        Labels: {
-          [LABELS.owner]: this.owner,
-          [LABELS.runId]: options.runId,
-          [LABELS.taskId]: options.taskId,
-          [LABELS.createdAt]: new Date().toISOString(),
-        },
-        HostConfig: {
-          NetworkMode: 'none',
-          ReadonlyRootfs: true,
-          CapDrop: ['ALL'],
-          SecurityOpt: ['no-new-privileges'],
-          Memory: limits.memoryBytes,
-          MemorySwap: limits.memoryBytes,
-          NanoCpus: Math.round(limits.cpus * 1e9),
-          PidsLimit: limits.pids,
-          Ulimits: [
-            { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
-            { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
-          ],
-          Tmpfs: {
-            [WORKSPACE]: `rw,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
-            '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
+  async start(spec: StartSpec): Promise<SandboxHandle> {
+    const image = await this.imageInfo(spec.image);
+    const { limits } = spec;
+    const suffix = randomUUID().slice(0, 12);
+    const name = containerName(spec.taskId, suffix);
+    const container = await this.engine.run(async () => {
+      let created: Docker.Container;
+      try {
+        created = await this.docker.createContainer({
+          name,
+          Image: spec.image,
+          // The agent is PID 1: it reaps zombies, and signals from inside the sandbox cannot kill it.
+          Entrypoint: [...image.agent],
+          Cmd: [],
+          User: this.user,
+          WorkingDir: WORKSPACE,
+          OpenStdin: true,
+          StdinOnce: false,
+          AttachStdin: true,
+          AttachStdout: true,
+          AttachStderr: true,
+          Tty: false,
+          NetworkDisabled: true,
+          Labels: {
+            [LABELS.owner]: this.owner,
+            [LABELS.runId]: spec.runId,
+            [LABELS.taskId]: spec.taskId,
+            [LABELS.createdAt]: new Date().toISOString(),
           },
-        },
-      });
-      await container.start();
+          HostConfig: {
+            NetworkMode: 'none',
+            ReadonlyRootfs: true,
+            CapDrop: ['ALL'],
+            SecurityOpt: ['no-new-privileges'],
+            Init: false,
+            // Answers travel over the attach stream; a log driver would only copy them to disk.
+            LogConfig: { Type: 'none', Config: {} },
+            Memory: limits.memoryBytes,
+            MemorySwap: limits.memoryBytes,
+            NanoCpus: Math.round(limits.cpus * 1e9),
+            PidsLimit: limits.pids,
+            Ulimits: [
+              { Name: 'nofile', Soft: limits.openFiles, Hard: limits.openFiles },
+              { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
+            ],
+            Tmpfs: {
+              [WORKSPACE]: `rw,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
+              '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
+            },
+          },
+        });
+      } catch (error) {
+        throw new SandboxError(`creating a sandbox from ${spec.image} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+      }
+      return created;
+    });
+
+    const agentErrors = new CappedBuffer(4096);
+    let channel: AgentChannel | undefined;
+    try {
+      // Attached before start, so the agent's first line cannot be missed.
+      const stream = (await container.attach({ stream: true, stdin: true, stdout: true, stderr: true, hijack: true })) as Duplex;
+      const answers = new PassThrough();
+      const errors = new PassThrough().on('data', (chunk: Buffer) => agentErrors.push(chunk));
+      this.docker.modem.demuxStream(stream, answers, errors);
+      stream.on('end', () => answers.end());
+      stream.on('close', () => answers.end());
+      stream.on('error', (error: Error) => answers.destroy(error));
+      channel = new AgentChannel(stream, answers, name);
+      await this.engine.run(() => container.start());
+      await withTimeout(channel.ready, this.startTimeoutMs, `its agent did not start within ${this.startTimeoutMs} ms`);
     } catch (error) {
-      throw new SandboxError(`starting a sandbox from ${options.image} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+      channel?.close('it failed to start');
+      await this.remove(container).catch(() => undefined);
+      const detail = agentErrors.toString().trim();
+      throw new SandboxError(`starting sandbox ${name} from ${spec.image} failed: ${errorMessage(error)}${detail ? `; agent said: ${detail}` : ''}`, {
+        retriable: true,
+        cause: error,
+      });
     }
-    const sandbox: Sandbox = new DockerSandbox(this.docker, container, imageDigest, this.user, () => this.held.delete(sandbox));
-    this.held.add(sandbox);
-    return sandbox;
+
+    const ready = channel;
+    return {
+      id: container.id,
+      imageDigest: image.digest,
+      channel: ready,
+      assign: async (taskId) => {
+        if (taskId === spec.taskId) return;
+        await this.engine.run(() => container.rename({ name: containerName(taskId, suffix) })).catch((error: unknown) => {
+          // Released (and removed) before the rename got its turn: nothing left to label.
+          if (!isGone(error)) throw error;
+        });
+      },
+      diagnose: async () => ((await container.inspect()).State?.OOMKilled ? 'oom' : null),
+      destroy: async () => {
+        ready.close('it was released');
+        await this.remove(container);
+      },
+    };
   }
 
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.held].map((sandbox) => sandbox.release()));
+  async reap(live: ReadonlySet<string>): Promise<ReapReport> {
+    return reapContainers(this.docker, (info) => {
+      const owner = info.Labels[LABELS.owner] ?? '';
+      if (owner === this.owner) {
+        const ageMs = Date.now() - info.Created * 1000;
+        return !live.has(info.Id) && ageMs > STARTING_GRACE_MS ? 'remove' : 'keep';
+      }
+      const state = ownerState(owner);
+      return state === 'gone' ? 'remove' : state === 'unknown' ? 'unknown' : 'keep';
+    }, this.engine);
   }
 
-  private digestOf(image: string): Promise<string> {
-    let digest = this.digests.get(image);
-    if (!digest) {
-      digest = this.docker
+  async existing(): Promise<string[]> {
+    return dockerSandboxesOf(this.docker, this.owner);
+  }
+
+  /** Force-removes a container; while the engine is unreachable (restarting), keeps trying for about a minute. */
+  private async remove(container: Docker.Container): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.engine.run(() => container.remove({ force: true, v: true }));
+        return;
+      } catch (error) {
+        if (isGone(error)) return;
+        if (!isUnreachable(error) || attempt >= 12) {
+          throw new SandboxError(`removing sandbox ${container.id.slice(0, 12)} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
+        }
+        await sleep(Math.min(5_000, 250 * 2 ** attempt));
+      }
+    }
+  }
+
+  private imageInfo(image: string): Promise<ImageInfo> {
+    let info = this.images.get(image);
+    if (!info) {
+      info = this.docker
         .getImage(image)
         .inspect()
-        .then((info) => info.Id)
-        .catch((error: unknown) => {
-          this.digests.delete(image);
-          throw new SandboxError(`sandbox image ${image} is not available: ${errorMessage(error)} (run \`trialrun stack up\` to build it)`, { cause: error });
-        });
-      this.digests.set(image, digest);
+        .then(
+          (inspected) => ({ digest: inspected.Id, agent: agentCommand(image, inspected.Config?.Labels ?? {}) }),
+          (error: unknown) => {
+            throw new SandboxError(`sandbox image ${image} is not available: ${errorMessage(error)} (run \`trialrun stack up\` to build it)`, {
+              retriable: isUnreachable(error),
+              cause: error,
+            });
+          },
+        );
+      info.catch(() => this.images.delete(image));
+      this.images.set(image, info);
     }
-    return digest;
+    return info;
+  }
+}
+
+/** The agent command line from an image's labels; an image without one cannot host a sandbox. */
+export function agentCommand(image: string, labels: Readonly<Record<string, string>>): string[] {
+  const raw = labels[AGENT_LABEL];
+  const hint = 'sandbox images COPY sandbox-images/python-repair/agent/ and name it in that label (see docs/sandbox.md)';
+  if (raw === undefined) throw new ConfigError(`image ${image} has no ${AGENT_LABEL} label, so it has no sandbox agent; ${hint}`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    parsed = null;
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((part) => typeof part === 'string' && part !== '')) {
+    throw new ConfigError(`image ${image} has a ${AGENT_LABEL} label that is not a JSON array of strings: ${raw}; ${hint}`);
+  }
+  return parsed as string[];
+}
+
+/** `trialrun-<task>-<suffix>`: the task is readable in `docker ps` (engine names allow [a-zA-Z0-9_.-]). */
+function containerName(taskId: string, suffix: string): string {
+  const task = taskId.replace(/[^a-zA-Z0-9_.-]+/g, '-').replace(/^[-_.]+/, '').slice(0, 64);
+  return `trialrun-${task ? `${task}-` : 'warm-'}${suffix}`;
+}
+
+async function withTimeout<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
+  const timer = new AbortController();
+  try {
+    return await Promise.race([
+      work,
+      sleep(timeoutMs, undefined, { signal: timer.signal }).then(() => {
+        throw new SandboxError(message, { retriable: true });
+      }),
+    ]);
+  } finally {
+    timer.abort();
+  }
+}
+
+type ReapDecision = 'remove' | 'keep' | 'unknown';
+
+async function reapContainers(docker: Docker, decide: (info: Docker.ContainerInfo) => ReapDecision, engine = new Limiter(4)): Promise<ReapReport> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [LABELS.owner] } });
+  const removed: string[] = [];
+  const unknownOwner: string[] = [];
+  await Promise.all(
+    containers.map(async (info) => {
+      const decision = decide(info);
+      if (decision === 'unknown') unknownOwner.push(info.Id);
+      if (decision !== 'remove') return;
+      try {
+        await engine.run(() => docker.getContainer(info.Id).remove({ force: true, v: true }));
+        removed.push(info.Id);
+      } catch (error) {
+        if (!isGone(error)) throw error;
+      }
+    }),
+  );
+  return { removed, unknownOwner };
+}
+
+/** Ids of the sandbox containers `owner` made that still exist, running or not. */
+export async function dockerSandboxesOf(docker: Docker, owner: string): Promise<string[]> {
+  const containers = await docker.listContainers({ all: true, filters: { label: [`${LABELS.owner}=${owner}`] } });
+  return containers.map((c) => c.Id);
+}
+
+/**
+ * Removes trialrun sandbox containers whose executor is gone (`trialrun sandbox gc`); with `all`, every
+ * trialrun sandbox container, including those of executors still running.
+ */
+export function reapDockerSandboxes(docker: Docker = new Docker(), options: { all?: boolean } = {}): Promise<ReapReport> {
+  return reapContainers(docker, (info) => {
+    if (options.all) return 'remove';
+    const state = ownerState(info.Labels[LABELS.owner] ?? '');
+    return state === 'gone' ? 'remove' : state === 'unknown' ? 'unknown' : 'keep';
+  });
+}
+
+/**
+ * Sandboxes as Docker containers: no network, read-only root, all capabilities dropped, no-new-privileges,
+ * non-root, CPU/memory (no swap)/pids/open-file/file-size limits, sized tmpfs workspace and /tmp, the agent as
+ * PID 1. Warm containers wait per (image, run, limits); a released one is removed and replaced in the background.
+ */
+export class DockerSandboxPool extends AgentSandboxPool {
+  constructor(options: DockerPoolOptions = {}) {
+    const resolved = resolvePoolOptions(options, 'DockerPoolOptions');
+    const engineConcurrency = options.engineConcurrency ?? 4;
+    if (!Number.isInteger(engineConcurrency) || engineConcurrency < 1) {
+      throw new ConfigError(`DockerPoolOptions.engineConcurrency must be a whole number >= 1, got ${engineConcurrency}`);
+    }
+    const startTimeoutMs = options.startTimeoutMs ?? 30_000;
+    if (!Number.isFinite(startTimeoutMs) || startTimeoutMs < 1000) throw new ConfigError(`DockerPoolOptions.startTimeoutMs must be at least 1000, got ${startTimeoutMs}`);
+    const user = options.user ?? '1000:1000';
+    if (!/^\d+(:\d+)?$/.test(user)) throw new ConfigError(`DockerPoolOptions.user must be numeric uid[:gid], got ${user}`);
+    const owner = options.owner ?? newOwner();
+    super(new DockerBackend(options.docker ?? new Docker(), owner, user, engineConcurrency, startTimeoutMs), resolved);
   }
 }

@@ -1,0 +1,264 @@
+/**
+ * Sandbox benchmark: `npm run bench:sandbox [-- --backends docker,process --sections latency,pytest,cycles --samples 30
+ *   --cycles 1000 --runs 16 --rounds 3]`.
+ *
+ * Every figure stands beside a baseline measured in the same run on the same machine, a bare local process:
+ *   1. acquire -> first command latency (p50, p95), warm and cold, vs spawning `true`;
+ *   2. pytest on a small module at concurrency 1, 2, 4, 8: sandboxed runs per second / bare runs per second,
+ *      with the same Debian python3 and pytest on both sides;
+ *   3. create+destroy cycles per second (acquire + release, warm pool refilling behind), with leak and memory
+ *      checks, vs bare spawn+exit of `true`.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { DockerSandboxPool, ensureDebianProgram, ProcessSandboxPool, type AgentSandboxPool, type PoolOptions, type Sandbox } from '../connectors/sandbox/index.js';
+import { dockerComponent } from '../stack/docker.js';
+import { imagesComponent } from '../stack/images.js';
+import { imageFor } from '../stack/index.js';
+
+const { values } = parseArgs({
+  options: {
+    backends: { type: 'string', default: 'docker,process' },
+    samples: { type: 'string', default: '30' },
+    cycles: { type: 'string', default: '1000' },
+    runs: { type: 'string', default: '16' },
+    rounds: { type: 'string', default: '3' },
+    sections: { type: 'string', default: 'latency,pytest,cycles' },
+  },
+});
+const BACKENDS = values.backends.split(',').map((name) => {
+  if (name !== 'docker' && name !== 'process') throw new Error(`--backends takes docker and/or process, got ${name}`);
+  return name;
+});
+const positive = (name: 'samples' | 'cycles' | 'runs' | 'rounds'): number => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number >= 1, got ${values[name]}`);
+  return value;
+};
+const SAMPLES = positive('samples');
+const CYCLES = positive('cycles');
+const RUNS = positive('runs');
+const ROUNDS = positive('rounds');
+const SECTIONS = new Set(values.sections.split(','));
+for (const section of SECTIONS) if (!['latency', 'pytest', 'cycles'].includes(section)) throw new Error(`--sections takes latency, pytest and/or cycles, got ${section}`);
+const CONCURRENCY = [1, 2, 4, 8];
+const PYTHON = '/usr/bin/python3';
+const PYTEST = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider'];
+const MODULE = {
+  'calc.py': 'def add(a, b):\n    return a + b\n\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n',
+  'test_calc.py':
+    'import pytest\nfrom calc import add, mean\n\n\n@pytest.mark.parametrize("a,b,c", [(1, 2, 3), (0, 0, 0), (-1, 1, 0), (2.5, 2.5, 5.0)])\ndef test_add(a, b, c):\n    assert add(a, b) == c\n\n\ndef test_mean():\n    assert mean([1, 2, 3]) == 2\n\n\ndef test_mean_empty():\n    with pytest.raises(ZeroDivisionError):\n        mean([])\n',
+};
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
+const percentile = (values: number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+};
+const ms = (value: number): string => `${value.toFixed(1)} ms`;
+const row = (...cells: string[]): void => {
+  process.stdout.write(`${cells.join(' | ')}\n`);
+};
+
+function runBare(command: string, args: readonly string[], cwd?: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(code) : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${stderr}`))));
+  });
+}
+
+/** Runs `total` tasks with `concurrency` workers; returns completed runs per second. */
+async function throughput(total: number, concurrency: number, task: (worker: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    [...Array(concurrency).keys()].map(async (worker) => {
+      while (next < total) {
+        next++;
+        await task(worker);
+      }
+    }),
+  );
+  return (total / (performance.now() - started)) * 1000;
+}
+
+function makePool(backend: string, options: PoolOptions): AgentSandboxPool {
+  return backend === 'docker' ? new DockerSandboxPool(options) : new ProcessSandboxPool(options);
+}
+
+/** Waits until the pool has nothing starting or being destroyed, so a sample measures one thing only. */
+async function quiesce(pool: AgentSandboxPool, ready: number): Promise<void> {
+  while (pool.stats.creating > 0 || pool.stats.pending > 0 || pool.stats.ready < ready) await sleep(20);
+}
+
+async function firstCommandLatency(image: string): Promise<void> {
+  process.stdout.write('\n## acquire -> first command (`true`)\n\n');
+  row('setup', 'p50', 'p95', 'p50 vs bare');
+  row('---', '---', '---', '---');
+  const bare: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    const started = performance.now();
+    await runBare('true', []);
+    bare.push(performance.now() - started);
+  }
+  const bareP50 = percentile(bare, 50);
+  row('bare local process (spawn `true`)', ms(bareP50), ms(percentile(bare, 95)), '1.0x');
+
+  for (const backend of BACKENDS) {
+    for (const mode of ['warm', 'cold'] as const) {
+      const warmSize = mode === 'warm' ? 2 : 0;
+      const pool = makePool(backend, { warmSize });
+      const samples: number[] = [];
+      // Cold Docker starts take about a second each on 2 cores; a third of the samples say enough.
+      const count = mode === 'cold' && backend === 'docker' ? Math.max(5, Math.ceil(SAMPLES / 3)) : SAMPLES;
+      await (await pool.acquire({ image, runId: 'bench', taskId: 'prime' })).release();
+      for (let i = 0; i < count; i++) {
+        await quiesce(pool, warmSize);
+        const started = performance.now();
+        const sandbox = await pool.acquire({ image, runId: 'bench', taskId: `latency-${i}` });
+        await sandbox.exec(['true']);
+        samples.push(performance.now() - started);
+        await sandbox.release();
+      }
+      await pool.close();
+      const p50 = percentile(samples, 50);
+      row(`${backend} ${mode}`, ms(p50), ms(percentile(samples, 95)), `${(p50 / bareP50).toFixed(1)}x`);
+    }
+  }
+}
+
+async function pytestThroughput(image: string, python: string): Promise<void> {
+  process.stdout.write(`\n## pytest on a small module (${Object.keys(MODULE).join(', ')}), runs per second, median of ${ROUNDS} interleaved rounds\n\n`);
+  row('concurrency', 'bare', ...BACKENDS.flatMap((b) => [`${b}, fresh sandbox per run`, 'ratio', `${b}, one sandbox per worker`, 'ratio']));
+  row('---', '---', ...BACKENDS.flatMap(() => ['---', '---', '---', '---']));
+  const dirs = CONCURRENCY.map(() => {
+    const dir = mkdtempSync(join(tmpdir(), 'trialrun-bench-pytest-'));
+    for (const [name, content] of Object.entries(MODULE)) writeFileSync(join(dir, name), content);
+    return dir;
+  });
+  const bareRun = (worker: number) => runBare(python, PYTEST, dirs[worker % dirs.length]).then(() => undefined);
+  await bareRun(0);
+  for (const concurrency of CONCURRENCY) {
+    const total = Math.max(RUNS, 2 * concurrency);
+    // Each setup is measured once per round, rounds interleaved, so that load from elsewhere on the machine
+    // lands on all of them alike; the table shows each setup's median.
+    const setups: Array<{ name: string; measure: () => Promise<number>; close?: () => Promise<void> }> = [
+      { name: 'bare', measure: () => throughput(total, concurrency, bareRun) },
+    ];
+    for (const backend of BACKENDS) {
+      const pool = makePool(backend, { warmSize: concurrency });
+      const run = async (sandbox: Sandbox): Promise<void> => {
+        const result = await sandbox.exec([python, ...PYTEST]);
+        if (result.exitCode !== 0) throw new Error(`pytest in a ${backend} sandbox failed: ${result.stdout}${result.stderr}`);
+      };
+      const fresh = async (): Promise<void> => {
+        const sandbox = await pool.acquire({ image, runId: 'bench', taskId: 'pytest' });
+        try {
+          await sandbox.writeFiles(MODULE);
+          await run(sandbox);
+        } finally {
+          await sandbox.release();
+        }
+      };
+      await fresh();
+      const held = await Promise.all([...Array(concurrency).keys()].map(() => pool.acquire({ image, runId: 'bench', taskId: 'pytest-held' })));
+      await Promise.all(held.map((sandbox) => sandbox.writeFiles(MODULE)));
+      setups.push(
+        {
+          name: `${backend} fresh`,
+          measure: async () => {
+            await quiesce(pool, concurrency);
+            return throughput(total, concurrency, fresh);
+          },
+        },
+        {
+          name: `${backend} held`,
+          measure: async () => {
+            await quiesce(pool, concurrency);
+            return throughput(total, concurrency, (worker) => run(held[worker]!));
+          },
+          close: async () => {
+            await Promise.all(held.map((sandbox) => sandbox.release()));
+            await pool.close();
+          },
+        },
+      );
+    }
+    const results = new Map<string, number[]>(setups.map((setup) => [setup.name, []]));
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const setup of setups) results.get(setup.name)!.push(await setup.measure());
+    }
+    for (const setup of setups) await setup.close?.();
+    const median = (name: string): number => percentile(results.get(name)!, 50);
+    const bare = median('bare');
+    const cells = [String(concurrency), bare.toFixed(2)];
+    for (const backend of BACKENDS) {
+      for (const mode of ['fresh', 'held']) cells.push(median(`${backend} ${mode}`).toFixed(2), `${(median(`${backend} ${mode}`) / bare).toFixed(2)}x`);
+    }
+    row(...cells);
+  }
+}
+
+async function createDestroyRate(image: string): Promise<void> {
+  process.stdout.write(`\n## create + destroy: ${CYCLES} acquire/release cycles (warm pool of 4 refilling behind)\n\n`);
+  row('setup', 'cycles/s', 'vs bare', 'leaked', 'executor heap growth', 'executor RSS growth');
+  row('---', '---', '---', '---', '---', '---');
+  let started = performance.now();
+  for (let i = 0; i < CYCLES; i++) await runBare('true', []);
+  const bare = (CYCLES / (performance.now() - started)) * 1000;
+  row('bare local process (spawn + exit `true`)', bare.toFixed(1), '1.0x', '-', '-', '-');
+  for (const backend of BACKENDS) {
+    const pool = makePool(backend, { warmSize: 4 });
+    await (await pool.acquire({ image, runId: 'bench', taskId: 'prime' })).release();
+    await quiesce(pool, 4);
+    gc();
+    const heap = process.memoryUsage().heapUsed;
+    const rss = process.memoryUsage().rss;
+    started = performance.now();
+    for (let i = 0; i < CYCLES; i++) {
+      const sandbox = await pool.acquire({ image, runId: 'bench', taskId: `cycle-${i}` });
+      await sandbox.release();
+      if (i % 100 === 99) log(`${backend}: ${i + 1} cycles`);
+    }
+    const rate = (CYCLES / (performance.now() - started)) * 1000;
+    gc();
+    const heapGrowth = process.memoryUsage().heapUsed - heap;
+    const rssGrowth = process.memoryUsage().rss - rss;
+    await pool.close();
+    const leaked = (await pool.existingSandboxes()).length;
+    const MiB = 1024 * 1024;
+    row(backend, rate.toFixed(1), `${(rate / bare).toFixed(3)}x`, String(leaked), `${(heapGrowth / MiB).toFixed(1)} MiB`, `${(rssGrowth / MiB).toFixed(1)} MiB`);
+  }
+}
+
+async function main(): Promise<void> {
+  await dockerComponent().ensure(log);
+  await imagesComponent().ensure(log);
+  // The bare baseline runs the image's own interpreter and test runner: Debian's python3 and python3-pytest.
+  await ensureDebianProgram('pytest-3', 'python3-pytest', 'the bare-process pytest baseline', log);
+  const image = imageFor('python-repair');
+  process.stdout.write(`# sandbox benchmark: ${image}, backends ${BACKENDS.join(', ')}, ${SAMPLES} samples, ${CYCLES} cycles, ${RUNS} pytest runs per level\n`);
+  if (SECTIONS.has('latency')) await firstCommandLatency(image);
+  if (SECTIONS.has('pytest')) await pytestThroughput(image, PYTHON);
+  if (SECTIONS.has('cycles')) await createDestroyRate(image);
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    process.stderr.write(`bench:sandbox failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,136 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { isRetriable } from '../../schemas/index.js';
+import { AgentChannel } from './agent-channel.js';
+import { AgentSandbox } from './agent-sandbox.js';
+
+// The agent's process handling runs the same on the host as in a sandbox, so it is tested here without Docker.
+function agentScript(): string {
+  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
+    const script = join(dir, 'sandbox-images', 'python-repair', 'agent', 'agent.py');
+    if (existsSync(script)) return script;
+  }
+  throw new Error('sandbox-images/python-repair/agent/agent.py not found above this test');
+}
+
+/** Host processes whose command line contains `marker`. */
+function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) found.push(Number(name));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return found;
+}
+
+describe('the sandbox agent, run as a plain process', () => {
+  let agent: ChildProcess;
+  let channel: AgentChannel;
+  let sandbox: AgentSandbox;
+  const workdir = mkdtempSync(join(tmpdir(), 'trialrun-agent-'));
+
+  before(async () => {
+    agent = spawn('python3', ['-I', agentScript()], { stdio: ['pipe', 'pipe', 'inherit'] });
+    channel = new AgentChannel(agent.stdin!, agent.stdout!, 'host-agent');
+    await channel.ready;
+    const handle = { id: 'host-agent', imageDigest: 'none', channel, assign: async () => undefined, diagnose: async () => null, destroy: async () => undefined };
+    sandbox = new AgentSandbox(handle, () => undefined);
+  });
+
+  after(() => {
+    agent.kill('SIGKILL');
+  });
+
+  it('runs a command and reports its exit code and both streams', async () => {
+    const result = await sandbox.exec(['sh', '-c', 'echo out; echo err >&2; exit 3'], { cwd: workdir });
+    assert.deepEqual({ ...result, durationMs: 0 }, { status: 'exited', exitCode: 3, stdout: 'out\n', stderr: 'err\n', truncated: false, durationMs: 0 });
+  });
+
+  it('reports a command killed by a signal as 128 + the signal number', async () => {
+    const result = await sandbox.exec(['sh', '-c', 'kill -9 $$'], { cwd: workdir });
+    assert.equal(result.status, 'exited');
+    assert.equal(result.exitCode, 137);
+  });
+
+  it('feeds stdin and passes env and cwd', async () => {
+    const result = await sandbox.exec(['sh', '-c', 'cat; echo " $GREETING $(pwd)"'], { stdin: 'from stdin', env: { GREETING: 'hi' }, cwd: workdir });
+    assert.equal(result.stdout, `from stdin hi ${workdir}\n`);
+  });
+
+  it('says which program could not be started', async () => {
+    const result = await sandbox.exec(['no-such-program-here'], { cwd: workdir });
+    assert.equal(result.exitCode, 127);
+    assert.match(result.stderr, /cannot run no-such-program-here/);
+  });
+
+  it('keeps the head and tail of a flood of output and marks it truncated', async () => {
+    const result = await sandbox.exec(['python3', '-c', 'import sys\nsys.stdout.write("H" * 1000 + "x" * 5_000_000 + "T" * 1000)'], { maxOutputBytes: 2000, cwd: workdir });
+    assert.equal(result.truncated, true);
+    assert.ok(result.stdout.startsWith('H'.repeat(1000)) && result.stdout.endsWith('T'.repeat(1000)), result.stdout.slice(0, 100));
+    assert.match(result.stdout, /\[\.\.\. 5000000 bytes truncated \.\.\.\]/);
+  });
+
+  it('kills the whole tree at the deadline, setsid and double-forked processes included', async () => {
+    const marker = `${1000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const script = `trap '' TERM; setsid sleep ${marker} & (sleep ${marker} &) ; sleep ${marker}`;
+    const result = await sandbox.exec(['sh', '-c', script], { timeoutMs: 500, cwd: workdir });
+    assert.equal(result.status, 'timeout');
+    assert.equal(result.exitCode, null);
+    assert.ok(result.durationMs < 3_000, `took ${result.durationMs} ms`);
+    assert.deepEqual(processesWith(`sleep\0${marker}`), [], 'no process of the command survived');
+  });
+
+  it('kills background processes when the command exits', async () => {
+    const marker = `${2000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const result = await sandbox.exec(['sh', '-c', `setsid sleep ${marker} >/dev/null 2>&1 & echo started`], { cwd: workdir });
+    assert.equal(result.stdout, 'started\n');
+    await sleep(100);
+    assert.deepEqual(processesWith(`sleep\0${marker}`), []);
+  });
+
+  it('cancels a command through its AbortSignal', async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 200);
+    const result = await sandbox.exec(['sleep', '30'], { signal: controller.signal, cwd: workdir });
+    assert.equal(result.status, 'timeout');
+    assert.ok(result.durationMs < 5_000);
+  });
+
+  it('runs several commands at once', async () => {
+    const started = performance.now();
+    const results = await Promise.all([1, 2, 3, 4].map((n) => sandbox.exec(['sh', '-c', `sleep 0.5; echo ${n}`], { cwd: workdir })));
+    assert.deepEqual(
+      results.map((r) => r.stdout),
+      ['1\n', '2\n', '3\n', '4\n'],
+    );
+    assert.ok(performance.now() - started < 2_000, 'they ran concurrently');
+  });
+
+  it('writes and reads files, and refuses paths outside the folder', async () => {
+    await sandbox.writeFiles({ 'pkg/mod.py': 'x = 1\n', 'notes.txt': 'é\n' }, workdir);
+    assert.deepEqual(await sandbox.readFiles(['pkg/mod.py', 'notes.txt'], workdir), { 'pkg/mod.py': 'x = 1\n', 'notes.txt': 'é\n' });
+    assert.equal(await sandbox.readFile('notes.txt', workdir), 'é\n');
+    await assert.rejects(sandbox.writeFiles({ '../escape.txt': 'x' }, workdir), /resolves outside/);
+    await assert.rejects(sandbox.readFiles(['/etc/passwd'], workdir), /is absolute/);
+    await assert.rejects(sandbox.readFiles(['missing.txt'], workdir), /missing\.txt/);
+  });
+
+  it('fails pending commands with a retriable error when the agent dies', async () => {
+    const pending = sandbox.exec(['sleep', '30'], { cwd: workdir });
+    await sleep(100);
+    agent.kill('SIGKILL');
+    await assert.rejects(pending, (error: Error) => isRetriable(error) && /is gone/.test(error.message));
+    await assert.rejects(sandbox.exec(['true']), /is gone/);
+  });
+});

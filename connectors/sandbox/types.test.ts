@@ -1,0 +1,45 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { ConfigError } from '../../schemas/index.js';
+import { resolveExecOptions, resolveSandboxLimits } from './types.js';
+
+describe('resolveSandboxLimits', () => {
+  it('fills defaults and keeps overrides', () => {
+    const limits = resolveSandboxLimits({ memoryBytes: 256 * 1024 * 1024, cpus: 0.5 });
+    assert.equal(limits.memoryBytes, 256 * 1024 * 1024);
+    assert.equal(limits.cpus, 0.5);
+    assert.equal(limits.pids, 128);
+    assert.ok(Object.isFrozen(limits));
+  });
+
+  it('ignores fields given as undefined', () => {
+    assert.equal(resolveSandboxLimits({ pids: undefined }).pids, 128);
+  });
+
+  it('rejects bad values and unknown fields, naming them', () => {
+    assert.throws(() => resolveSandboxLimits({ pids: 2 }), (e: Error) => e instanceof ConfigError && /SandboxLimits\.pids .*>= 8, got 2/.test(e.message));
+    assert.throws(() => resolveSandboxLimits({ memoryBytes: 1.5e8 + 0.5 }), /SandboxLimits\.memoryBytes must be a whole number/);
+    assert.throws(() => resolveSandboxLimits({ cpus: Number.NaN }), /SandboxLimits\.cpus/);
+    assert.throws(() => resolveSandboxLimits({ memory: 5 } as never), /SandboxLimits has no field memory/);
+  });
+});
+
+describe('resolveExecOptions', () => {
+  it('fills defaults', () => {
+    const options = resolveExecOptions(['true']);
+    assert.deepEqual({ ...options, signal: undefined }, { timeoutMs: 30_000, stdin: null, env: {}, cwd: '/workspace', maxOutputBytes: 65_536, signal: undefined });
+  });
+
+  it('turns string stdin into bytes', () => {
+    assert.deepEqual(resolveExecOptions(['cat'], { stdin: 'hé' }).stdin, Buffer.from('hé'));
+  });
+
+  it('rejects bad commands and options, naming the field', () => {
+    assert.throws(() => resolveExecOptions([]), /non-empty array/);
+    assert.throws(() => resolveExecOptions(['a\0b']), /without NUL/);
+    assert.throws(() => resolveExecOptions(['true'], { timeoutMs: 0 }), /ExecOptions\.timeoutMs/);
+    assert.throws(() => resolveExecOptions(['true'], { maxOutputBytes: 1.5 }), /ExecOptions\.maxOutputBytes/);
+    assert.throws(() => resolveExecOptions(['true'], { cwd: 'relative' }), /ExecOptions\.cwd must be an absolute path/);
+    assert.throws(() => resolveExecOptions(['true'], { env: { 'A=B': 'x' } }), /ExecOptions\.env has an invalid entry/);
+  });
+});

@@ -1,0 +1,581 @@
+"""The trialrun sandbox agent: PID 1 of every sandbox, it runs the executor's commands.
+
+Why it exists: `docker exec` costs several engine round trips per command and degrades badly at 16-20
+concurrent calls; a process already running inside the sandbox answers in a few milliseconds, and the
+same agent serves both backends (Docker containers and bubblewrap).
+
+Protocol: one JSON object per line. The executor writes requests to our stdin, we answer on stdout.
+  -> {"id": 1, "op": "exec", "argv": ["pytest"], "env": {}, "cwd": "/workspace", "timeoutMs": 30000,
+      "stdin": "<base64>" or null, "maxOutputBytes": 65536}
+  -> {"id": 2, "op": "cancel", "target": 1}
+  -> {"id": 3, "op": "write", "dir": "/workspace", "files": {"a.py": "..."}}
+  -> {"id": 4, "op": "read", "dir": "/workspace", "paths": ["a.py"], "maxBytes": 16777216}
+  <- {"event": "ready", "protocol": 1, "pid": 1}
+  <- {"id": 1, "ok": true, "result": {...}}   or   {"id": 1, "ok": false, "error": "..."}
+
+Every exec runs under its own shepherd, a child subreaper: whatever the command starts, including
+processes that setsid() and double-fork, stays in the shepherd's subtree. When the command exits, times
+out or is cancelled, that whole subtree is killed, so nothing an exec starts outlives it.
+
+Standard library only: the agent must run on any image that has a python3.
+"""
+
+import base64
+import ctypes
+import errno
+import json
+import os
+import resource
+import select
+import selectors
+import signal
+import sys
+import time
+
+PROTOCOL = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+# cgroup v2 exposes memory.events, v1 memory.oom_control; both count OOM kills in the sandbox's cgroup.
+# Docker mounts the container's cgroup at the usual places; the process backend says where it bound it.
+OOM_FILES = tuple(filter(None, os.environ.get('TRIALRUN_AGENT_OOM_FILES', '').split(':'))) or (
+    '/sys/fs/cgroup/memory.events',
+    '/sys/fs/cgroup/memory/memory.oom_control',
+)
+RLIMITS = {'nofile': resource.RLIMIT_NOFILE, 'fsize': resource.RLIMIT_FSIZE, 'nproc': resource.RLIMIT_NPROC}
+READ_CHUNK = 65536
+KILL_SWEEP_S = 0.02
+# Signals the agent ignores; an ignored disposition survives execve, so commands get the defaults back.
+IGNORED = (signal.SIGPIPE, signal.SIGXFSZ)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(option, value):
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
+class Capped:
+    """Keeps the head and tail of a stream within `limit` bytes, so a flood of output costs bounded memory."""
+
+    def __init__(self, limit):
+        self.head_limit = limit // 2
+        self.tail_limit = limit - self.head_limit
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def push(self, data):
+        room = self.head_limit - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if not data:
+            return
+        self.tail += data
+        excess = len(self.tail) - self.tail_limit
+        if excess > 0:
+            del self.tail[:excess]
+            self.dropped += excess
+
+    def text(self):
+        if not self.dropped:
+            return bytes(self.head + self.tail).decode('utf-8', 'replace')
+        marker = '\n[... %d bytes truncated ...]\n' % self.dropped
+        return bytes(self.head).decode('utf-8', 'replace') + marker + bytes(self.tail).decode('utf-8', 'replace')
+
+
+def oom_kills():
+    for path in OOM_FILES:
+        try:
+            with open(path) as f:
+                for line in f:
+                    key, _, value = line.partition(' ')
+                    if key == 'oom_kill':
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return 0
+
+
+def live_children():
+    """Parent pid -> live child pids, from /proc (zombies are left out: they are dead, only unreaped)."""
+    kids = {}
+    for name in os.listdir('/proc'):
+        if not name.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % name, 'rb') as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b')') + 2:].split()
+        if fields[0] in (b'Z', b'X'):
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(name))
+    return kids
+
+
+def descendants(root, kids=None):
+    kids = live_children() if kids is None else kids
+    found, stack = [], [root]
+    while stack:
+        for child in kids.get(stack.pop(), ()):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def kill_all(pids):
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+def kill_descendants(root):
+    """SIGKILLs everything below `root` until a sweep finds nothing alive; forks that race a sweep are caught by the next."""
+    while True:
+        pids = descendants(root)
+        if not pids:
+            return
+        kill_all(pids)
+
+
+def close_all_but(keep):
+    """Closes every descriptor above 2 except `keep` (/proc/self/fd is unreadable once we are not dumpable)."""
+    top = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    top = 65536 if top == resource.RLIM_INFINITY else top
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, top)
+
+
+def find_program(name, env):
+    """`name` looked up on the command's own PATH (posix_spawnp would use the agent's)."""
+    if '/' in name:
+        return name
+    for folder in env.get('PATH', os.defpath).split(':'):
+        path = os.path.join(folder or '.', name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    raise FileNotFoundError(2, 'not found on PATH %s' % env.get('PATH', os.defpath))
+
+
+def start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w):
+    """Starts the command in a new session with default signals and the pipes as 0/1/2; returns its pid.
+
+    posix_spawn (a vfork underneath) costs a fraction of a second fork of this Python process; what it cannot
+    do itself (change folder, raise the OOM score) the shepherd does first, for the command to inherit.
+    """
+    try:
+        # The command, not the agent, is what the out-of-memory killer should pick.
+        with open('/proc/self/oom_score_adj', 'w') as f:
+            f.write('1000')
+    except OSError:
+        pass
+    os.chdir(cwd)
+    return os.posix_spawn(
+        find_program(argv[0], env),
+        argv,
+        env,
+        file_actions=[(os.POSIX_SPAWN_DUP2, stdin_r, 0), (os.POSIX_SPAWN_DUP2, stdout_w, 1), (os.POSIX_SPAWN_DUP2, stderr_w, 2)],
+        setsid=True,
+        setsigdef=IGNORED,
+    )
+
+
+def run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w):
+    """In the shepherd: a subreaper that starts the command, reports its pid and exit status, reaps its subtree."""
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_DFL)
+        devnull = os.open('/dev/null', os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        close_all_but({stdin_r, stdout_w, stderr_w, status_w})
+        prctl(PR_SET_CHILD_SUBREAPER, 1)
+        try:
+            pid = start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w)
+        except OSError as error:
+            # As a shell would say it: 127 when there is no such program, 126 when it cannot be run.
+            os.write(stderr_w, ('trialrun agent: cannot run %s: %s\n' % (argv[0], error)).encode())
+            missing = error.errno == errno.ENOENT
+            if error.errno in (errno.EAGAIN, errno.ENOMEM):
+                os.write(status_w, b'fail cannot start the command: %s\n' % str(error).encode())
+            else:
+                os.write(status_w, b'pid 0\nexit %d\n' % ((127 if missing else 126) << 8))
+            return
+        for fd in (stdin_r, stdout_w, stderr_w):
+            os.close(fd)
+        os.write(status_w, b'pid %d\n' % pid)
+        main_exited = False
+        while True:
+            try:
+                child, status = os.waitpid(-1, os.WNOHANG if main_exited else 0)
+            except ChildProcessError:
+                break
+            if child == pid:
+                os.write(status_w, b'exit %d\n' % status)
+                main_exited = True
+            elif child == 0:
+                # The command is done but left processes running (background jobs, daemons): they die with it.
+                kill_descendants(os.getpid())
+                main_exited = False  # block in waitpid again until the last of them is reaped
+    finally:
+        os._exit(0)
+
+
+def nonblocking(fd):
+    os.set_blocking(fd, False)
+    return fd
+
+
+class Exec:
+    def __init__(self, agent, request):
+        self.agent = agent
+        self.id = request['id']
+        argv = request['argv']
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+            raise ValueError('argv must be a non-empty list of strings')
+        env = dict(agent.base_env)
+        env.update(request.get('env') or {})
+        cwd = request.get('cwd') or '/workspace'
+        self.limit = int(request.get('maxOutputBytes') or 65536)
+        self.started = time.monotonic()
+        self.deadline = self.started + int(request.get('timeoutMs') or 30000) / 1000.0
+        self.stdout = Capped(self.limit)
+        self.stderr = Capped(self.limit)
+        self.open_streams = 2
+        self.main_pid = None
+        self.main_status = None
+        self.shepherd_reaped = False
+        self.killed = False  # timed out or cancelled
+        self.failure = None
+        self.oom_before = oom_kills()
+        stdin = request.get('stdin')
+        self.pending_stdin = base64.b64decode(stdin) if stdin else b''
+
+        stdin_r, self.stdin_w = os.pipe()
+        self.stdout_r, stdout_w = os.pipe()
+        self.stderr_r, stderr_w = os.pipe()
+        self.status_r, status_w = os.pipe()
+        try:
+            self.shepherd = os.fork()
+        except OSError:
+            # At the pids limit (a fork bomb in another exec, say): report it, leak nothing.
+            for fd in (stdin_r, self.stdin_w, self.stdout_r, stdout_w, self.stderr_r, stderr_w, self.status_r, status_w):
+                os.close(fd)
+            raise
+        if self.shepherd == 0:
+            run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w)
+        for fd in (stdin_r, stdout_w, stderr_w, status_w):
+            os.close(fd)
+        self.status_buffer = b''
+        sel = agent.selector
+        sel.register(nonblocking(self.stdout_r), selectors.EVENT_READ, lambda: self.read_stream(self.stdout_r, self.stdout))
+        sel.register(nonblocking(self.stderr_r), selectors.EVENT_READ, lambda: self.read_stream(self.stderr_r, self.stderr))
+        sel.register(nonblocking(self.status_r), selectors.EVENT_READ, self.read_status)
+        if self.pending_stdin:
+            sel.register(nonblocking(self.stdin_w), selectors.EVENT_WRITE, self.write_stdin)
+        else:
+            os.close(self.stdin_w)
+            self.stdin_w = None
+
+    def write_stdin(self):
+        try:
+            written = os.write(self.stdin_w, self.pending_stdin[:READ_CHUNK])
+            self.pending_stdin = self.pending_stdin[written:]
+            if self.pending_stdin:
+                return
+        except BlockingIOError:
+            return
+        except OSError:
+            pass  # the command exited or closed its stdin without reading it all
+        self.close_stdin()
+
+    def close_stdin(self):
+        if self.stdin_w is not None:
+            self.agent.selector.unregister(self.stdin_w)
+            os.close(self.stdin_w)
+            self.stdin_w = None
+
+    def read_stream(self, fd, buffer):
+        try:
+            data = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if data:
+            buffer.push(data)
+            return
+        self.agent.selector.unregister(fd)
+        os.close(fd)
+        self.open_streams -= 1
+
+    def read_status(self):
+        data = os.read(self.status_r, 4096)
+        if not data:
+            self.agent.selector.unregister(self.status_r)
+            os.close(self.status_r)
+            self.status_r = None
+            return
+        self.status_buffer += data
+        *lines, self.status_buffer = self.status_buffer.split(b'\n')
+        for line in lines:
+            kind, _, value = line.partition(b' ')
+            if kind == b'pid':
+                self.main_pid = int(value)
+                if self.main_pid:  # 0: the command could not be started, there is no process
+                    self.agent.by_main[self.main_pid] = self
+            elif kind == b'exit':
+                self.main_exited(int(value))
+            elif kind == b'fail':
+                self.failure = value.decode('utf-8', 'replace')
+
+    def main_exited(self, status):
+        # Whatever the command left running is the shepherd's to kill (it exits once its subtree is empty).
+        self.main_status = status
+
+    def kill_tree(self):
+        if not self.shepherd_reaped:
+            kill_descendants(self.shepherd)
+        self.agent.kill_strays()
+
+    def expire(self):
+        self.killed = True
+        self.kill_tree()
+
+    @property
+    def finished(self):
+        return self.open_streams == 0 and self.shepherd_reaped and (self.main_status is not None or self.killed or self.main_pid is None)
+
+    def result(self):
+        status = self.main_status
+        if self.killed:
+            exit_code = None
+        elif status is None:
+            exit_code = None
+        elif os.WIFSIGNALED(status):
+            exit_code = 128 + os.WTERMSIG(status)
+        else:
+            exit_code = os.WEXITSTATUS(status)
+        outcome = 'exited'
+        if self.killed:
+            outcome = 'timeout'
+        elif exit_code != 0 and oom_kills() > self.oom_before:
+            outcome = 'oom'
+        return {
+            'status': outcome,
+            'exitCode': exit_code,
+            'stdout': self.stdout.text(),
+            'stderr': self.stderr.text(),
+            'truncated': bool(self.stdout.dropped or self.stderr.dropped),
+            'durationMs': (time.monotonic() - self.started) * 1000.0,
+        }
+
+    def close(self):
+        self.close_stdin()
+        for fd in (self.stdout_r, self.stderr_r, self.status_r):
+            if fd is not None and fd in self.agent.selector.get_map():
+                self.agent.selector.unregister(fd)
+                os.close(fd)
+
+
+def inside(root, relative):
+    """The real path of `relative` under `root`; refuses absolute paths and anything that resolves outside."""
+    if os.path.isabs(relative):
+        raise ValueError('%s is absolute; paths are relative to %s' % (relative, root))
+    path = os.path.realpath(os.path.join(root, relative))
+    if not path.startswith(root + os.sep):
+        raise ValueError('%s resolves outside %s' % (relative, root))
+    return path
+
+
+def write_files(request):
+    root = os.path.realpath(request['dir'])
+    for relative, content in request['files'].items():
+        path = inside(root, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w', encoding='utf-8') as f:
+            f.write(content)
+    return {}
+
+
+def read_files(request):
+    root = os.path.realpath(request['dir'])
+    budget = int(request.get('maxBytes') or 16 * 1024 * 1024)
+    files = {}
+    for relative in request['paths']:
+        path = inside(root, relative)
+        size = os.path.getsize(path)
+        if size > budget:
+            raise ValueError('%s is %d bytes, over the %d bytes left to read' % (relative, size, budget))
+        budget -= size
+        with open(path, encoding='utf-8', errors='replace') as f:
+            files[relative] = f.read()
+    return {'files': files}
+
+
+class Agent:
+    def __init__(self):
+        self.selector = selectors.DefaultSelector()
+        self.execs = {}
+        self.by_shepherd = {}
+        self.by_main = {}
+        self.requests = bytearray()
+        self.input_closed = False
+        self.base_env = {k: v for k, v in os.environ.items() if not k.startswith('TRIALRUN_AGENT_')}
+        wake_r, wake_w = os.pipe()
+        signal.set_wakeup_fd(nonblocking(wake_w))
+        signal.signal(signal.SIGCHLD, lambda *_: None)
+        signal.signal(signal.SIGTERM, lambda *_: self.close_input())
+        self.selector.register(nonblocking(wake_r), selectors.EVENT_READ, lambda: self.drain(wake_r))
+        self.selector.register(nonblocking(0), selectors.EVENT_READ, self.read_requests)
+
+    @staticmethod
+    def drain(fd):
+        try:
+            while os.read(fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def send(self, message):
+        data = json.dumps(message, separators=(',', ':')).encode() + b'\n'
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(1, view):]
+            except BlockingIOError:
+                select.select([], [1], [])
+
+    def close_input(self):
+        if not self.input_closed:
+            self.input_closed = True
+            if 0 in self.selector.get_map():
+                self.selector.unregister(0)
+            for ex in list(self.execs.values()):
+                ex.expire()
+
+    def read_requests(self):
+        try:
+            data = os.read(0, READ_CHUNK)
+        except BlockingIOError:
+            return
+        if not data:
+            self.close_input()
+            return
+        self.requests += data
+        while True:
+            end = self.requests.find(b'\n')
+            if end < 0:
+                return
+            line = bytes(self.requests[:end])
+            del self.requests[:end + 1]
+            if line.strip():
+                self.handle(line)
+
+    def handle(self, line):
+        request_id = None
+        try:
+            request = json.loads(line)
+            request_id = request.get('id')
+            op = request.get('op')
+            if op == 'exec':
+                ex = Exec(self, request)
+                self.execs[ex.id] = ex
+                self.by_shepherd[ex.shepherd] = ex
+                return
+            if op == 'cancel':
+                target = self.execs.get(request.get('target'))
+                if target is not None:
+                    target.expire()
+                result = {'cancelled': target is not None}
+            elif op == 'write':
+                result = write_files(request)
+            elif op == 'read':
+                result = read_files(request)
+            else:
+                raise ValueError('unknown op %r' % (op,))
+            self.send({'id': request_id, 'ok': True, 'result': result})
+        except Exception as error:  # noqa: B902 - every failure is reported to the executor, never fatal to the agent
+            self.send({'id': request_id, 'ok': False, 'error': '%s: %s' % (type(error).__name__, error)})
+
+    def reap(self):
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            ex = self.by_shepherd.pop(pid, None)
+            if ex is not None:
+                ex.shepherd_reaped = True
+                if os.WIFSIGNALED(status):
+                    # Killed from inside the sandbox: its subtree was reparented to us.
+                    self.kill_strays()
+                continue
+            ex = self.by_main.pop(pid, None)
+            if ex is not None and ex.main_status is None:
+                # Its shepherd was killed from inside the sandbox, so the command was reparented to us.
+                ex.main_exited(status)
+
+    def kill_strays(self):
+        """Kills our direct children that are not shepherds: leftovers of an exec whose shepherd was killed."""
+        kids = live_children().get(os.getpid(), [])
+        strays = [pid for pid in kids if pid not in self.by_shepherd]
+        for pid in strays:
+            kill_all(descendants(pid) + [pid])
+
+    def run(self):
+        self.send({'event': 'ready', 'protocol': PROTOCOL, 'pid': os.getpid()})
+        while not (self.input_closed and not self.execs):
+            now = time.monotonic()
+            deadlines = [ex.deadline for ex in self.execs.values() if not ex.killed]
+            # A killed exec is swept again until it is done: its shepherd may fork the command after a sweep.
+            if any(ex.killed for ex in self.execs.values()):
+                deadlines.append(now + KILL_SWEEP_S)
+            timeout = max(0.0, min(deadlines) - now) if deadlines else None
+            for key, _ in self.selector.select(timeout):
+                key.data()
+            self.reap()
+            now = time.monotonic()
+            for ex in list(self.execs.values()):
+                if ex.killed or now >= ex.deadline:
+                    ex.expire()
+                if ex.finished:
+                    del self.execs[ex.id]
+                    self.by_main.pop(ex.main_pid, None)
+                    ex.close()
+                    if self.input_closed:
+                        continue
+                    if ex.failure is not None:
+                        self.send({'id': ex.id, 'ok': False, 'error': ex.failure})
+                    else:
+                        self.send({'id': ex.id, 'ok': True, 'result': ex.result()})
+
+
+def main(args):
+    for arg in args:
+        name, _, value = arg.partition('=')
+        if not name.startswith('--rlimit-') or name[len('--rlimit-'):] not in RLIMITS:
+            sys.exit('trialrun agent: unknown argument %s (expected --rlimit-{%s}=N)' % (arg, ','.join(RLIMITS)))
+        limit = int(value)
+        resource.setrlimit(RLIMITS[name[len('--rlimit-'):]], (limit, limit))
+    for sig in IGNORED:
+        signal.signal(sig, signal.SIG_IGN)
+    # Code in the sandbox runs as our uid: being undumpable keeps it from ptrace-ing us or reading our /proc entries.
+    prctl(PR_SET_DUMPABLE, 0)
+    # Orphans of an exec go to its shepherd; anything that still escapes comes to us rather than to a host init.
+    prctl(PR_SET_CHILD_SUBREAPER, 1)
+    Agent().run()
+
+
+if __name__ == '__main__':
+    main(sys.argv[1:])

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import Docker from 'dockerode';
+import type { AgentSandboxPool, Sandbox } from '../../connectors/sandbox/index.js';
+import { isRetriable } from '../../schemas/index.js';
+import { ensureStack } from './harness.js';
+import { BACKENDS, hostProcessesWith, killFromOutside, sandboxImage, uniqueMarker } from './sandbox-backends.js';
+
+// One contract, both backends: whatever a caller can observe through Sandbox must not depend on the backend.
+for (const backend of BACKENDS) {
+  describe(`SandboxPool contract (${backend.name} backend)`, () => {
+    let pool: AgentSandboxPool;
+    let sandbox: Sandbox;
+    const acquire = (taskId: string): Promise<Sandbox> => pool.acquire({ image: sandboxImage(), runId: 'contract', taskId });
+
+    before(async () => {
+      await ensureStack();
+      pool = backend.pool({ warmSize: 1 });
+      sandbox = await acquire('contract-1');
+    });
+
+    after(async () => {
+      await pool.close();
+      assert.deepEqual(pool.stats, { held: 0, live: 0, ready: 0, creating: 0, pending: 0 }, 'close destroyed every sandbox');
+    });
+
+    it('runs commands as the unprivileged sandbox user in /workspace with the given env and stdin', async () => {
+      const result = await sandbox.exec(['sh', '-c', 'id -u; pwd; echo "$GREETING"; cat; echo oops >&2; exit 4'], { env: { GREETING: 'hello' }, stdin: 'piped' });
+      assert.equal(result.status, 'exited');
+      assert.equal(result.exitCode, 4);
+      assert.equal(result.stdout, '1000\n/workspace\nhello\npiped');
+      assert.equal(result.stderr, 'oops\n');
+      assert.equal(result.truncated, false);
+    });
+
+    it('stamps the image id as the digest, the same for both backends', async () => {
+      const inspected = await new Docker().getImage(sandboxImage()).inspect();
+      assert.equal(sandbox.imageDigest, inspected.Id);
+    });
+
+    it('writes, reads and runs files; a missing or outside path is an error naming it', async () => {
+      await sandbox.writeFiles({ 'calc.py': 'def add(a, b):\n    return a + b\n', 'tests/test_calc.py': 'from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n' });
+      assert.equal(await sandbox.readFile('calc.py'), 'def add(a, b):\n    return a + b\n');
+      const pytest = await sandbox.exec(['python3', '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests'], { env: { PYTHONPATH: '/workspace' } });
+      assert.equal(pytest.exitCode, 0, pytest.stdout + pytest.stderr);
+      assert.match(pytest.stdout, /1 passed/);
+      await assert.rejects(sandbox.readFiles(['nope.py']), /nope\.py/);
+      await assert.rejects(sandbox.writeFiles({ '../etc/x': 'x' }), /outside/);
+      await sandbox.writeFiles({ 'report.xml': '<r/>' }, '/tmp/reports');
+      assert.deepEqual(await sandbox.readFiles(['report.xml'], '/tmp/reports'), { 'report.xml': '<r/>' });
+    });
+
+    it('reports a timeout as timeout and kills the whole process tree', async () => {
+      const marker = uniqueMarker();
+      const result = await sandbox.exec(['sh', '-c', `setsid sleep ${marker} & sleep ${marker}`], { timeoutMs: 500 });
+      assert.equal(result.status, 'timeout');
+      assert.equal(result.exitCode, null);
+      assert.deepEqual(hostProcessesWith(`sleep\0${marker}`), []);
+    });
+
+    it('cancels a command when its AbortSignal fires', async () => {
+      const result = await sandbox.exec(['sleep', '30'], { signal: AbortSignal.timeout(300) });
+      assert.equal(result.status, 'timeout');
+      assert.ok(result.durationMs < 5_000, `${result.durationMs} ms`);
+    });
+
+    it('caps each stream, keeping head and tail', async () => {
+      const result = await sandbox.exec(['python3', '-c', 'print("begin"); print("x" * 1_000_000); print("end")'], { maxOutputBytes: 1000 });
+      assert.equal(result.truncated, true);
+      assert.ok(result.stdout.startsWith('begin') && result.stdout.endsWith('end\n'));
+      assert.ok(result.stdout.length < 1100);
+    });
+
+    it('reports OOM as oom', async () => {
+      const small = await pool.acquire({ image: sandboxImage(), runId: 'contract', taskId: 'contract-oom', limits: { memoryBytes: 96 * 1024 * 1024 } });
+      try {
+        const result = await small.exec(['python3', '-c', 'blocks = []\nwhile True: blocks.append(bytearray(8 * 1024 * 1024))'], { timeoutMs: 20_000 });
+        assert.equal(result.status, 'oom', JSON.stringify(result));
+        assert.equal((await small.exec(['echo', 'alive'])).stdout, 'alive\n', 'the sandbox survives the OOM kill of its command');
+      } finally {
+        await small.release();
+      }
+    });
+
+    it('runs commands in one sandbox concurrently', async () => {
+      const started = performance.now();
+      const results = await Promise.all([1, 2, 3].map((n) => sandbox.exec(['sh', '-c', `sleep 1; echo ${n}`])));
+      assert.deepEqual(results.map((r) => r.stdout), ['1\n', '2\n', '3\n']);
+      assert.ok(performance.now() - started < 2_500);
+    });
+
+    it('never hands a released sandbox out again; the next one starts clean', async () => {
+      await sandbox.writeFiles({ 'left-behind.txt': 'secret' });
+      const first = sandbox.id;
+      await sandbox.release();
+      await assert.rejects(sandbox.exec(['true']), /released/);
+      sandbox = await acquire('contract-2');
+      assert.notEqual(sandbox.id, first);
+      const listing = await sandbox.exec(['ls', '-A', '/workspace', '/tmp']);
+      assert.equal(listing.stdout, '/tmp:\n\n/workspace:\n');
+    });
+
+    it('fails commands with a retriable error when the sandbox dies under them', async () => {
+      const doomed = await acquire('contract-doomed');
+      const pending = doomed.exec(['sleep', '30']);
+      await sleep(200);
+      await killFromOutside(backend.name, doomed.id);
+      await assert.rejects(pending, (error: Error) => isRetriable(error) && /is gone/.test(error.message));
+      await doomed.release();
+    });
+  });
+}
