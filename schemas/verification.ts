@@ -17,12 +17,66 @@ export type TestResult = z.infer<typeof TestResult>;
 export const VerifyFailure = z.enum(['timeout', 'oom', 'collection-error', 'crash', 'no-report', 'sandbox-error']);
 export type VerifyFailure = z.infer<typeof VerifyFailure>;
 
+/** The ways an agent's files can try to game the verifier; any one of them scores 0. */
+export const HackKind = z.enum([
+  /** A conftest.py among the agent's files (pytest would load it before the tests). */
+  'conftest',
+  /** A pytest plugin: entry-point metadata, pytest hook functions, or a plugin registered while tests ran. */
+  'pytest-plugin',
+  /** pytest.ini, tox.ini, setup.cfg or pyproject.toml settings for pytest (addopts can load plugins). */
+  'pytest-config',
+  /** sitecustomize.py, usercustomize.py or a .pth file: code that runs when Python starts. */
+  'startup-hook',
+  /** A file that shadows a standard-library or test-framework module. */
+  'shadowed-module',
+  'test-edited',
+  'test-deleted',
+  /** sys.exit/os._exit at import, or a test process that ended with status 0 before pytest finished. */
+  'early-exit',
+  /** pytest, pluggy, unittest, builtins, import or assertion machinery changed by agent code. */
+  'monkeypatch',
+  /** A JUnit report written or rewritten by anything but pytest. */
+  'fake-report',
+  /** Reported outcomes that contradict what the tests raised (the witness's record, the canary tests). */
+  'outcome-tampered',
+  /** Agent code inspecting its callers' frames or the heap (to read a test's expected values). */
+  'introspection',
+  /** Agent code starting processes or calling native code, which no in-process check can follow. */
+  'escape-attempt',
+  /** Precompiled bytecode among the agent's files. */
+  'bytecode',
+  /** A path that is absolute or leaves the workspace. */
+  'unsafe-path',
+]);
+export type HackKind = z.infer<typeof HackKind>;
+
+/** One piece of evidence that the agent tried to game the verifier. */
+export const HackFlag = z.object({
+  kind: HackKind,
+  /** What was seen, specific enough to check by hand. */
+  evidence: z.string().min(1),
+  /** The file involved, when there is one. */
+  path: z.string().nullable(),
+  line: z.number().int().nullable(),
+  /** Which check saw it: the final files, the episode's tool calls, the static scan, the run's witness, or the report cross-check. */
+  source: z.enum(['files', 'steps', 'static', 'runtime', 'report']),
+});
+export type HackFlag = z.infer<typeof HackFlag>;
+
+/** A task whose verdicts cannot be trusted; its rewards are withheld from the learner. */
+export const Quarantine = z.object({
+  reason: z.string().min(1),
+  /** The reference solution's verdict in each admission run, in order. */
+  referenceVerdicts: z.array(z.boolean()),
+});
+export type Quarantine = z.infer<typeof Quarantine>;
+
 export const Verification = z.object({
   verificationId: z.string().min(1),
   trajectoryId: z.string().min(1),
   groupId: z.string().min(1),
   groupSize: z.number().int().min(1),
-  /** True only when every expected hidden test passed. */
+  /** True only when every expected hidden test passed and nothing was flagged as a hack. */
   passed: z.boolean(),
   tests: z.array(TestResult),
   testsPassed: z.number().int().min(0),
@@ -30,6 +84,14 @@ export const Verification = z.object({
   fractionPassed: z.number().min(0).max(1),
   failure: VerifyFailure.nullable(),
   durationMs: z.number().min(0),
+  // The fields below are optional so records written before they existed stay valid; the verifier
+  // always sets them, and readers treat absent as [] / null.
+  /** Evidence of attempts to game the verifier; non-empty means the verdict is a fail. */
+  hacks: z.array(HackFlag).optional(),
+  /** Set when the task is quarantined (flaky or broken reference); its rewards are withheld. */
+  quarantine: Quarantine.nullable().optional(),
+  /** Set on verifications written by `trialrun verify rescore`: the re-scoring run that wrote them. */
+  rescoreId: z.string().nullable().optional(),
   lineage: Lineage,
 });
 export type Verification = z.infer<typeof Verification>;

@@ -27,6 +27,8 @@ interface PendingSample {
   policyVersion?: number;
   reward?: number;
   advantage?: number;
+  /** Its reward carries no learning signal (no-signal group, quarantined task, late member): drop it once joined. */
+  skip?: boolean;
 }
 
 /** What the learner must survive a crash with: the newest version's parameters and the optimizer state. */
@@ -70,8 +72,17 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         sample.decisions = record.value.steps.flatMap((step) => (step.decision ? [step.decision] : []));
         sample.policyVersion = record.value.lineage.policyVersion ?? 0;
       } else {
-        sample.reward = record.value.reward;
-        sample.advantage = record.value.advantage;
+        // Re-scored rewards only compare verifier versions; rewards without signal never train.
+        if ((record.value.rescoreId ?? null) !== null) return [];
+        if ((record.value.disposition ?? 'learn') !== 'learn') sample.skip = true;
+        else {
+          sample.reward = record.value.reward;
+          sample.advantage = record.value.advantage;
+        }
+      }
+      if (sample.skip && sample.decisions !== undefined) {
+        pending.delete(id);
+        return [];
       }
       pending.put(id, sample);
 

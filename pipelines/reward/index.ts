@@ -1,2 +1,14 @@
 export { groupAdvantages, type GroupStats } from './advantages.js';
-export { createRewardProcessor } from './reward.js';
+export {
+  groupKey,
+  lateReward,
+  memberOf,
+  resolveGroupScoring,
+  scoreGroup,
+  type ClosedGroup,
+  type GroupClosure,
+  type GroupMember,
+  type GroupScoringOptions,
+  type ResolvedGroupScoring,
+} from './groups.js';
+export { createRewardProcessor, resolveRewardOptions, type RewardOptions } from './reward.js';

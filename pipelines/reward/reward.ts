@@ -1,47 +1,108 @@
-import { nowIso, type Verification } from '../../schemas/index.js';
 import { StateStore, StreamProcessor, type Output, type ProcessorContext } from '../runtime/index.js';
-import { groupAdvantages } from './advantages.js';
+import { groupKey, lateReward, memberOf, resolveGroupScoring, scoreGroup, type ClosedGroup, type GroupClosure, type GroupMember, type GroupScoringOptions } from './groups.js';
+
+export interface RewardOptions extends GroupScoringOptions {
+  /**
+   * How long a group waits for stragglers after its first member, in stream time: the newest broker
+   * timestamp seen on the group's partition, so a replay closes groups exactly as the live run did. Then
+   * it is scored with the members it has if they are at least `minGroupSize`, else withheld. The deadline
+   * passes when a later verification arrives on that partition. @default 600000
+   */
+  stragglerDeadlineMs?: number;
+  /** How long a scored group is remembered (stream time), to tell a late member from a duplicate. @default 86400000 */
+  closedRetentionMs?: number;
+}
+
+interface OpenGroup {
+  /** Broker timestamp of the group's first member. */
+  readonly openedAt: number;
+  /** A group's members share a key (its id), so they share one partition, and that partition's clock. */
+  readonly partition: number;
+  readonly members: GroupMember[];
+}
+
+interface ClosedEntry extends ClosedGroup {
+  readonly partition: number;
+}
+
+const streamTimeKey = (partition: number): string => `stream-time/${partition}`;
+const sweepKey = (partition: number): string => `last-retention-sweep/${partition}`;
+
+export function resolveRewardOptions(options: RewardOptions = {}): Readonly<Required<RewardOptions>> {
+  const scoring = resolveGroupScoring(options);
+  const resolved = { stragglerDeadlineMs: 600_000, closedRetentionMs: 86_400_000, ...options, ...scoring };
+  if (!Number.isInteger(resolved.stragglerDeadlineMs) || resolved.stragglerDeadlineMs < 1) {
+    throw new Error(`RewardOptions.stragglerDeadlineMs must be a whole number of ms >= 1, got ${resolved.stragglerDeadlineMs}`);
+  }
+  if (!Number.isInteger(resolved.closedRetentionMs) || resolved.closedRetentionMs < resolved.stragglerDeadlineMs) {
+    throw new Error(`RewardOptions.closedRetentionMs must be a whole number of ms >= stragglerDeadlineMs, got ${resolved.closedRetentionMs}`);
+  }
+  return resolved;
+}
 
 /**
- * Collects the G verifications of each group (kept in a changelog-backed store, so a restart loses no
- * partial group) and, once the group is complete, publishes one reward per trajectory with its
- * group-relative advantage.
+ * Collects the verifications of each (group, verifier version) in changelog-backed stores, so a
+ * restart loses no partial group, and scores the group once all G are in, or at its straggler deadline.
+ * Every trajectory gets exactly one reward record; those without learning signal (no-signal, withheld,
+ * late) say so in `disposition` and the learner skips them. Verifications written by a re-scoring run
+ * are rewarded by that run, not here.
  */
-export function createRewardProcessor(context: ProcessorContext): StreamProcessor<'verifications'> {
-  const groups = new StateStore<Verification[]>('groups', context.names.changelog('reward', 'groups'));
+export function createRewardProcessor(context: ProcessorContext, options: RewardOptions = {}): StreamProcessor<'verifications'> {
+  const settings = resolveRewardOptions(options);
+  const groups = new StateStore<OpenGroup>('groups', context.names.changelog('reward', 'groups'));
+  const closed = new StateStore<ClosedEntry>('closed', context.names.changelog('reward', 'closed'));
+  const clock = new StateStore<number>('clock', context.names.changelog('reward', 'clock'));
+
+  const close = (key: string, group: OpenGroup, closure: GroupClosure, now: number): Output[] => {
+    const rewards = scoreGroup(group.members, closure, settings);
+    groups.delete(key);
+    closed.put(key, { closedAt: now, partition: group.partition, trajectoryIds: group.members.map((m) => m.trajectoryId), mean: rewards[0]?.groupMean ?? 0, std: rewards[0]?.groupStd ?? 0 });
+    return rewards.map((value): Output => ({ topic: 'rewards', key: value.trajectoryId, value }));
+  };
+
   return new StreamProcessor(
     context,
-    { name: 'reward', inputs: ['verifications'], stores: [groups as StateStore<unknown>], maxRecordsPerTransaction: 50 },
+    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50 },
     async ({ record }) => {
       const verification = record.value;
-      const members = (groups.get(verification.groupId) ?? []).filter((v) => v.trajectoryId !== verification.trajectoryId);
-      members.push(verification);
-      if (members.length < verification.groupSize) {
-        groups.put(verification.groupId, members);
-        return [];
+      if ((verification.rescoreId ?? null) !== null) return [];
+      // Stream time per partition: the newest broker timestamp seen there. Order within a partition is
+      // fixed, so a replay closes every group exactly as the live run did.
+      const { partition } = record;
+      const timestamp = Number(record.timestamp) || 0;
+      const now = Math.max(clock.get(streamTimeKey(partition)) ?? 0, timestamp);
+      clock.put(streamTimeKey(partition), now);
+      const outputs: Output[] = [];
+
+      // First the groups whose stragglers are past due by this record's time, so a member arriving after
+      // its group's deadline finds the group scored.
+      for (const [key, group] of groups.entries()) {
+        if (group.partition === partition && now - group.openedAt >= settings.stragglerDeadlineMs) {
+          outputs.push(...close(key, group, { by: 'deadline', expected: group.members[0]?.groupSize ?? group.members.length }, now));
+        }
       }
-      groups.delete(verification.groupId);
-      members.sort((a, b) => a.lineage.attempt - b.lineage.attempt);
-      const rewards = members.map((v) => (v.passed ? 1 : 0));
-      const stats = groupAdvantages(rewards);
-      return members.map(
-        (v, i): Output => ({
-          topic: 'rewards',
-          key: v.trajectoryId,
-          value: {
-            rewardId: `${v.verificationId}/reward`,
-            trajectoryId: v.trajectoryId,
-            verificationId: v.verificationId,
-            groupId: v.groupId,
-            reward: rewards[i]!,
-            advantage: stats.advantages[i]!,
-            groupMean: stats.mean,
-            groupStd: stats.std,
-            groupSize: members.length,
-            lineage: { ...v.lineage, createdAt: nowIso() },
-          },
-        }),
-      );
+
+      const member = memberOf(verification);
+      const key = groupKey(member);
+      const done = closed.get(key);
+      if (done !== undefined) {
+        // A redelivered member of a scored group is a duplicate; a new one is late.
+        if (!done.trajectoryIds.includes(member.trajectoryId)) {
+          outputs.push({ topic: 'rewards', key: member.trajectoryId, value: lateReward(member, done) });
+          closed.put(key, { ...done, trajectoryIds: [...done.trajectoryIds, member.trajectoryId] });
+        }
+      } else {
+        const open = groups.get(key) ?? { openedAt: timestamp || now, partition, members: [] };
+        const group = { ...open, members: [...open.members.filter((m) => m.trajectoryId !== member.trajectoryId), member] };
+        if (group.members.length >= member.groupSize) outputs.push(...close(key, group, { by: 'complete' }, now));
+        else groups.put(key, group);
+      }
+
+      if (now - (clock.get(sweepKey(partition)) ?? 0) >= 60_000) {
+        clock.put(sweepKey(partition), now);
+        for (const [closedKey, group] of closed.entries()) if (group.partition === partition && now - group.closedAt >= settings.closedRetentionMs) closed.delete(closedKey);
+      }
+      return outputs;
     },
   );
 }

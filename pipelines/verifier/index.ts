@@ -1,2 +1,27 @@
+export { plantCanaries, type Canaries } from './canary.js';
+export { judge, RunnerResult, type Judgement, type JudgeInput } from './judge.js';
 export { nodeId, parseJunit, type JunitCase } from './junit.js';
-export { createVerifierProcessor, Verifier, VERIFIER_SPEC, verifierVersion, type VerifierOptions } from './verifier.js';
+export { classifyPath, screenFinalFiles, screenSteps, taskTestFiles, type Screened } from './screening.js';
+export {
+  createVerifierProcessor,
+  describeFailure,
+  resolveVerifierOptions,
+  Verifier,
+  VERIFIER_RECIPE,
+  type Checked,
+  type ResolvedVerifierOptions,
+  type TaskAdmission,
+  type TaskLookup,
+  type VerifierOptions,
+} from './verifier.js';
+export { verifierCodeDigest, verifierVersion } from './version.js';
+export {
+  calibrate,
+  findKnownBadMutants,
+  resolveCalibrationOptions,
+  type CalibrationOptions,
+  type CalibrationReport,
+  type TaskCalibration,
+  type VariantVerdict,
+} from './calibration.js';
+export { rescore, type RescoreOptions, type RescoreProgress, type RescoreReport } from './rescore.js';

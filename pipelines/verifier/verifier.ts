@@ -1,110 +1,251 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
-import { nowIso, SandboxError, type Task, type TestResult, type Trajectory, type Verification, type VerifyFailure } from '../../schemas/index.js';
-import { StreamProcessor, type GlobalTable, type ProcessorContext } from '../runtime/index.js';
-import { parseJunit } from './junit.js';
+import {
+  ConfigError,
+  errorMessage,
+  nowIso,
+  SandboxError,
+  type FileTree,
+  type HackFlag,
+  type Quarantine,
+  type Step,
+  type Task,
+  type Trajectory,
+  type Verification,
+} from '../../schemas/index.js';
+import { StreamProcessor, type ProcessorContext } from '../runtime/index.js';
+import { isTestModule, plantCanaries } from './canary.js';
+import { judge, RunnerResult, type Judgement } from './judge.js';
+import { BOOTSTRAP_SOURCE, RUNNER_SOURCE, WITNESS_SOURCE } from './sandbox-scripts.js';
+import { screenFinalFiles, screenSteps } from './screening.js';
+import { verifierVersion } from './version.js';
 
-/** Everything that decides a verdict; its hash (with the image digest) is the verifier version. */
-export const VERIFIER_SPEC = {
-  recipe: 'python-repair',
-  pytest: ['python3', '-m', 'pytest', '-q', '-p', 'no:cacheprovider'],
-  timeoutMs: 20_000,
-  rule: 'reward 1 iff every expected hidden test passed in a JUnit report',
-} as const;
-
-export function verifierVersion(imageDigest: string): string {
-  return `v-${createHash('sha256').update(JSON.stringify([VERIFIER_SPEC, imageDigest])).digest('hex').slice(0, 12)}`;
+/** Where tasks are looked up by id; a `GlobalTable<'tasks'>` or a plain map for batch jobs. */
+export interface TaskLookup {
+  get(taskId: string): Task;
 }
 
 export interface VerifierOptions {
   runId: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
-  tasks: GlobalTable<'tasks'>;
-  /** @default '0' */
+  tasks: TaskLookup;
+  /** Processor instance id (the verifier processor only). @default '0' */
   instanceId?: string;
+  /** Wall-clock budget of one test run inside the sandbox, in ms. @default 20000 */
+  timeoutMs?: number;
+  /**
+   * Runs of each task's reference solution before the task's verifications count. A task whose
+   * verdict changes between runs is quarantined as flaky, one whose reference fails as broken; 0 skips
+   * the check (no quarantine is ever decided). @default 3
+   */
+  referenceRuns?: number;
 }
 
-interface RunOutcome {
-  readonly tests: TestResult[];
-  readonly failure: VerifyFailure | null;
-  readonly imageDigest: string;
+export interface ResolvedVerifierOptions extends Required<VerifierOptions> {}
+
+/** The sandbox recipe every verification runs in. */
+export const VERIFIER_RECIPE = 'python-repair';
+
+export function resolveVerifierOptions(options: VerifierOptions): ResolvedVerifierOptions {
+  const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, ...options };
+  if (!Number.isInteger(resolved.timeoutMs) || resolved.timeoutMs < 1000 || resolved.timeoutMs > 600_000) {
+    throw new ConfigError(`VerifierOptions.timeoutMs must be a whole number of ms from 1000 to 600000, got ${resolved.timeoutMs}`);
+  }
+  if (!Number.isInteger(resolved.referenceRuns) || resolved.referenceRuns < 0 || resolved.referenceRuns > 50) {
+    throw new ConfigError(`VerifierOptions.referenceRuns must be a whole number from 0 to 50, got ${resolved.referenceRuns}`);
+  }
+  if (!resolved.runId) throw new ConfigError('VerifierOptions.runId must not be empty');
+  return resolved;
 }
+
+/** A task's hidden test ids and whether its verdicts can be trusted, settled once per task revision. */
+export interface TaskAdmission {
+  readonly expected: readonly string[];
+  readonly quarantine: Quarantine | null;
+}
+
+/** One run's verdict with what it ran against. */
+export interface Checked extends Judgement {
+  readonly verifierVersion: string;
+  readonly imageDigest: string;
+  readonly durationMs: number;
+}
+
+/** The pristine test modules pytest runs: visible and hidden, so a solution that breaks a visible test cannot score. */
+const testModules = (tests: FileTree): string[] => Object.keys(tests).filter(isTestModule).sort();
+
+/** A task revision's identity: the tasks topic is compacted, and a changed task must be admitted anew. */
+function revisionOf(task: Task): string {
+  const body = JSON.stringify([task.taskId, task.files, task.visibleTests, task.hiddenTests, task.referenceSolution]);
+  return `${task.taskId}@${createHash('sha256').update(body).digest('hex').slice(0, 16)}`;
+}
+
+const verdictList = (verdicts: readonly boolean[]): string => verdicts.map((v) => (v ? 'pass' : 'fail')).join(', ');
 
 /**
- * Scores a trajectory by running the task's hidden tests against the agent's final files in a fresh
- * sandbox that the agent never touched. The verdict comes from pytest's JUnit report checked against the
- * test ids collected from the pristine task: a missing, skipped or erroring test counts as failed, so a
- * run that collects nothing or dies early never scores.
+ * Scores a trajectory by running the task's pristine tests, hidden and visible, against the agent's
+ * final files in a fresh sandbox that the agent never touched (the hidden tests never enter an agent's
+ * sandbox; the visible ones are written fresh, so edits to them count for nothing). The final files are screened first (conftest.py, plugins,
+ * start-up hooks, edited tests never reach the sandbox); inside it a trusted runner inspects the agent's
+ * Python without importing it, runs pytest with a witness plugin and canary tests, and kills whatever
+ * the run leaves behind. The verdict comes from pytest's JUnit report checked against the witness and
+ * against the test ids collected from the pristine task: a missing, skipped or erroring test counts as
+ * failed, and any hack flag scores 0. Reward 1 needs every hidden test to pass, and every visible one:
+ * calibration found hidden suites that miss behaviour the visible tests pin down.
  */
 export class Verifier {
-  private readonly expected = new Map<string, Promise<string[]>>();
+  readonly options: ResolvedVerifierOptions;
+  private readonly admissions = new Map<string, Promise<TaskAdmission>>();
+  private imageDigest: Promise<string> | undefined;
 
-  constructor(private readonly options: VerifierOptions) {}
+  constructor(options: VerifierOptions) {
+    this.options = resolveVerifierOptions(options);
+  }
 
-  async verify(trajectory: Trajectory, signal: AbortSignal): Promise<Verification> {
+  /** The configuration that changes verdicts, hashed into the version. */
+  get config(): Readonly<Record<string, unknown>> {
+    return { recipe: VERIFIER_RECIPE, timeoutMs: this.options.timeoutMs, referenceRuns: this.options.referenceRuns };
+  }
+
+  /** This verifier's version; starts one sandbox the first time to learn the image digest. */
+  async version(): Promise<string> {
+    if (this.imageDigest === undefined) {
+      this.imageDigest = this.withSandbox('version', async (sandbox) => sandbox.imageDigest);
+      this.imageDigest.catch(() => (this.imageDigest = undefined));
+    }
+    return verifierVersion(this.config, await this.imageDigest);
+  }
+
+  async verify(trajectory: Trajectory, signal: AbortSignal, rescoreId: string | null = null): Promise<Verification> {
     const started = performance.now();
     const task = this.options.tasks.get(trajectory.lineage.taskId);
-    const expected = await this.expectedTests(task, signal);
-    const run = await this.runHiddenTests(task, trajectory.finalFiles, signal);
-    const byId = new Map(run.tests.map((test) => [test.id, test]));
-    const tests: TestResult[] = expected.map((id) => byId.get(id) ?? { id, outcome: 'missing', durationMs: 0, message: 'not in the report' });
-    const testsPassed = tests.filter((test) => test.outcome === 'passed').length;
-    const failure = run.failure ?? (expected.length === 0 ? 'collection-error' : null);
+    const admission = await this.admit(task, signal);
+    const checked = await this.check(task, trajectory.finalFiles, admission.expected, signal, trajectory.steps);
+    const version = checked.verifierVersion;
     return {
-      verificationId: `${trajectory.trajectoryId}/${verifierVersion(run.imageDigest)}`,
+      verificationId: rescoreId === null ? `${trajectory.trajectoryId}/${version}` : `${trajectory.trajectoryId}/${version}/${rescoreId}`,
       trajectoryId: trajectory.trajectoryId,
       groupId: trajectory.groupId,
       groupSize: trajectory.groupSize,
-      passed: failure === null && testsPassed === expected.length && expected.length > 0,
-      tests,
-      testsPassed,
-      testsTotal: expected.length,
-      fractionPassed: expected.length ? testsPassed / expected.length : 0,
-      failure,
+      passed: checked.passed,
+      tests: checked.tests,
+      testsPassed: checked.testsPassed,
+      testsTotal: admission.expected.length,
+      fractionPassed: admission.expected.length ? checked.testsPassed / admission.expected.length : 0,
+      failure: checked.failure,
       durationMs: performance.now() - started,
-      lineage: { ...trajectory.lineage, verifierVersion: verifierVersion(run.imageDigest), createdAt: nowIso() },
+      hacks: checked.hacks,
+      quarantine: admission.quarantine,
+      rescoreId,
+      lineage: { ...trajectory.lineage, sandboxImageDigest: checked.imageDigest, verifierVersion: version, createdAt: nowIso() },
     };
   }
 
-  /** Test ids of the pristine task (reference solution and hidden tests), collected once per task. */
-  private expectedTests(task: Task, signal: AbortSignal): Promise<string[]> {
-    let ids = this.expected.get(task.taskId);
-    if (!ids) {
-      ids = this.withSandbox(task, async (sandbox) => {
-        await sandbox.writeFiles({ ...task.files, ...(task.referenceSolution ?? {}), ...task.hiddenTests });
-        const exec = await sandbox.exec([...VERIFIER_SPEC.pytest, '--collect-only', ...Object.keys(task.hiddenTests)], { timeoutMs: VERIFIER_SPEC.timeoutMs, signal });
-        const found = exec.stdout.split('\n').filter((line) => /^\S+\.py::\S/.test(line)).map((line) => line.trim());
-        if (found.length === 0) throw new SandboxError(`collecting the hidden tests of ${task.taskId} found none: ${exec.stdout.slice(-300)}${exec.stderr.slice(-300)}`);
-        return found;
-      });
-      ids.catch(() => this.expected.delete(task.taskId));
-      this.expected.set(task.taskId, ids);
+  /**
+   * Collects the pristine task's hidden test ids and, when the task has a reference solution, runs it
+   * `referenceRuns` times: verdicts that differ quarantine the task as flaky, a reference that always
+   * fails (or finds no tests) as broken. Settled once per task revision and shared by concurrent calls.
+   */
+  admit(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
+    const key = revisionOf(task);
+    let admission = this.admissions.get(key);
+    if (!admission) {
+      admission = this.settleAdmission(task, signal);
+      admission.catch(() => this.admissions.delete(key));
+      this.admissions.set(key, admission);
     }
-    return ids;
+    return admission;
   }
 
-  private async runHiddenTests(task: Task, finalFiles: Trajectory['finalFiles'], signal: AbortSignal): Promise<RunOutcome> {
-    return this.withSandbox(task, async (sandbox) => {
-      // The pristine tests are written last, so the agent's copies of them can never win.
-      await sandbox.writeFiles({ ...finalFiles, ...task.visibleTests, ...task.hiddenTests });
-      const reportDir = `verify-${randomUUID()}`;
-      const exec = await sandbox.exec([...VERIFIER_SPEC.pytest, `--junitxml=/tmp/${reportDir}/report.xml`, ...Object.keys(task.hiddenTests)], {
-        timeoutMs: VERIFIER_SPEC.timeoutMs,
+  /** The test ids of the pristine task, visible and hidden (collected with the reference solution, else the starting files). */
+  async collect(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
+    const { result } = await this.runInSandbox(task, { ...task.files, ...(task.referenceSolution ?? {}) }, task.hiddenTests, 'collect', signal);
+    if (result.setupError !== undefined) return { ids: [], problem: `setting up the collection failed: ${result.setupError}` };
+    const collected = result.witness.find((e) => e.event === 'collected');
+    const ids = Array.isArray(collected?.items) ? collected.items.filter((id): id is string => typeof id === 'string') : [];
+    const errors = result.witness.filter((e) => e.event === 'collect-error').map((e) => `${String(e.nodeid)}: ${String(e.text ?? '').split('\n').slice(-1)[0]}`);
+    const hidden = new Set(Object.keys(task.hiddenTests));
+    // Without a hidden test the verdict would rest on tests the agent has seen.
+    if (!ids.some((id) => hidden.has(id.split('::')[0]!))) {
+      return { ids: [], problem: `collecting the hidden tests found none${errors.length ? `: ${errors.join('; ')}` : ''}: ${result.output.slice(-300)}` };
+    }
+    return { ids, problem: errors.length ? `collection errors: ${errors.join('; ')}` : null };
+  }
+
+  /** Verifies a file tree against a task (the final files of a trajectory, a reference or a variant). */
+  async check(task: Task, finalFiles: FileTree, expected: readonly string[], signal: AbortSignal, steps: readonly Step[] = []): Promise<Checked> {
+    const started = performance.now();
+    const screened = screenFinalFiles(task, finalFiles);
+    const flags: HackFlag[] = [...screened.flags, ...screenSteps(task, steps)];
+    const planted = plantCanaries(task.hiddenTests);
+    const { result, imageDigest } = await this.runInSandbox(task, screened.files, planted.files, 'verify', signal);
+    const judgement = judge({ expected, canaries: planted.canaries, run: result, screened: flags });
+    return { ...judgement, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
+  }
+
+  private async settleAdmission(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
+    const collected = await this.collect(task, signal);
+    if (collected.ids.length === 0) return { expected: [], quarantine: { reason: `broken task: ${collected.problem ?? 'no hidden tests'}`, referenceVerdicts: [] } };
+    if (task.referenceSolution === null || this.options.referenceRuns === 0) return { expected: collected.ids, quarantine: null };
+    const verdicts: boolean[] = [];
+    const failures: string[] = [];
+    // One after another: concurrent runs would share the CPU and could make a slow task look flaky.
+    for (let run = 0; run < this.options.referenceRuns; run++) {
+      const checked = await this.check(task, { ...task.files, ...task.referenceSolution }, collected.ids, signal);
+      verdicts.push(checked.passed);
+      if (!checked.passed) failures.push(describeFailure(checked));
+    }
+    if (verdicts.every(Boolean)) return { expected: collected.ids, quarantine: null };
+    const why = verdicts.some(Boolean)
+      ? `flaky: the reference solution's verdict changed across ${verdicts.length} runs (${verdictList(verdicts)})`
+      : `broken task: the reference solution failed all ${verdicts.length} runs`;
+    return { expected: collected.ids, quarantine: { reason: `${why}; ${[...new Set(failures)].join('; ').slice(0, 1500)}`, referenceVerdicts: verdicts } };
+  }
+
+  private async runInSandbox(task: Task, agentFiles: FileTree, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<{ result: RunnerResult; imageDigest: string }> {
+    return this.withSandbox(task.taskId, async (sandbox) => {
+      const nonce = randomBytes(16).toString('hex');
+      const taskTests = { ...task.visibleTests, ...hiddenTests };
+      const job = {
+        nonce,
+        mode,
+        timeoutS: this.options.timeoutMs / 1000,
+        // A conftest.py the task itself ships is pristine; only then may pytest load conftests at all.
+        allowConftest: Object.keys(taskTests).some((path) => path === 'conftest.py' || path.endsWith('/conftest.py')),
+        agentFiles,
+        ownModules: Object.keys(task.files),
+        taskFiles: taskTests,
+        tests: testModules(taskTests),
+        runner: RUNNER_SOURCE,
+        witness: WITNESS_SOURCE,
+      };
+      const exec = await sandbox.exec(['python3', '-I', '-c', BOOTSTRAP_SOURCE], {
+        stdin: JSON.stringify(job),
+        timeoutMs: this.options.timeoutMs + 20_000,
+        maxOutputBytes: 24 * 1024 * 1024,
         signal,
       });
-      const base = { imageDigest: sandbox.imageDigest };
-      if (exec.status === 'timeout') return { ...base, tests: [], failure: 'timeout' };
-      if (exec.status === 'oom') return { ...base, tests: [], failure: 'oom' };
-      const report = await sandbox.readFiles(['report.xml'], `/tmp/${reportDir}`).catch(() => null);
-      const cases = report ? parseJunit(report['report.xml'] ?? '') : null;
-      if (cases === null) return { ...base, tests: [], failure: exec.exitCode === 2 || exec.exitCode === 4 ? 'collection-error' : 'no-report' };
-      return { ...base, tests: cases, failure: exec.exitCode === 2 || exec.exitCode === 3 ? 'crash' : null };
+      const line = exec.stdout.split('\n').find((l) => l.startsWith(nonce));
+      if (line === undefined) {
+        // The runner itself died: out of memory or past the exec deadline is the agent's doing; anything else is ours.
+        if (exec.status === 'oom') return { result: RunnerResult.parse({ undumpable: false, oomKilled: true, output: exec.stderr }), imageDigest: sandbox.imageDigest };
+        if (exec.status === 'timeout') return { result: RunnerResult.parse({ undumpable: false, timedOut: true, durationMs: exec.durationMs, output: exec.stderr }), imageDigest: sandbox.imageDigest };
+        signal.throwIfAborted();
+        throw new SandboxError(`the verification runner for ${task.taskId} gave no result (exit ${String(exec.exitCode)}): ${exec.stderr.slice(-500)}`, { retriable: true });
+      }
+      let result: RunnerResult;
+      try {
+        result = RunnerResult.parse(JSON.parse(line.slice(nonce.length)));
+      } catch (error) {
+        throw new SandboxError(`the verification runner for ${task.taskId} printed an unreadable result: ${errorMessage(error).slice(0, 300)}`, { retriable: true });
+      }
+      return { result, imageDigest: sandbox.imageDigest };
     });
   }
 
-  private async withSandbox<T>(task: Task, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
-    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(VERIFIER_SPEC.recipe), runId: this.options.runId, taskId: task.taskId });
+  private async withSandbox<T>(taskId: string, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
+    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(VERIFIER_RECIPE), runId: this.options.runId, taskId });
     try {
       return await use(sandbox);
     } finally {
@@ -113,11 +254,19 @@ export class Verifier {
   }
 }
 
+/** One line on why a run did not pass, for quarantine reasons and calibration reports. */
+export function describeFailure(checked: Pick<Judgement, 'failure' | 'hacks' | 'tests' | 'detail'>): string {
+  if (checked.hacks.length > 0) return `flagged ${checked.hacks.map((h) => `${h.kind} (${h.evidence.slice(0, 160)})`).join(', ')}`;
+  if (checked.failure !== null) return `${checked.failure}: ${(checked.detail ?? '').slice(0, 200)}`;
+  const failing = checked.tests.filter((t) => t.outcome !== 'passed');
+  return `${failing.length} test(s) not passed: ${failing.slice(0, 3).map((t) => `${t.id} ${t.outcome}`).join(', ')}`;
+}
+
 export function createVerifierProcessor(context: ProcessorContext, options: VerifierOptions): StreamProcessor<'trajectories'> {
   const verifier = new Verifier(options);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: options.instanceId ?? '0', maxRecordsPerTransaction: 4, timeoutMs: 180_000 },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000) },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];

@@ -1,0 +1,126 @@
+import { nowIso, type Reward, type RewardDisposition, type Verification } from '../../schemas/index.js';
+import { groupAdvantages } from './advantages.js';
+
+export interface GroupScoringOptions {
+  /** Fewest members a group closed by its straggler deadline needs to be scored; fewer are withheld. @default 2 */
+  minGroupSize?: number;
+  /** Added to the group std before dividing. @default 1e-6 */
+  epsilon?: number;
+}
+
+export type ResolvedGroupScoring = Readonly<Required<GroupScoringOptions>>;
+
+export function resolveGroupScoring(options: GroupScoringOptions = {}): ResolvedGroupScoring {
+  const resolved = { minGroupSize: 2, epsilon: 1e-6, ...options };
+  if (!Number.isInteger(resolved.minGroupSize) || resolved.minGroupSize < 1) throw new Error(`minGroupSize must be a whole number >= 1, got ${resolved.minGroupSize}`);
+  if (!(resolved.epsilon > 0 && Number.isFinite(resolved.epsilon))) throw new Error(`epsilon must be a positive number, got ${resolved.epsilon}`);
+  return resolved;
+}
+
+/** The part of a verification a reward group keeps (the test list stays out of the state store). */
+export interface GroupMember {
+  readonly verificationId: string;
+  readonly trajectoryId: string;
+  readonly groupId: string;
+  readonly groupSize: number;
+  readonly passed: boolean;
+  readonly fractionPassed: number;
+  readonly hacked: boolean;
+  readonly quarantine: string | null;
+  readonly rescoreId: string | null;
+  readonly lineage: Verification['lineage'];
+}
+
+export function memberOf(verification: Verification): GroupMember {
+  return {
+    verificationId: verification.verificationId,
+    trajectoryId: verification.trajectoryId,
+    groupId: verification.groupId,
+    groupSize: verification.groupSize,
+    passed: verification.passed,
+    fractionPassed: verification.fractionPassed,
+    hacked: (verification.hacks ?? []).length > 0,
+    quarantine: verification.quarantine?.reason ?? null,
+    rescoreId: verification.rescoreId ?? null,
+    lineage: verification.lineage,
+  };
+}
+
+/**
+ * Rewards are grouped per (group, verifier version): a re-scored group never mixes verdicts of two
+ * verifiers, so its advantages compare like with like.
+ */
+export const groupKey = (member: Pick<GroupMember, 'groupId' | 'lineage' | 'rescoreId'>): string =>
+  `${member.groupId}|${member.lineage.verifierVersion ?? 'unversioned'}|${member.rescoreId ?? 'live'}`;
+
+/** Why a group is being scored now. */
+export type GroupClosure = { readonly by: 'complete' } | { readonly by: 'deadline' | 'end-of-range'; readonly expected: number };
+
+function reward(member: GroupMember, fields: Pick<Reward, 'reward' | 'advantage' | 'groupMean' | 'groupStd' | 'groupSize' | 'disposition' | 'reason'>): Reward {
+  return {
+    rewardId: `${member.verificationId}/reward`,
+    trajectoryId: member.trajectoryId,
+    verificationId: member.verificationId,
+    groupId: member.groupId,
+    ...fields,
+    fractionPassed: member.fractionPassed,
+    hacked: member.hacked,
+    rescoreId: member.rescoreId,
+    lineage: { ...member.lineage, createdAt: nowIso() },
+  };
+}
+
+/**
+ * One reward per member: 1 only for a verification that passed (a hack flag already made it fail),
+ * with GRPO's group-relative advantage. A quarantined task's rewards are withheld; a group closed by its
+ * deadline with fewer than `minGroupSize` members is withheld; a group whose rewards are all equal has
+ * no signal (dynamic sampling): neither reaches the learner, and both say why.
+ */
+export function scoreGroup(members: readonly GroupMember[], closure: GroupClosure, options: ResolvedGroupScoring): Reward[] {
+  if (members.length === 0) return [];
+  const ordered = [...members].sort((a, b) => a.lineage.attempt - b.lineage.attempt || a.trajectoryId.localeCompare(b.trajectoryId));
+  const rewards = ordered.map((m) => (m.passed ? 1 : 0));
+  const stats = groupAdvantages(rewards, options.epsilon);
+  const partial = closure.by === 'complete' ? null : `${ordered.length} of ${closure.expected} members verified by the ${closure.by === 'deadline' ? 'straggler deadline' : 'end of the re-scored range'}`;
+  const quarantined = ordered.find((m) => m.quarantine !== null)?.quarantine ?? null;
+
+  let disposition: RewardDisposition = 'learn';
+  let reason: string | null = partial === null ? null : `scored with ${partial}`;
+  if (quarantined !== null) [disposition, reason] = ['withheld', `task quarantined: ${quarantined}`];
+  else if (partial !== null && ordered.length < options.minGroupSize) [disposition, reason] = ['withheld', `only ${partial} (minimum ${options.minGroupSize})`];
+  else if (stats.std === 0) [disposition, reason] = ['no-signal', `all ${ordered.length} rewards are ${rewards[0]}: every advantage is 0${partial ? `; ${partial}` : ''}`];
+
+  const learn = disposition === 'learn';
+  return ordered.map((m, i) =>
+    reward(m, {
+      reward: rewards[i]!,
+      advantage: learn ? stats.advantages[i]! : 0,
+      groupMean: stats.mean,
+      groupStd: stats.std,
+      groupSize: ordered.length,
+      disposition,
+      reason,
+    }),
+  );
+}
+
+/** What is remembered of a scored group, to recognise late members and duplicates. */
+export interface ClosedGroup {
+  readonly closedAt: number;
+  readonly trajectoryIds: string[];
+  readonly mean: number;
+  readonly std: number;
+}
+
+/** The reward of a member that arrived after its group was scored: recorded, never learned from. */
+export function lateReward(member: GroupMember, closed: ClosedGroup): Reward {
+  return reward(member, {
+    reward: member.passed ? 1 : 0,
+    advantage: 0,
+    groupMean: closed.mean,
+    groupStd: closed.std,
+    groupSize: closed.trajectoryIds.length,
+    disposition: 'late',
+    reason: `arrived after its group was scored with ${closed.trajectoryIds.length} members`,
+  });
+}

@@ -1,0 +1,267 @@
+import type { Sandbox } from '../../connectors/sandbox/index.js';
+import { ConfigError, SandboxError, type FileTree, type Task } from '../../schemas/index.js';
+import { isTestModule } from './canary.js';
+import { describeFailure, VERIFIER_RECIPE, type Verifier } from './verifier.js';
+
+export interface CalibrationOptions {
+  /** Verifications of each reference solution: false negatives and flakiness. @default 3 */
+  referenceRuns?: number;
+  /** Known-bad mutants of each reference solution (ones the pristine tests reject when run bare) to find and verify. @default 3 */
+  mutantsPerTask?: number;
+  /** Also verify generic hacks (a forcing conftest.py, a patched report, an early exit) on the buggy module. @default true */
+  hackVariants?: boolean;
+  /** Runs in flight at once. @default 2 */
+  concurrency?: number;
+  /** Called as each task's calibration completes. @default none */
+  onTask?: (result: TaskCalibration) => void;
+  /** @default none */
+  signal?: AbortSignal;
+}
+
+/** One verdict on one variant of a task. */
+export interface VariantVerdict {
+  /** `reference#<run>`, `buggy`, `mutant:<kind>@<line>`, or `hack:<name>`. */
+  readonly variant: string;
+  /** What the variant is known to be, independently of the verifier. */
+  readonly known: 'good' | 'bad';
+  readonly passed: boolean;
+  /** Why it did not pass (or `passed`). */
+  readonly detail: string;
+}
+
+export interface TaskCalibration {
+  readonly taskId: string;
+  readonly referenceVerdicts: boolean[];
+  /** The reference solution's verdict changed between runs. */
+  readonly flaky: boolean;
+  readonly goodRuns: number;
+  /** Good variants judged failing. */
+  readonly falseNegatives: number;
+  readonly badVariants: number;
+  /** Bad variants judged passing. */
+  readonly falsePositives: number;
+  /**
+   * Sampled mutants that every pristine test passes when run bare: equivalent to the reference, or a
+   * behaviour no test pins down (a gap in the task's tests). Not known to be bad, so left out of the rates.
+   */
+  readonly survivingMutants: number;
+  readonly variants: VariantVerdict[];
+  /** Why the task was left out, if it was (no reference solution, nothing collected). */
+  readonly skipped: string | null;
+}
+
+export interface CalibrationReport {
+  readonly verifierVersion: string;
+  readonly tasks: TaskCalibration[];
+  readonly overall: {
+    readonly tasks: number;
+    readonly goodRuns: number;
+    readonly falseNegatives: number;
+    readonly falseNegativeRate: number;
+    readonly badVariants: number;
+    readonly falsePositives: number;
+    readonly falsePositiveRate: number;
+    readonly flakyTasks: string[];
+    readonly skippedTasks: number;
+  };
+  readonly elapsedMs: number;
+}
+
+export function resolveCalibrationOptions(options: CalibrationOptions = {}): Required<Omit<CalibrationOptions, 'onTask' | 'signal'>> & Pick<CalibrationOptions, 'onTask' | 'signal'> {
+  const resolved = { referenceRuns: 3, mutantsPerTask: 3, hackVariants: true, concurrency: 2, ...options };
+  for (const [name, min, max] of [['referenceRuns', 1, 50], ['mutantsPerTask', 0, 50], ['concurrency', 1, 32]] as const) {
+    const value = resolved[name];
+    if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`CalibrationOptions.${name} must be a whole number from ${min} to ${max}, got ${value}`);
+  }
+  return resolved;
+}
+
+// Runs in a bare sandbox holding the reference solution and the pristine tests: lists candidate edits with
+// the image's repair tool, applies them one by one, and keeps those a plain pytest run of the tests rejects.
+// Plain pytest, not the verifier, decides that a mutant is bad: a mutant the verifier then passes is a
+// false positive of the verifier's own making.
+const FIND_MUTANTS = String.raw`import json, subprocess, sys
+job = json.load(sys.stdin)
+tool, module, want = "/opt/trialrun/trialrun_repair.py", job["module"], job["count"]
+def call(*args, timeout=30):
+    return subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, timeout=timeout)
+listing = call("list", module)
+edits = json.loads(listing.stdout).get("edits", []) if listing.returncode == 0 else []
+# A spread over the file rather than its first lines; deterministic, so calibrations are comparable.
+order = sorted(range(len(edits)), key=lambda i: (i * 7919) % max(1, len(edits)))
+found, surviving, tried = [], 0, 0
+for i in order:
+    if len(found) >= want or tried >= want * 5:
+        break
+    edit = edits[i]
+    if call("apply", module, str(edit["id"])).returncode != 0:
+        continue
+    tried += 1
+    source = open(module, encoding="utf-8").read()
+    try:
+        verdict = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *job["tests"]], capture_output=True, timeout=15).returncode
+    except subprocess.TimeoutExpired:
+        verdict = "timeout"
+    call("revert", module)
+    if verdict in (1, "timeout"):
+        found.append({"name": "%s@%d" % (edit["kind"], edit["line"]), "source": source})
+    elif verdict == 0:
+        surviving += 1
+print(json.dumps({"found": found, "surviving": surviving, "listed": len(edits)}))`;
+
+/** Generic hacks on the buggy module: each must be flagged and score 0. */
+function hackVariants(module: string, buggy: string): Array<{ name: string; files: FileTree }> {
+  return [
+    {
+      name: 'forcing-conftest',
+      files: {
+        [module]: buggy,
+        'conftest.py': 'import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n',
+      },
+    },
+    {
+      name: 'patched-report',
+      files: {
+        [module]: `${buggy}\n\nimport _pytest.reports as _reports\n_original = _reports.TestReport.from_item_and_call\n\n\ndef _passing(item, call):\n    report = _original(item, call)\n    report.outcome = "passed"\n    return report\n\n\n_reports.TestReport.from_item_and_call = staticmethod(_passing)\n`,
+      },
+    },
+    { name: 'exit-at-import', files: { [module]: `${buggy}\n\nimport os\nos._exit(0)\n` } },
+  ];
+}
+
+async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) await fn(items[next++]!);
+    }),
+  );
+}
+
+/**
+ * Measures the verifier against variants whose verdict is known without it: the reference solution
+ * (good, run several times: any fail is a false negative, a changing verdict is flakiness), the buggy
+ * module (bad by construction), mutants of the reference that plain pytest rejects, and generic hacks
+ * (bad by construction). Reports false-negative and false-positive rates per task and overall, and the
+ * mutants no test rejects (gaps in the tasks' tests).
+ */
+export async function calibrate(verifier: Verifier, tasks: readonly Task[], options: CalibrationOptions = {}): Promise<CalibrationReport> {
+  const settings = resolveCalibrationOptions(options);
+  const signal = settings.signal ?? new AbortController().signal;
+  const started = performance.now();
+  const version = await verifier.version();
+  const results: TaskCalibration[] = [];
+
+  // Tasks side by side, each task's variants one after another: `concurrency` runs in flight, and one
+  // task's mutant search overlaps another's verifications.
+  await mapLimit(tasks, settings.concurrency, async (task) => {
+    const result = await calibrateTask(verifier, task, settings, signal);
+    results.push(result);
+    settings.onTask?.(result);
+  });
+  results.sort((a, b) => a.taskId.localeCompare(b.taskId));
+
+  const counted = results.filter((r) => r.skipped === null);
+  const sum = (pick: (r: TaskCalibration) => number): number => counted.reduce((total, r) => total + pick(r), 0);
+  const goodRuns = sum((r) => r.goodRuns);
+  const badVariants = sum((r) => r.badVariants);
+  const falseNegatives = sum((r) => r.falseNegatives);
+  const falsePositives = sum((r) => r.falsePositives);
+  return {
+    verifierVersion: version,
+    tasks: results,
+    overall: {
+      tasks: counted.length,
+      goodRuns,
+      falseNegatives,
+      falseNegativeRate: goodRuns ? falseNegatives / goodRuns : 0,
+      badVariants,
+      falsePositives,
+      falsePositiveRate: badVariants ? falsePositives / badVariants : 0,
+      flakyTasks: counted.filter((r) => r.flaky).map((r) => r.taskId),
+      skippedTasks: results.length - counted.length,
+    },
+    elapsedMs: performance.now() - started,
+  };
+}
+
+const skippedTask = (taskId: string, why: string): TaskCalibration => ({
+  taskId,
+  referenceVerdicts: [],
+  flaky: false,
+  goodRuns: 0,
+  falseNegatives: 0,
+  badVariants: 0,
+  falsePositives: 0,
+  survivingMutants: 0,
+  variants: [],
+  skipped: why,
+});
+
+async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnType<typeof resolveCalibrationOptions>, signal: AbortSignal): Promise<TaskCalibration> {
+  if (task.referenceSolution === null) return skippedTask(task.taskId, 'no reference solution');
+  const collected = await verifier.collect(task, signal);
+  if (collected.ids.length === 0) return skippedTask(task.taskId, collected.problem ?? 'no hidden tests collected');
+  const reference = { ...task.files, ...task.referenceSolution };
+  const modules = Object.keys(task.files);
+  const module = modules.length === 1 ? modules[0]! : null;
+
+  const variants: Array<{ variant: string; known: 'good' | 'bad'; files: FileTree }> = [];
+  for (let run = 1; run <= settings.referenceRuns; run++) variants.push({ variant: `reference#${run}`, known: 'good', files: reference });
+  variants.push({ variant: 'buggy', known: 'bad', files: task.files });
+  let survivingMutants = 0;
+  if (module !== null && settings.mutantsPerTask > 0) {
+    const mutants = await findKnownBadMutants(verifier, task, module, settings.mutantsPerTask, signal);
+    survivingMutants = mutants.surviving;
+    for (const mutant of mutants.found) variants.push({ variant: `mutant:${mutant.name}`, known: 'bad', files: { ...reference, [module]: mutant.source } });
+  }
+  if (module !== null && settings.hackVariants) {
+    for (const hack of hackVariants(module, task.files[module]!)) variants.push({ variant: `hack:${hack.name}`, known: 'bad', files: hack.files });
+  }
+
+  const verdicts: VariantVerdict[] = [];
+  for (const { variant, known, files } of variants) {
+    const checked = await verifier.check(task, files, collected.ids, signal);
+    verdicts.push({ variant, known, passed: checked.passed, detail: checked.passed ? 'passed' : describeFailure(checked) });
+  }
+  const good = verdicts.filter((v) => v.known === 'good');
+  const bad = verdicts.filter((v) => v.known === 'bad');
+  const referenceVerdicts = good.map((v) => v.passed);
+  return {
+    taskId: task.taskId,
+    referenceVerdicts,
+    flaky: referenceVerdicts.some(Boolean) && !referenceVerdicts.every(Boolean),
+    goodRuns: good.length,
+    falseNegatives: good.filter((v) => !v.passed).length,
+    badVariants: bad.length,
+    falsePositives: bad.filter((v) => v.passed).length,
+    survivingMutants,
+    variants: verdicts,
+    skipped: null,
+  };
+}
+
+/** Mutants of the reference solution that a plain run of the pristine tests rejects, found in one bare sandbox. */
+export async function findKnownBadMutants(
+  verifier: Verifier,
+  task: Task,
+  module: string,
+  count: number,
+  signal: AbortSignal,
+): Promise<{ found: Array<{ name: string; source: string }>; surviving: number }> {
+  const { pool, imageFor, runId } = verifier.options;
+  const sandbox: Sandbox = await pool.acquire({ image: imageFor(VERIFIER_RECIPE), runId, taskId: task.taskId });
+  try {
+    await sandbox.writeFiles({ ...task.files, ...(task.referenceSolution ?? {}), ...task.visibleTests, ...task.hiddenTests });
+    const exec = await sandbox.exec(['python3', '-c', FIND_MUTANTS], {
+      stdin: JSON.stringify({ module, count, tests: Object.keys({ ...task.visibleTests, ...task.hiddenTests }).filter(isTestModule) }),
+      timeoutMs: 60_000 + count * 5 * 20_000,
+      maxOutputBytes: 4 * 1024 * 1024,
+      signal,
+    });
+    if (exec.status !== 'exited' || exec.exitCode !== 0) throw new SandboxError(`finding mutants of ${task.taskId} failed (${exec.status}, exit ${String(exec.exitCode)}): ${exec.stderr.slice(-400)}`);
+    return JSON.parse(exec.stdout) as { found: Array<{ name: string; source: string }>; surviving: number };
+  } finally {
+    await sandbox.release();
+  }
+}

@@ -1,0 +1,33 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The modules whose code decides a verdict; calibration and re-scoring only drive them. */
+const VERDICT_MODULES = ['verifier', 'judge', 'screening', 'canary', 'junit', 'sandbox-scripts', 'version'] as const;
+
+let codeDigest: string | undefined;
+
+/**
+ * sha256 over the source of the verdict modules as this process runs them (compiled JavaScript from
+ * dist/, or TypeScript under tsx): any change to how verdicts are reached changes the version.
+ */
+export function verifierCodeDigest(): string {
+  if (codeDigest === undefined) {
+    const here = fileURLToPath(import.meta.url);
+    const hash = createHash('sha256');
+    for (const name of VERDICT_MODULES) {
+      const path = join(dirname(here), `${name}${extname(here)}`);
+      if (!existsSync(path)) throw new Error(`verifier module ${path} is missing; the verifier version cannot be computed`);
+      hash.update(`${name}\0`).update(readFileSync(path)).update('\0');
+    }
+    codeDigest = hash.digest('hex');
+  }
+  return codeDigest;
+}
+
+/** `v-<12 hex>`: the verifier's code, its verdict-relevant configuration and the sandbox image, hashed together. */
+export function verifierVersion(config: Readonly<Record<string, unknown>>, imageDigest: string): string {
+  const digest = createHash('sha256').update(JSON.stringify({ code: verifierCodeDigest(), config, imageDigest })).digest('hex');
+  return `v-${digest.slice(0, 12)}`;
+}
