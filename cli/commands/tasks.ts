@@ -1,45 +1,71 @@
 import { join } from 'node:path';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
-import { runTaskJob } from '../../pipelines/task-job/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { formatReport, loadJobFile, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { dataDir } from '../paths.js';
+
+const JOB_FILE = /\.(ya?ml|json)$/i;
+
+/** The report without the task records themselves, for --json. */
+function reportJson(report: TaskJobReport): string {
+  const { tasks, ...rest } = report;
+  return JSON.stringify({ ...rest, tasks: tasks.length }, null, 2);
+}
 
 export const tasksCommand: Command = {
   name: 'tasks',
   summary:
     'Task data jobs.\n' +
-    '  publish <file.jsonl>  validate rows (rejects go to a rejects file with line and reason), drop exact duplicates,\n' +
-    '                        and publish the batch to the tasks topic in one transaction',
-  usage: 'publish <file.jsonl>',
+    '  publish <job.yaml>    run a job file (see tasks/jobs/): read the sources (JSON Lines, JSON, CSV, Parquet, globs),\n' +
+    '                        map and validate rows (rejects go to a rejects file with source, row and reason), drop\n' +
+    '                        exact and near duplicates and eval contamination, derive validated repair tasks from\n' +
+    '                        solutions, place tasks in difficulty buckets from observed pass rates, and publish the\n' +
+    '                        batch to the tasks topic in one transaction (tasks already published are not sent again)\n' +
+    '  publish <rows.jsonl>  the same over a file of bundled-format repair rows, with default settings',
+  usage: 'publish <job.yaml | rows.jsonl>',
   options: {
     'dry-run': { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    analytics: { type: 'string' },
   },
-  help: { 'dry-run': 'report what the job would publish, publish nothing' },
+  help: {
+    'dry-run': 'run every stage and report what each did, publish nothing (needs no Kafka)',
+    json: 'print the report as JSON',
+    analytics: 'analytics store whose rewards give observed pass rates (default: the data folder)',
+  },
   async run(values, [action, file]) {
     if (action !== 'publish' || !file) {
-      process.stderr.write('trialrun tasks: usage: trialrun tasks publish <file.jsonl> [--dry-run]\n');
+      process.stderr.write('trialrun tasks: usage: trialrun tasks publish <job.yaml | rows.jsonl> [--dry-run] [--json]\n');
       return 2;
     }
-    const context = processorContext();
-    if (!values['dry-run']) {
+    const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
+    const dryRun = Boolean(values['dry-run']);
+    const context = dryRun ? undefined : processorContext();
+    if (context) {
       const admin = context.kafka.admin();
       await admin.connect();
       await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
       await context.serde.register();
     }
-    const report = await runTaskJob(context.kafka, context.serde, context.names, { file, rejectsDir: join(dataDir(), 'rejects'), dryRun: Boolean(values['dry-run']) });
-    process.stdout.write(
-      [
-        `job run     ${report.jobRunId}`,
-        `rows read   ${report.rowsRead}`,
-        `rejected    ${report.rejected}`,
-        `duplicates  ${report.duplicates}`,
-        `valid       ${report.tasks.length}`,
-        `published   ${report.published}${values['dry-run'] ? ' (dry run)' : ` to ${context.names.name('tasks')}`}`,
-        `rejects     ${report.rejectsFile}`,
-      ].join('\n') + '\n',
-    );
-    return 0;
+    const pool = job.spec.derive ? new DockerSandboxPool() : undefined;
+    try {
+      const report = await runTaskJob({
+        job,
+        rejectsDir: join(dataDir(), 'rejects'),
+        analyticsDir: (values.analytics as string | undefined) ?? dataDir(),
+        dryRun,
+        context,
+        pool,
+        imageFor,
+        onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`),
+      });
+      process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
+      return 0;
+    } finally {
+      await pool?.close();
+    }
   },
 };

@@ -1,1 +1,3 @@
-export { readJsonLines, RejectsFile, type Reject, type SourceLine } from './jsonl.js';
+export { hashFiles } from './hash.js';
+export { RejectsFile, type Reject } from './rejects.js';
+export { formatOf, SOURCE_FORMATS, TabularFiles, type ReadRowsOptions, type ReadRowsReport, type RowReject, type SourceFormat, type SourceRow } from './tabular.js';

@@ -57,6 +57,8 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       inputs: ['tasks'],
       instanceId: options.instanceId ?? '0',
       maxRecordsPerTransaction: 1,
+      // Within each fetched batch, higher-priority tasks are rolled out first (Task.priority: higher runs first).
+      priority: (task) => task.priority,
       retry: options.retry ?? { retries: 2 },
       timeoutMs: options.timeoutMs ?? 600_000,
     },

@@ -1,10 +1,11 @@
-import type { Consumer, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import type { Admin, Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
 import { ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames } from '../../schemas/index.js';
+import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { metrics, ProcessorMetrics } from './metrics.js';
+import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
@@ -35,10 +36,17 @@ export interface ProcessorOptions<K extends TopicKey> {
   fromBeginning?: boolean;
   /** Called for every dead letter, e.g. to log it. @default logs one line to stderr */
   onDeadLetter?: (letter: DeadLetter) => void;
+  /**
+   * Handle each fetched batch highest priority first instead of in offset order (needs
+   * maxRecordsPerTransaction 1). Still exactly once: each commit keeps the partition's offset at its lowest
+   * unhandled record and marks the records handled above it in the offset metadata. @default offset order
+   */
+  priority?: (value: TopicValue<K>) => number;
 }
 
-interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry'>> {
+interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority'>> {
   retry: RetryOptions;
+  priority: ((value: TopicValue<K>) => number) | null;
 }
 
 function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
@@ -51,12 +59,16 @@ function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K
     timeoutMs: 120_000,
     stores: [],
     fromBeginning: true,
+    priority: null,
     onDeadLetter: (letter: DeadLetter) =>
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
   };
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
     throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
+  }
+  if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
+    throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
   if (resolved.stores.length > 0 && resolved.instanceId !== '0') {
     throw new Error(`ProcessorOptions of ${options.name}: a processor with state stores runs as a single instance ('0')`);
@@ -86,6 +98,8 @@ export class StreamProcessor<K extends TopicKey> {
   private readonly topicKeys: Map<string, K>;
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
+  /** Reads committed offsets and their metadata back, for priority order. */
+  private admin: Admin | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -142,35 +156,100 @@ export class StreamProcessor<K extends TopicKey> {
     });
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
+    if (this.options.priority) {
+      this.admin = kafka.admin();
+      await this.admin.connect();
+    }
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const size = this.options.maxRecordsPerTransaction;
-        for (let i = 0; i < batch.messages.length; i += size) {
-          if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
-          const chunk = batch.messages.slice(i, i + size);
-          // Slow handlers (rollouts) must not look dead to the group coordinator.
-          const beat = setInterval(() => void heartbeat().catch(() => undefined), 3_000);
-          try {
-            const outputs: EncodedOutput[] = [];
-            for (const message of chunk) {
-              outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.shutdown.signal })));
-            }
-            const last = chunk[chunk.length - 1]!;
-            await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
-            resolveOffset(last.offset);
-          } catch (error) {
-            for (const store of this.options.stores) store.discard();
-            if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
-            throw error;
-          } finally {
-            clearInterval(beat);
-          }
-          await heartbeat();
-        }
-      },
+      eachBatch: (payload) => (this.options.priority ? this.handleByPriority(payload, this.options.priority) : this.handleInOrder(payload)),
     });
+  }
+
+  private async handleInOrder({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+    const size = this.options.maxRecordsPerTransaction;
+    for (let i = 0; i < batch.messages.length; i += size) {
+      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      const chunk = batch.messages.slice(i, i + size);
+      const finished = await this.inTransaction(heartbeat, async () => {
+        const outputs: EncodedOutput[] = [];
+        for (const message of chunk) {
+          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.shutdown.signal })));
+        }
+        const last = chunk[chunk.length - 1]!;
+        await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
+        resolveOffset(last.offset);
+      });
+      if (!finished) return;
+    }
+  }
+
+  /**
+   * Runs one transaction's work with heartbeats going (slow handlers such as rollouts must not look dead to
+   * the group coordinator). False when shutdown interrupted it; any other failure is rethrown, after the
+   * stores drop their uncommitted changes.
+   */
+  private async inTransaction(heartbeat: () => Promise<void>, work: () => Promise<void>): Promise<boolean> {
+    const beat = setInterval(() => void heartbeat().catch(() => undefined), 3_000);
+    try {
+      await work();
+    } catch (error) {
+      for (const store of this.options.stores) store.discard();
+      if (error instanceof ShutdownError || this.shutdown.signal.aborted) return false;
+      throw error;
+    } finally {
+      clearInterval(beat);
+    }
+    await heartbeat();
+    return true;
+  }
+
+  /**
+   * One record per transaction, highest priority first within the batch. The committed offset is the lowest
+   * record not handled yet, and the records handled above it travel in the commit's metadata, read back here
+   * at the start of every batch, so a record is neither skipped nor handled twice across restarts.
+   */
+  private async handleByPriority({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
+    const { topic, partition } = batch;
+    const committed = await this.committedProgress(topic, partition);
+    const handled = new Set(committed.handled);
+    const progress: PartitionProgress = { next: committed.next, handled };
+    const offsets = batch.messages.map((message) => BigInt(message.offset));
+    const pending = batch.messages.filter((message) => !isHandled(progress, BigInt(message.offset))).slice(0, MAX_REORDERED);
+    const topicKey = this.topicKeys.get(topic)!;
+    const priorities = await Promise.all(
+      pending.map(async (message) => {
+        try {
+          return priorityOf(await this.context.serde.decode(topicKey, message.value));
+        } catch {
+          return 0; // undecodable: the handler chain dead-letters it in its turn
+        }
+      }),
+    );
+    // kafkajs resumes a partition after its last resolved offset: resolve only what the commit covers.
+    let resolved = committed.next ?? offsets[0]!;
+    for (const index of byPriority(priorities)) {
+      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      const message = pending[index]!;
+      const finished = await this.inTransaction(heartbeat, async () => {
+        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.shutdown.signal });
+        handled.add(BigInt(message.offset));
+        const next = nextToCommit(offsets, progress);
+        await this.commit(outputs, topic, partition, next.toString(), encodeHandled(next, handled));
+        if (next > resolved) {
+          resolveOffset((next - 1n).toString());
+          resolved = next;
+        }
+      });
+      if (!finished) return;
+    }
+  }
+
+  private async committedProgress(topic: string, partition: number): Promise<PartitionProgress> {
+    const [committed] = await this.admin!.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+    const entry = committed?.partitions.find((p) => p.partition === partition);
+    return decodeProgress(entry?.offset, entry?.metadata);
   }
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
@@ -178,6 +257,7 @@ export class StreamProcessor<K extends TopicKey> {
     this.shutdown.abort();
     await this.consumer?.disconnect();
     await this.producer?.disconnect();
+    await this.admin?.disconnect();
   }
 
   private rawRecord(topic: string, partition: number, message: KafkaMessage): RawRecord {
@@ -195,7 +275,7 @@ export class StreamProcessor<K extends TopicKey> {
     };
   }
 
-  private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string): Promise<void> {
+  private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string, metadata: string | null = null): Promise<void> {
     const transaction = await this.producer!.transaction();
     try {
       const records = [...outputs, ...this.options.stores.flatMap((store) => store.changelog())];
@@ -208,7 +288,9 @@ export class StreamProcessor<K extends TopicKey> {
       if (byTopic.size > 0) {
         await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
       }
-      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions: [{ partition, offset: nextOffset }] }] });
+      // kafkajs passes offset metadata through, though its types leave the field out.
+      const partitions = [{ partition, offset: nextOffset, metadata }];
+      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions }] });
       await transaction.commit();
     } catch (error) {
       await transaction.abort().catch(() => undefined);

@@ -1,2 +1,10 @@
-export { prepareTasks, publishTasks, runTaskJob, type TaskJobOptions, type TaskJobReport } from './job.js';
-export { RepairTaskRow } from './repair-row.js';
+export { deduplicate, type DedupKey, type DedupOptions, type DedupResult } from './dedup.js';
+export { deriveMutants, mutantId, type DeriveOptions, type Mutant, type Problem, type ProblemResult } from './derive.js';
+export { observedPassRates, planCurriculum, type Curriculum, type CurriculumOptions, type Observed } from './difficulty.js';
+export { prepareTasks, rowsFileJob, runTaskJob, type DerivationReport, type StageReport, type TaskJobOptions, type TaskJobReport } from './job.js';
+export { LshIndex, MinHasher } from './minhash.js';
+export { comparableText, contentHash, normaliseCode, normaliseProse } from './normalise.js';
+export { publishedFingerprints, publishNewTasks, publishTasks, taskFingerprint, type IdempotentPublishReport, type PublishOptions } from './publish.js';
+export { formatReport } from './report.js';
+export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';
+export { IMPORTERS, JobSpec, loadJobFile, Mapping, MUTATION_KINDS, resolveJob, type JobSpecInput, type ResolvedJob } from './spec.js';

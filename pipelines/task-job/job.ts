@@ -1,117 +1,156 @@
-import { createHash, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
 import { basename, join } from 'node:path';
-import type { Kafka } from '../../connectors/kafka/index.js';
-import { readJsonLines, RejectsFile } from '../../connectors/files/index.js';
-import type { TopicSerde } from '../../connectors/registry/index.js';
-import { describeIssues, nowIso, Task, type TopicNames } from '../../schemas/index.js';
-import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
-import { RepairTaskRow } from './repair-row.js';
+import { RejectsFile } from '../../connectors/files/index.js';
+import type { SandboxPool } from '../../connectors/sandbox/index.js';
+import { ConfigError, type Task } from '../../schemas/index.js';
+import type { ProcessorContext } from '../runtime/index.js';
+import type { BucketCounts } from './difficulty.js';
+import { publishNewTasks } from './publish.js';
+import { resolveJob, type ResolvedJob } from './spec.js';
+import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, validateRows, type DerivationReport, type JobRun, type RepairItem, type StageReport } from './stages.js';
+
+export type { DerivationReport, KindSurvival, StageReport } from './stages.js';
 
 export interface TaskJobOptions {
-  /** JSON Lines file of program-repair rows. */
-  file: string;
-  /** Folder for the rejects file. */
+  /** The checked job (`loadJobFile` or `resolveJob`). */
+  job: ResolvedJob;
+  /** Folder for the rejects file `<rejectsDir>/<jobRunId>.jsonl`. */
   rejectsDir: string;
+  /** Analytics store (Parquet folders) whose rewards give observed pass rates. @default none: every task starts cold */
+  analyticsDir?: string;
   /** Identifies this run in every task's lineage. @default a random UUID */
   jobRunId?: string;
-  /** Validate and report without publishing. @default false */
+  /** Run every stage but publish nothing; no Kafka needed. @default false */
   dryRun?: boolean;
+  /** Kafka, registry and topic names; required unless dryRun. @default none */
+  context?: ProcessorContext;
+  /** Sandboxes for repair-task derivation; required when the job derives tasks. @default none */
+  pool?: SandboxPool;
+  /** Image tag of a sandbox recipe (`imageFor` of stack/). Required with pool. @default none */
+  imageFor?: (recipe: string) => string;
+  /** Progress lines for a terminal (derivation and publishing take a while). @default none */
+  onProgress?: (line: string) => void;
 }
 
 export interface TaskJobReport {
   readonly jobRunId: string;
+  readonly dataset: string;
+  readonly datasetHash: string;
+  readonly dryRun: boolean;
+  readonly stages: readonly StageReport[];
   readonly rowsRead: number;
+  /** Rows (or derived mutants) not published, written to rejectsFile with source, row and reason. */
   readonly rejected: number;
-  readonly duplicates: number;
-  readonly published: number;
+  readonly exactDuplicates: number;
+  readonly nearDuplicates: number;
+  readonly contaminationHits: number;
+  readonly derivation: DerivationReport | null;
+  readonly buckets: readonly BucketCounts[];
+  readonly coldStart: number;
+  readonly parked: number;
+  readonly deferred: number;
+  /** Null on a dry run. */
+  readonly publish: { readonly topic: string; readonly added: number; readonly updated: number; readonly unchanged: number } | null;
   readonly rejectsFile: string;
+  /** The tasks the job selected (published, or would publish on a dry run). */
   readonly tasks: readonly Task[];
+  readonly seconds: number;
 }
 
-/** Whitespace-insensitive content hash, so reformatted copies of one task count as duplicates. */
-function contentHash(row: RepairTaskRow): string {
-  const normalise = (text: string): string => text.replace(/\s+/g, ' ').trim();
-  return createHash('sha256')
-    .update([row.buggy_source, row.visible_tests, row.hidden_tests].map(normalise).join('\u0000'))
-    .digest('hex');
-}
-
-function toTask(row: RepairTaskRow, line: number, dataset: string, datasetHash: string, jobRunId: string): Task {
-  return Task.parse({
-    taskId: row.id,
-    envId: PROGRAM_REPAIR_ENV,
-    title: row.title,
-    description: row.description,
-    files: { [row.module]: row.buggy_source },
-    visibleTests: { 'test_visible.py': row.visible_tests },
-    hiddenTests: { 'test_hidden.py': row.hidden_tests },
-    referenceSolution: { [row.module]: row.fixed_source },
-    tags: row.tags,
-    priority: row.priority,
-    split: row.split,
-    difficulty: null,
-    source: { dataset, datasetHash, jobRunId, sourceRow: line },
-    lineage: { taskId: row.id, attempt: 0, runId: jobRunId, policyVersion: null, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
-  });
-}
-
-/** Reads, validates and deduplicates a task file; rejects go to `<rejectsDir>/<jobRunId>.jsonl` with line and reason. */
-export async function prepareTasks(options: TaskJobOptions): Promise<Omit<TaskJobReport, 'published'>> {
+/**
+ * A task data job: read the sources, map and validate every row (rejects go to a rejects file with source,
+ * row and reason), normalise, drop exact and near duplicates and train rows that contaminate the eval
+ * split, derive validated repair tasks from solution rows, estimate difficulty from observed pass rates,
+ * park tasks without learning signal, pick the target mix per difficulty bucket, and publish the batch in
+ * one transaction without re-publishing what the topic already holds.
+ */
+export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport> {
+  const started = performance.now();
+  const { job } = options;
+  const { spec } = job;
+  const dryRun = options.dryRun ?? false;
+  if (!dryRun && !options.context) throw new ConfigError('TaskJobOptions.context is required unless dryRun is set');
+  if (spec.derive && !(options.pool && options.imageFor)) throw new ConfigError(`job ${spec.name} derives repair tasks: TaskJobOptions.pool and imageFor are required`);
   const jobRunId = options.jobRunId ?? randomUUID();
-  const lines = await readJsonLines(options.file);
-  const dataset = basename(options.file);
-  const datasetHash = createHash('sha256').update(readFileSync(options.file)).digest('hex');
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
-  const seenIds = new Set<string>();
-  const seenContent = new Set<string>();
-  const tasks: Task[] = [];
-  let duplicates = 0;
-  for (const { line, text, validJson } of lines) {
-    if (!validJson) {
-      rejects.add({ source: options.file, line, reason: 'not valid JSON' });
-      continue;
-    }
-    const parsed = RepairTaskRow.safeParse(JSON.parse(text));
-    if (!parsed.success) {
-      rejects.add({ source: options.file, line, reason: describeIssues(parsed.error).join('; ') });
-      continue;
-    }
-    const hash = contentHash(parsed.data);
-    if (seenContent.has(hash) || seenIds.has(parsed.data.id)) {
-      duplicates++;
-      rejects.add({ source: options.file, line, reason: seenIds.has(parsed.data.id) ? `duplicate task id ${parsed.data.id}` : 'exact duplicate of an earlier row' });
-      continue;
-    }
-    seenContent.add(hash);
-    seenIds.add(parsed.data.id);
-    tasks.push(toTask(parsed.data, line, dataset, datasetHash, jobRunId));
-  }
-  return { jobRunId, rowsRead: lines.length, rejected: rejects.count - duplicates, duplicates, rejectsFile: rejects.path, tasks };
-}
-
-/** Publishes a prepared batch in one transaction: all of it becomes visible, or none. */
-export async function publishTasks(kafka: Kafka, serde: TopicSerde, names: TopicNames, tasks: readonly Task[]): Promise<number> {
-  const producer = kafka.producer({ transactionalId: `${names.prefix}task-job`, idempotent: true, maxInFlightRequests: 1 });
-  await producer.connect();
+  const run: JobRun = { job, jobRunId, rejects, progress: options.onProgress ?? (() => undefined), stages: [] };
   try {
-    const messages = await Promise.all(tasks.map(async (task) => ({ key: task.taskId, value: await serde.encode('tasks', task) })));
-    const transaction = await producer.transaction();
-    try {
-      await transaction.send({ topic: names.name('tasks'), messages });
-      await transaction.commit();
-    } catch (error) {
-      await transaction.abort().catch(() => undefined);
-      throw error;
-    }
-    return messages.length;
+    const { items, rowsRead, datasetHash } = await readSources(run);
+    const validated = validateRows(run, await convertTests(run, items));
+    const { survivors, dedup } = dedupRows(run, validated);
+    const { derived, derivation } = spec.derive
+      ? await deriveTasks(run, survivors, options.pool!, options.imageFor!('python-repair'))
+      : { derived: survivors.filter((item): item is RepairItem => 'task' in item), derivation: null };
+    const plan = await planTasks(run, derived, options.analyticsDir);
+    const tasks = buildTasks(run, derived, plan, datasetHash);
+    const publish = dryRun ? null : await publishStage(run, options.context!, tasks);
+    rejects.close();
+    return {
+      jobRunId,
+      dataset: spec.name,
+      datasetHash,
+      dryRun,
+      stages: run.stages,
+      rowsRead,
+      rejected: rejects.count,
+      exactDuplicates: dedup.exactDuplicates,
+      nearDuplicates: dedup.nearDuplicates,
+      contaminationHits: dedup.contaminationHits,
+      derivation,
+      buckets: plan.histogram,
+      coldStart: plan.coldStart,
+      parked: plan.estimates.filter((estimate) => estimate.parked).length,
+      deferred: plan.deferred.length,
+      publish,
+      rejectsFile: rejects.path,
+      tasks,
+      seconds: (performance.now() - started) / 1000,
+    };
   } finally {
-    await producer.disconnect();
+    rejects.close();
   }
 }
 
-export async function runTaskJob(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: TaskJobOptions): Promise<TaskJobReport> {
-  const prepared = await prepareTasks(options);
-  const published = options.dryRun ? 0 : await publishTasks(kafka, serde, names, prepared.tasks);
-  return { ...prepared, published };
+/** publish: what is new or changed, in one transaction. */
+async function publishStage(run: JobRun, context: ProcessorContext, tasks: readonly Task[]): Promise<NonNullable<TaskJobReport['publish']>> {
+  const { spec } = run.job;
+  const started = performance.now();
+  run.progress(`publishing ${tasks.length} task(s) to ${context.names.name('tasks')}`);
+  const published = await publishNewTasks(context.kafka, context.serde, context.names, tasks, {
+    transactionalId: `${context.names.prefix}task-job.${spec.name}`,
+    transactionTimeoutMs: spec.publish.transactionTimeoutMs,
+    batchSize: spec.publish.batchSize,
+    requestBytes: spec.publish.requestBytes,
+    onProgress: (sent, total) => run.progress(`sent ${sent}/${total}`),
+  });
+  run.stages.push({
+    stage: 'publish',
+    rowsIn: tasks.length,
+    rowsOut: published.added + published.updated,
+    seconds: (performance.now() - started) / 1000,
+    rejects: {},
+    notes: [`${published.added} new, ${published.updated} updated, ${published.unchanged} already published unchanged`],
+  });
+  return { topic: context.names.name('tasks'), ...published };
+}
+
+/** The job a plain file of bundled-format rows (`tasks/repair-bundle.jsonl`) stands for. */
+export function rowsFileJob(file: string): ResolvedJob {
+  const name = basename(file).toLowerCase().replace(/\.(jsonl|ndjson|json|csv|parquet)(\.gz)?$/, '').replace(/[^a-z0-9._-]+/g, '-').replace(/^[^a-z0-9]+/, '') || 'tasks';
+  return resolveJob({ name, sources: [{ path: file }], importer: 'repair-rows' }, process.cwd(), `rows file ${file}`);
+}
+
+export interface PrepareOptions {
+  /** A file of bundled-format repair rows. */
+  file: string;
+  rejectsDir: string;
+  /** @default a random UUID */
+  jobRunId?: string;
+}
+
+/** Every stage short of publishing over a rows file (what the in-process loop needs). */
+export async function prepareTasks(options: PrepareOptions): Promise<{ jobRunId: string; rowsRead: number; rejected: number; duplicates: number; rejectsFile: string; tasks: readonly Task[] }> {
+  const report = await runTaskJob({ job: rowsFileJob(options.file), rejectsDir: options.rejectsDir, jobRunId: options.jobRunId, dryRun: true });
+  const duplicates = report.exactDuplicates + report.nearDuplicates;
+  return { jobRunId: report.jobRunId, rowsRead: report.rowsRead, rejected: report.rejected - duplicates, duplicates, rejectsFile: report.rejectsFile, tasks: report.tasks };
 }

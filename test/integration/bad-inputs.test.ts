@@ -141,8 +141,8 @@ test('a task row that fails validation goes to the rejects file with its line an
   const report = await prepareTasks({ file, rejectsDir: dir, jobRunId: 'job-1' });
   assert.equal(report.tasks.length, 1);
   assert.equal(report.duplicates, 1);
-  const rejects = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { line: number; reason: string });
-  assert.deepEqual(rejects.map((r) => r.line), [2, 3, 4, 5]);
+  const rejects = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { row: number; reason: string });
+  assert.deepEqual(rejects.map((r) => r.row), [2, 3, 4, 5]);
   assert.match(rejects[0]!.reason, /hidden_tests/);
   assert.match(rejects[1]!.reason, /not valid JSON/);
   assert.match(rejects[2]!.reason, /duplicate/);

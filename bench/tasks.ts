@@ -1,0 +1,329 @@
+/**
+ * Task data job benchmark: `npm run bench:tasks [-- --rows 1000000 --small 100000 --publish 100000 --dir /tmp/trialrun-bench-tasks]`.
+ *
+ * On a generated data set of program-repair rows (written under --dir at run time, reused by later runs; about
+ * 1 KB a row, with invalid rows, exact and near duplicates, and eval rows that copy train rows mixed in), every
+ * figure stands beside a baseline measured in the same run:
+ *   1. rows per second of each stage and of the whole job (dry run), against DuckDB's own
+ *      `read_json` -> Parquet copy of the same file;
+ *   2. near-duplicate detection (`deduplicate`: exact + MinHash/LSH near-duplicates + contamination) on the
+ *      first --small rows (median of 3 runs) and on all --rows rows, in the same process: CPU cost per row at
+ *      both sizes, whose ratio says how close to linear the cost grows;
+ *   3. tasks published per second (one transaction, registry encoding, the topic read first for what is
+ *      already there) against a bare producer loop sending the same encoded payloads.
+ * Needs the stack (Kafka, registry) for part 3; `--publish 0` skips it.
+ */
+import { randomUUID } from 'node:crypto';
+import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../connectors/analytics/index.js';
+import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
+import { TopicSerde } from '../connectors/registry/index.js';
+import { comparableText, deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
+import { seededRandom } from '../policies/index.js';
+import { topicNames, type Reward, type Task } from '../schemas/index.js';
+
+const { values } = parseArgs({
+  options: {
+    rows: { type: 'string', default: '1000000' },
+    small: { type: 'string', default: '100000' },
+    publish: { type: 'string', default: '100000' },
+    dir: { type: 'string', default: '/tmp/trialrun-bench-tasks' },
+  },
+});
+const count = (name: 'rows' | 'small' | 'publish', min: number): number => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
+  return value;
+};
+const ROWS = count('rows', 1000);
+const SMALL = count('small', 1000);
+const PUBLISH = Math.min(count('publish', 0), ROWS);
+const DIR = values.dir;
+if (SMALL > ROWS) throw new Error(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
+// Bump when the generator changes, so a cached file from an older generator is not reused.
+const GENERATOR = 'v1';
+
+// --- the data set ---------------------------------------------------------------------------------------
+
+/** The same rows on every run: every random choice comes from a seeded generator. */
+const prng = (seed: number): (() => number) => seededRandom(String(seed));
+
+const SYLLABLES = 'ka lo mi su ne ra to vi pe du xa ze bo fi gu ha jo ly qu wi'.split(' ');
+const WORDS = Array.from({ length: 6000 }, (_, i) => {
+  const random = prng(i + 1);
+  const length = 2 + Math.floor(random() * 3);
+  return Array.from({ length }, () => SYLLABLES[Math.floor(random() * SYLLABLES.length)]).join('');
+});
+
+interface GeneratedRow {
+  id: string;
+  title: string;
+  description: string;
+  module: string;
+  buggy_source: string;
+  fixed_source: string;
+  visible_tests: string;
+  hidden_tests: string;
+  tags: string[];
+  priority: number;
+  split: 'train' | 'eval';
+}
+
+const OPS = ['<', '<=', '>', '>=', '==', '!='];
+const KINDS = ['compare-op', 'arith-op', 'off-by-one', 'range-bound', 'negation'];
+
+/** One distinct, plausible repair task: a few statements over random names, one operator slipped. */
+function distinctRow(index: number): GeneratedRow {
+  const random = prng(index * 7919 + 17);
+  const word = (): string => WORDS[Math.floor(random() * WORDS.length)]!;
+  const int = (limit: number): number => Math.floor(random() * limit);
+  const fn = `${word()}_${word()}`;
+  const [a, b, acc, item] = [word(), word(), word(), word()];
+  const statements = [
+    `    ${acc} = ${int(9)}`,
+    `    for ${item} in ${a}:`,
+    `        if ${item} ${OPS[int(OPS.length)]} ${b}:`,
+    `            ${acc} += ${item} * ${1 + int(5)}`,
+    ...Array.from({ length: 1 + int(4) }, () => `    ${word()} = ${acc} ${['+', '-', '*', '//'][int(4)]} ${1 + int(20)}`),
+    `    return ${acc}`,
+  ];
+  const fixed = `def ${fn}(${a}: list[int], ${b}: int) -> int:\n    """${word()} ${word()} ${word()} of ${a} against ${b}."""\n${statements.join('\n')}\n`;
+  const buggy = fixed.replace(`${acc} += ${item}`, `${acc} -= ${item}`);
+  const asserts = Array.from({ length: 2 + int(3) }, () => `    assert ${fn}([${int(50)}, ${int(50)}, ${int(50)}], ${int(50)}) == ${int(500)}`);
+  const module = `${word()}_${word()}.py`;
+  const importLine = `from ${module.slice(0, -3)} import ${fn}\n\n\n`;
+  return {
+    id: `gen-${index}`,
+    title: `${word()} ${word()} ${word()}`,
+    description: `\`${fn}\` ${Array.from({ length: 12 + int(14) }, word).join(' ')}. The module \`${module}\` has one bug.`,
+    module,
+    buggy_source: buggy,
+    fixed_source: fixed,
+    visible_tests: `${importLine}def test_visible_${word()}():\n${asserts[0]}\n`,
+    hidden_tests: `${importLine}${asserts.map((line, i) => `def test_hidden_${i}():\n${line}\n`).join('\n\n')}`,
+    tags: [KINDS[int(KINDS.length)]!],
+    priority: int(3),
+    split: random() < 0.1 ? 'eval' : 'train',
+  };
+}
+
+/** Row i of the data set: mostly distinct rows, with the defects a real data set has mixed in at fixed rates. */
+function generatedLine(index: number): string {
+  const roll = prng(index * 31 + 5)();
+  const earlier = index > 100 ? Math.floor(prng(index)() * (index - 1)) : -1;
+  if (roll < 0.005) return `{"id": "broken-${index}", "title": `; // not JSON
+  if (roll < 0.01) return JSON.stringify({ ...distinctRow(index), id: `Invalid Id ${index}` }); // fails the schema
+  if (earlier >= 0 && roll < 0.03) {
+    // An exact duplicate under another id: same content with Windows line endings.
+    const copy = distinctRow(earlier);
+    return JSON.stringify({ ...copy, id: `gen-${index}`, buggy_source: copy.buggy_source.replaceAll('\n', '\r\n') });
+  }
+  if (earlier >= 0 && roll < 0.05) {
+    // A near duplicate: one more statement in the code.
+    const copy = distinctRow(earlier);
+    return JSON.stringify({ ...copy, id: `gen-${index}`, buggy_source: `${copy.buggy_source}    # unused: ${index}\n` });
+  }
+  if (earlier >= 0 && roll < 0.053) return JSON.stringify({ ...distinctRow(earlier), id: `gen-${index}`, split: 'eval', title: `held out ${index}` }); // contamination
+  return JSON.stringify(distinctRow(index));
+}
+
+async function generate(rows: number): Promise<string> {
+  const file = join(DIR, `repair-rows-${GENERATOR}-${rows}.jsonl`);
+  if (existsSync(file)) return file;
+  const started = performance.now();
+  const partial = `${file}.partial`;
+  const out = createWriteStream(partial);
+  let buffer = '';
+  for (let i = 0; i < rows; i++) {
+    buffer += `${generatedLine(i)}\n`;
+    if (buffer.length > 1 << 22) {
+      if (!out.write(buffer)) await new Promise<void>((resolve) => out.once('drain', () => resolve()));
+      buffer = '';
+    }
+  }
+  await new Promise<void>((resolve, reject) => out.end(buffer, () => resolve()).on('error', reject));
+  renameSync(partial, file);
+  console.log(`generated ${rows} rows in ${((performance.now() - started) / 1000).toFixed(1)} s: ${file}`);
+  return file;
+}
+
+/** Rewards for the first tenth of the rows, so the curriculum stage reads real pass rates. */
+function writeRewards(analyticsDir: string, rows: number): void {
+  const random = prng(99);
+  const records: Array<{ record: Reward; meta: { topic: string; partition: number; offset: string } }> = [];
+  const createdAt = '2025-01-01T00:00:00.000Z';
+  for (let i = 0; i < rows / 10; i++) {
+    const taskId = `gen-${i}`;
+    const rate = random();
+    for (let attempt = 0; attempt < 4; attempt++) {
+      const id = `${taskId}/${attempt}`;
+      records.push({
+        record: { rewardId: id, trajectoryId: id, verificationId: id, groupId: taskId, reward: random() < rate ? 1 : 0, advantage: 0, groupMean: 0, groupStd: 0, groupSize: 4, lineage: { taskId, attempt, runId: 'bench', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt } },
+        meta: { topic: 'bench.rewards', partition: 0, offset: String(records.length) },
+      });
+    }
+  }
+  writeParquetFile(join(analyticsDir, 'rewards', bucketOf('bench', createdAt), dataFileName({ topic: 'bench.rewards', partition: 0, first: 0n, last: BigInt(records.length - 1) })), REWARDS.columns, records);
+}
+
+// --- measurements ---------------------------------------------------------------------------------------
+
+async function duckdbCopy(file: string): Promise<number> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  const target = join(DIR, `baseline-${randomUUID()}.parquet`);
+  try {
+    const started = performance.now();
+    // ignore_errors: the data set holds broken lines on purpose; DuckDB would stop at the first.
+    await connection.run(`COPY (SELECT * FROM read_json('${file}', format = 'newline_delimited', ignore_errors = true)) TO '${target}' (FORMAT parquet)`);
+    return (performance.now() - started) / 1000;
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+    rmSync(target, { force: true });
+  }
+}
+
+const jobFor = (file: string): ReturnType<typeof resolveJob> =>
+  resolveJob({ name: 'bench-tasks', sources: [{ path: file }], importer: 'repair-rows' }, DIR);
+
+const median = (values: readonly number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/** Wall and CPU seconds of `deduplicate` over rows, median of `runs` runs. */
+function timeDedup(rows: readonly GeneratedRow[], runs: number): { wall: number; cpu: number; near: number } {
+  const walls: number[] = [];
+  const cpus: number[] = [];
+  let near = 0;
+  for (let run = 0; run < runs; run++) {
+    const cpu = process.cpuUsage();
+    const started = performance.now();
+    const result = deduplicate(
+      rows,
+      (row) => ({ id: row.id, family: row.id, split: row.split, priority: row.priority }),
+      (row) => comparableText([row.description, row.buggy_source, row.visible_tests, row.hidden_tests]),
+      { threshold: 0.8 },
+    );
+    walls.push((performance.now() - started) / 1000);
+    const used = process.cpuUsage(cpu);
+    cpus.push((used.user + used.system) / 1e6);
+    near = result.nearDuplicates;
+  }
+  return { wall: median(walls), cpu: median(cpus), near };
+}
+
+/** The parseable rows of the data set, as the job's read stage sees them. */
+async function loadRows(file: string): Promise<GeneratedRow[]> {
+  const rows: GeneratedRow[] = [];
+  for await (const line of createInterface({ input: createReadStream(file) })) {
+    try {
+      const row = JSON.parse(line) as GeneratedRow;
+      if (typeof row.id === 'string' && typeof row.buggy_source === 'string') rows.push(row);
+    } catch {
+      // The data set's broken lines: the job rejects them before dedup too.
+    }
+  }
+  return rows;
+}
+
+async function dryRun(file: string, analyticsDir: string): Promise<TaskJobReport> {
+  return runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), analyticsDir, dryRun: true });
+}
+
+async function publishFigures(tasks: readonly Task[]): Promise<{ jobPerSecond: number; barePerSecond: number; added: number }> {
+  const names = topicNames(`bench-tasks-${randomUUID().slice(0, 8)}.`);
+  const bareNames = topicNames(`bench-tasks-bare-${randomUUID().slice(0, 8)}.`);
+  const kafka = createKafka({ clientId: 'bench-tasks' });
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await ensureTopics(admin, [...catalogTopics(names, ['tasks']), ...catalogTopics(bareNames, ['tasks'])]);
+    const serde = new TopicSerde(names);
+    await serde.register(['tasks']);
+
+    let started = performance.now();
+    const report = await publishNewTasks(kafka, serde, names, tasks, { transactionalId: `${names.prefix}bench`, transactionTimeoutMs: 900_000 });
+    const jobSeconds = (performance.now() - started) / 1000;
+
+    // The same payloads, encoded beforehand, sent by a plain idempotent producer in the same batch size.
+    const payloads: Array<{ key: string; value: Buffer }> = [];
+    for (const task of tasks) payloads.push({ key: task.taskId, value: await serde.encode('tasks', task) });
+    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+    await producer.connect();
+    started = performance.now();
+    // Requests cut as the job cuts them (2000 records or 900 kB), so both sides pay the same round trips.
+    let batch: typeof payloads = [];
+    let bytes = 0;
+    for (const payload of payloads) {
+      if (batch.length >= 2000 || (batch.length > 0 && bytes + payload.value.length > 900_000)) {
+        await producer.send({ topic: bareNames.name('tasks'), messages: batch });
+        batch = [];
+        bytes = 0;
+      }
+      batch.push(payload);
+      bytes += payload.value.length + payload.key.length;
+    }
+    if (batch.length > 0) await producer.send({ topic: bareNames.name('tasks'), messages: batch });
+    const bareSeconds = (performance.now() - started) / 1000;
+    await producer.disconnect();
+    return { jobPerSecond: tasks.length / jobSeconds, barePerSecond: tasks.length / bareSeconds, added: report.added };
+  } finally {
+    await admin.deleteTopics({ topics: [names.name('tasks'), bareNames.name('tasks')] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}
+
+const rate = (rows: number, seconds: number): string => `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s`;
+
+async function main(): Promise<void> {
+  mkdirSync(DIR, { recursive: true });
+  const loadBefore = loadavg()[0]!;
+  const bigFile = await generate(ROWS);
+  const analyticsDir = join(DIR, `analytics-${ROWS}`);
+  if (!existsSync(join(analyticsDir, 'rewards'))) writeRewards(analyticsDir, ROWS);
+  const lines: string[] = [];
+  lines.push(`data set: ${ROWS.toLocaleString('en-US')} rows (${bigFile}); load average ${loadBefore.toFixed(1)} at the start`);
+
+  // 1. Stages and the whole job, against DuckDB's own copy of the same file.
+  const baselineSeconds = await duckdbCopy(bigFile);
+  let big: TaskJobReport | null = await dryRun(bigFile, analyticsDir);
+  console.log(formatReport(big));
+  console.log('');
+  lines.push(`baseline: DuckDB read_json -> Parquet copy: ${baselineSeconds.toFixed(1)} s, ${rate(ROWS, baselineSeconds)}`);
+  lines.push('stage        rows in     seconds        rows/s  vs baseline');
+  for (const stage of big.stages) {
+    const perSecond = stage.rowsIn / stage.seconds;
+    lines.push(`${stage.stage.padEnd(12)}${String(stage.rowsIn).padStart(8)}  ${stage.seconds.toFixed(2).padStart(9)}  ${Math.round(perSecond).toLocaleString('en-US').padStart(12)}  ${(perSecond / (ROWS / baselineSeconds)).toFixed(2)}x`);
+  }
+  lines.push(`whole job (dry run): ${big.seconds.toFixed(1)} s, ${rate(ROWS, big.seconds)}, ${(ROWS / big.seconds / (ROWS / baselineSeconds)).toFixed(2)}x the baseline's rows/s`);
+  lines.push(`found: ${big.exactDuplicates} exact and ${big.nearDuplicates} near duplicates, ${big.contaminationHits} contamination hits`);
+  const toPublish = big.tasks.slice(0, PUBLISH);
+  big = null; // let the million tasks go before the next measurements
+
+  // 2. Near-duplicate detection at two sizes, in one process.
+  const rows = await loadRows(bigFile);
+  const small = timeDedup(rows.slice(0, SMALL), 3);
+  const all = timeDedup(rows, 1); // long enough to average the machine's noise on its own
+  const perRow = (seconds: number, count: number): number => (seconds / count) * 1e6;
+  const smallCount = Math.min(SMALL, rows.length);
+  lines.push(
+    `near-dup (deduplicate; the small set median of 3 runs): ${smallCount.toLocaleString('en-US')} rows ${small.wall.toFixed(2)} s wall / ${small.cpu.toFixed(2)} s CPU ` +
+      `(${perRow(small.cpu, smallCount).toFixed(1)} us CPU/row); ${rows.length.toLocaleString('en-US')} rows ${all.wall.toFixed(2)} s wall / ${all.cpu.toFixed(2)} s CPU ` +
+      `(${perRow(all.cpu, rows.length).toFixed(1)} us CPU/row): per-row cost ratio ${(perRow(all.cpu, rows.length) / perRow(small.cpu, smallCount)).toFixed(2)} (1.00 = linear)`,
+  );
+  rows.length = 0;
+
+  // 3. Publishing against a bare producer loop.
+  if (PUBLISH > 0) {
+    const published = await publishFigures(toPublish);
+    lines.push(`publish ${toPublish.length.toLocaleString('en-US')} tasks: job ${Math.round(published.jobPerSecond).toLocaleString('en-US')} tasks/s (one transaction, ${published.added} added) vs bare producer loop ${Math.round(published.barePerSecond).toLocaleString('en-US')} tasks/s: ${(published.jobPerSecond / published.barePerSecond).toFixed(2)}x`);
+  }
+  lines.push(`load average ${loadavg()[0]!.toFixed(1)} at the end (2 cores; other work on the machine inflates wall times)`);
+  console.log(lines.join('\n'));
+}
+
+await main();

@@ -1,0 +1,291 @@
+/**
+ * Near-duplicate detection in linear time: MinHash signatures by one-permutation hashing (one hash per
+ * shingle, not one per shingle and permutation) with optimal densification for empty bins (Shrivastava,
+ * "Optimal Densification for Fast and Accurate Minwise Hashing", ICML 2017), and an LSH index over bands
+ * of the signature built from typed arrays, so a million signatures cost tens of megabytes, not gigabytes.
+ */
+
+const FNV_OFFSET = 0x811c9dc5 | 0;
+const FNV_PRIME = 0x01000193;
+const SHINGLE_BASE = 0x01000193 * 31 + 7;
+
+/** murmur3's finaliser: a well-mixed 32-bit hash of a 32-bit value. */
+export function mix32(value: number): number {
+  let h = value >>> 0;
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
+}
+
+const isWordChar = (code: number): boolean =>
+  (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 || code > 127;
+const isSpace = (code: number): boolean => code === 32 || (code >= 9 && code <= 13);
+
+/**
+ * Hashes of the text's tokens, in order, into `out` (grown as needed); returns how many there are. Runs of
+ * letters, digits and `_` (any non-ASCII character counts as a letter) are one token, every other
+ * non-space character is a token of its own. No substrings are made.
+ */
+export function tokenHashes(text: string, out: { buffer: Int32Array } = { buffer: new Int32Array(256) }): number {
+  let buffer = out.buffer;
+  let count = 0;
+  const push = (hash: number): void => {
+    if (count === buffer.length) {
+      const grown = new Int32Array(buffer.length * 2);
+      grown.set(buffer);
+      buffer = out.buffer = grown;
+    }
+    buffer[count++] = hash;
+  };
+  let hash = FNV_OFFSET;
+  let inWord = false;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (isWordChar(code)) {
+      hash = Math.imul(hash ^ code, FNV_PRIME);
+      inWord = true;
+      continue;
+    }
+    if (inWord) {
+      push(hash);
+      hash = FNV_OFFSET;
+      inWord = false;
+    }
+    if (!isSpace(code)) push(Math.imul(FNV_OFFSET ^ code, FNV_PRIME));
+  }
+  if (inWord) push(hash);
+  return count;
+}
+
+export interface MinHasherOptions {
+  /** Tokens per shingle. @default 5 */
+  shingleTokens?: number;
+  /** Signature length (bins). @default 128 */
+  signatureSize?: number;
+}
+
+/** Computes MinHash signatures of texts over their token shingles. */
+export class MinHasher {
+  readonly shingleTokens: number;
+  readonly signatureSize: number;
+  private readonly tokens = { buffer: new Int32Array(1024) };
+  private readonly bins: Uint32Array;
+  private readonly filled: Uint8Array;
+
+  constructor(options: MinHasherOptions = {}) {
+    this.shingleTokens = options.shingleTokens ?? 5;
+    this.signatureSize = options.signatureSize ?? 128;
+    if (!Number.isInteger(this.shingleTokens) || this.shingleTokens < 1) throw new Error(`MinHasherOptions.shingleTokens must be a whole number >= 1, got ${this.shingleTokens}`);
+    if (!Number.isInteger(this.signatureSize) || this.signatureSize < 2) throw new Error(`MinHasherOptions.signatureSize must be a whole number >= 2, got ${this.signatureSize}`);
+    this.bins = new Uint32Array(this.signatureSize);
+    this.filled = new Uint8Array(this.signatureSize);
+  }
+
+  /** Writes the signature of `text` into `out` (length signatureSize). */
+  signature(text: string, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
+    const k = this.signatureSize;
+    const count = tokenHashes(text, this.tokens);
+    const tokens = this.tokens.buffer;
+    const bins = this.bins;
+    const filled = this.filled;
+    bins.fill(0xffffffff);
+    filled.fill(0);
+    const width = Math.min(this.shingleTokens, Math.max(1, count));
+    // A polynomial rolling hash of `width` consecutive token hashes: one multiply-add per shingle.
+    let lead = 1; // SHINGLE_BASE^(width-1)
+    for (let j = 1; j < width; j++) lead = Math.imul(lead, SHINGLE_BASE);
+    let rolling = 0;
+    for (let j = 0; j < width && j < count; j++) rolling = (Math.imul(rolling, SHINGLE_BASE) + tokens[j]!) | 0;
+    const shingles = Math.max(1, count - width + 1);
+    for (let i = 0; i < shingles; i++) {
+      if (i > 0) rolling = (Math.imul((rolling - Math.imul(tokens[i - 1]!, lead)) | 0, SHINGLE_BASE) + tokens[i + width - 1]!) | 0;
+      const shingle = mix32(rolling ^ width);
+      // One permutation: the shingle's hash picks its bin, an independent hash of it is its value there.
+      const bin = shingle % k;
+      const value = mix32(shingle ^ 0x5bd1e995);
+      if (value < bins[bin]!) bins[bin] = value;
+      filled[bin] = 1;
+    }
+    for (let bin = 0; bin < k; bin++) {
+      if (filled[bin]) {
+        out[bin] = bins[bin]!;
+        continue;
+      }
+      // Optimal densification: an empty bin borrows from the first filled bin a bin-specific hash sequence
+      // lands on, which keeps the collision probability equal to the Jaccard similarity.
+      let attempt = 1;
+      let source = mix32(bin * 0x9e3779b1 + attempt) % k;
+      while (!filled[source] && attempt < 64 * k) {
+        attempt++;
+        source = mix32(bin * 0x9e3779b1 + attempt) % k;
+      }
+      out[bin] = filled[source] ? bins[source]! : 0;
+    }
+    return out;
+  }
+}
+
+/** Fraction of equal positions: the MinHash estimate of the Jaccard similarity of two shingle sets. */
+export function estimateSimilarity(a: Uint32Array, b: Uint32Array, aOffset = 0, bOffset = 0, length = a.length - aOffset): number {
+  let equal = 0;
+  for (let i = 0; i < length; i++) if (a[aOffset + i] === b[bOffset + i]) equal++;
+  return equal / length;
+}
+
+/**
+ * Bands and rows per band for an LSH index whose candidate curve 1-(1-s^r)^b best separates pairs above
+ * `threshold` from those below it (equal weight on the missed and the spurious area), as datasketch does.
+ */
+export function lshParameters(threshold: number, signatureSize: number): { bands: number; rows: number } {
+  const area = (bands: number, rows: number, from: number, to: number, missed: boolean): number => {
+    const steps = 200;
+    let sum = 0;
+    for (let i = 0; i < steps; i++) {
+      const s = from + ((i + 0.5) * (to - from)) / steps;
+      const p = 1 - (1 - s ** rows) ** bands;
+      sum += missed ? 1 - p : p;
+    }
+    return (sum * (to - from)) / steps;
+  };
+  let best = { bands: 1, rows: signatureSize, error: Infinity };
+  for (let bands = 1; bands <= signatureSize; bands++) {
+    const rows = Math.floor(signatureSize / bands);
+    const error = 0.5 * area(bands, rows, 0, threshold, false) + 0.5 * area(bands, rows, threshold, 1, true);
+    if (error < best.error) best = { bands, rows, error };
+  }
+  return { bands: best.bands, rows: best.rows };
+}
+
+/**
+ * An LSH index of signatures: each band of `rows` values hashes to a 32-bit key; per band an
+ * open-addressing table maps the key to the newest item with it, and a `next` array chains older ones.
+ * Items are dense ids 0..n-1 in insertion order; memory is a few words per item per band.
+ */
+export class LshIndex {
+  readonly bands: number;
+  readonly rows: number;
+  private size = 0;
+  private capacity: number;
+  private signatures: Uint32Array;
+  private tableKeys: Uint32Array;
+  private tableHeads: Int32Array;
+  private tableSlots: number;
+  private next: Int32Array;
+  private removed: Uint8Array;
+  private stamp: Uint32Array;
+  private query = 0;
+
+  constructor(
+    readonly signatureSize: number,
+    threshold: number,
+    initialCapacity = 1024,
+  ) {
+    ({ bands: this.bands, rows: this.rows } = lshParameters(threshold, signatureSize));
+    this.capacity = Math.max(16, initialCapacity);
+    this.signatures = new Uint32Array(this.capacity * signatureSize);
+    this.tableSlots = 1 << Math.ceil(Math.log2(this.capacity * 2));
+    this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
+    this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
+    this.next = new Int32Array(this.capacity * this.bands).fill(-1);
+    this.removed = new Uint8Array(this.capacity);
+    this.stamp = new Uint32Array(this.capacity);
+  }
+
+  get count(): number {
+    return this.size;
+  }
+
+  /** Adds a signature; returns its item id. */
+  add(signature: Uint32Array): number {
+    if (this.size === this.capacity) this.grow();
+    const id = this.size++;
+    this.signatures.set(signature, id * this.signatureSize);
+    for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(signature, band), id);
+    return id;
+  }
+
+  /** Copies item `id`'s signature into `out`. */
+  signatureOf(id: number, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
+    if (!(id >= 0 && id < this.size)) throw new RangeError(`no item ${id} in an index of ${this.size}`);
+    out.set(this.signatures.subarray(id * this.signatureSize, (id + 1) * this.signatureSize));
+    return out;
+  }
+
+  /** Takes an item out of future query results (its slots stay, it is skipped). */
+  remove(id: number): void {
+    this.removed[id] = 1;
+  }
+
+  /**
+   * Items sharing at least one band with `signature` whose estimated similarity is at least `threshold`,
+   * each once, most similar first.
+   */
+  similar(signature: Uint32Array, threshold: number): Array<{ id: number; similarity: number }> {
+    const found: Array<{ id: number; similarity: number }> = [];
+    this.query = (this.query + 1) >>> 0 || 1;
+    for (let band = 0; band < this.bands; band++) {
+      const key = this.bandKey(signature, band);
+      for (let id = this.head(band, key); id >= 0; id = this.next[id * this.bands + band]!) {
+        if (this.stamp[id] === this.query || this.removed[id]) continue;
+        this.stamp[id] = this.query;
+        // Sharing one band is only a candidate; the whole signature decides.
+        const similarity = estimateSimilarity(signature, this.signatures, 0, id * this.signatureSize, this.signatureSize);
+        if (similarity >= threshold) found.push({ id, similarity });
+      }
+    }
+    return found.sort((a, b) => b.similarity - a.similarity);
+  }
+
+  private bandKey(signature: Uint32Array, band: number): number {
+    let h = mix32(band + 1);
+    const start = band * this.rows;
+    for (let i = start; i < start + this.rows; i++) h = mix32(h ^ signature[i]!);
+    return h;
+  }
+
+  private slotOf(band: number, key: number): number {
+    const mask = this.tableSlots - 1;
+    const base = band * this.tableSlots;
+    let slot = key & mask;
+    while (this.tableHeads[base + slot] !== -1 && this.tableKeys[base + slot] !== key) slot = (slot + 1) & mask;
+    return base + slot;
+  }
+
+  private head(band: number, key: number): number {
+    return this.tableHeads[this.slotOf(band, key)]!;
+  }
+
+  private link(band: number, key: number, id: number): void {
+    const slot = this.slotOf(band, key);
+    this.next[id * this.bands + band] = this.tableHeads[slot]!;
+    this.tableKeys[slot] = key;
+    this.tableHeads[slot] = id;
+  }
+
+  private grow(): void {
+    const capacity = this.capacity * 2;
+    const signatures = new Uint32Array(capacity * this.signatureSize);
+    signatures.set(this.signatures);
+    this.signatures = signatures;
+    const removed = new Uint8Array(capacity);
+    removed.set(this.removed);
+    this.removed = removed;
+    const stamp = new Uint32Array(capacity);
+    stamp.set(this.stamp);
+    this.stamp = stamp;
+    this.capacity = capacity;
+    // Rebuild the tables at the larger size (load factor <= 0.5 keeps probes short).
+    this.tableSlots = 1 << Math.ceil(Math.log2(capacity * 2));
+    this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
+    this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
+    this.next = new Int32Array(capacity * this.bands).fill(-1);
+    const signature = new Uint32Array(this.signatureSize);
+    for (let id = 0; id < this.size; id++) {
+      signature.set(this.signatures.subarray(id * this.signatureSize, (id + 1) * this.signatureSize));
+      for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(signature, band), id);
+    }
+  }
+}

@@ -1,0 +1,26 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { comparableText, contentHash, normaliseCode, normaliseProse } from './normalise.js';
+
+describe('normalisation', () => {
+  it('gives code LF line endings and exactly one final newline, touching nothing else', () => {
+    assert.equal(normaliseCode('a = 1\r\nb = "x  "\r\n'), 'a = 1\nb = "x  "\n');
+    assert.equal(normaliseCode('a = 1'), 'a = 1\n');
+    assert.equal(normaliseCode('a = 1\n\n\n'), 'a = 1\n');
+    assert.equal(normaliseCode('a = 1\n'), 'a = 1\n');
+  });
+
+  it('composes prose to NFC and trims trailing spaces and blank edges', () => {
+    assert.equal(normaliseProse('  Cafe\u0301  \r\nsecond line \t\n\n'), 'Caf\u00e9\nsecond line');
+    assert.equal(normaliseProse('plain'), 'plain');
+  });
+
+  it('compares texts regardless of layout, so reformatted copies hash alike', () => {
+    const a = comparableText(['Title', 'def f(x):\n    return x\n']);
+    const b = comparableText(['Title', 'def f(x):\r\n\treturn x']);
+    assert.equal(a, b);
+    assert.equal(contentHash(a), contentHash(b));
+    assert.notEqual(contentHash(a), contentHash(comparableText(['Title', 'def f(x):\n    return -x\n'])));
+    assert.equal(comparableText(['Cafe\u0301']), comparableText(['Caf\u00e9']));
+  });
+});

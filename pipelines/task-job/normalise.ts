@@ -1,0 +1,38 @@
+import { createHash } from 'node:crypto';
+
+const NON_ASCII = /[^\x00-\x7f]/;
+
+/** Code as published: LF line endings and one final newline; nothing inside a line changes, since a string literal may depend on it. */
+export function normaliseCode(text: string): string {
+  const unified = text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+  if (!unified.endsWith('\n')) return `${unified}\n`;
+  let end = unified.length - 1;
+  while (end > 0 && unified[end - 1] === '\n') end--;
+  return end === unified.length - 1 ? unified : unified.slice(0, end + 1);
+}
+
+/** Prose as published: NFC, LF line endings, no trailing spaces on a line, no leading or trailing blank lines. */
+export function normaliseProse(text: string): string {
+  const composed = NON_ASCII.test(text) ? text.normalize('NFC') : text;
+  const unified = composed.includes('\r') ? composed.replace(/\r\n?/g, '\n') : composed;
+  return (TRAILING_SPACE.test(unified) ? unified.replace(/[ \t]+$/gm, '') : unified).trim();
+}
+
+const TRAILING_SPACE = /[ \t]\n/;
+
+/**
+ * The text two rows are compared by: NFC, and every run of whitespace one space, so copies that differ only
+ * in layout, line endings or indentation style are exact duplicates.
+ */
+export function comparableText(parts: readonly string[]): string {
+  const joined = parts.join('\n\u0000\n');
+  // NFC changes nothing in ASCII text, and is costly at a million rows.
+  const composed = NON_ASCII.test(joined) ? joined.normalize('NFC') : joined;
+  return composed.replace(/\s+/g, ' ').trim();
+}
+
+
+/** sha256 (hex) of the comparable text: the exact-duplicate key. */
+export function contentHash(comparable: string): string {
+  return createHash('sha256').update(comparable).digest('hex');
+}

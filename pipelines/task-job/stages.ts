@@ -1,0 +1,515 @@
+import { createHash } from 'node:crypto';
+import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../connectors/files/index.js';
+import type { SandboxPool } from '../../connectors/sandbox/index.js';
+import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
+import { ConfigError, describeIssues, nowIso, Task } from '../../schemas/index.js';
+import { deduplicate, type DedupResult, type Split } from './dedup.js';
+import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
+import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
+import { comparableText, normaliseCode, normaliseProse } from './normalise.js';
+import { runHelperLines } from './python.js';
+import { RepairTaskRow, RowMapper, SolutionRow, type TestsRequest } from './rows.js';
+import { MUTATION_KINDS, type ResolvedJob } from './spec.js';
+
+/** What one stage did. */
+export interface StageReport {
+  readonly stage: string;
+  readonly rowsIn: number;
+  readonly rowsOut: number;
+  readonly seconds: number;
+  /** Rows this stage turned away, by reason category. */
+  readonly rejects: Readonly<Record<string, number>>;
+  /** Anything else worth a line, e.g. `3 files`. */
+  readonly notes: readonly string[];
+}
+
+export interface KindSurvival {
+  readonly tried: number;
+  readonly valid: number;
+  readonly equivalent: number;
+  readonly flaky: number;
+  readonly slow: number;
+}
+
+export interface DerivationReport {
+  readonly problems: number;
+  readonly problemsRejected: number;
+  readonly candidates: number;
+  readonly byKind: Readonly<Record<string, KindSurvival>>;
+}
+
+/** What every stage works with: the job, where rejects go, and where progress lines go. */
+export interface JobRun {
+  readonly job: ResolvedJob;
+  readonly jobRunId: string;
+  readonly rejects: RejectsFile;
+  readonly progress: (line: string) => void;
+  readonly stages: StageReport[];
+}
+
+/** A source row after mapping, before validation. */
+export interface MappedItem {
+  readonly source: string;
+  readonly row: number;
+  readonly fields: Record<string, unknown>;
+  readonly tests: TestsRequest | null;
+}
+
+/** Where a validated row came from and what the job decided about it. */
+interface Placed {
+  readonly source: string;
+  readonly row: number;
+  readonly family: string;
+  readonly split: Split;
+  readonly priority: number;
+}
+
+export interface RepairItem extends Placed {
+  readonly task: RepairTaskRow;
+}
+
+export interface SolutionItem extends Placed {
+  readonly solution: SolutionRow;
+}
+
+export type ValidItem = RepairItem | SolutionItem;
+
+class Stage {
+  private readonly started = performance.now();
+  readonly rejects: Record<string, number> = {};
+  readonly notes: string[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly rowsIn: number,
+  ) {}
+
+  count(category: string): void {
+    this.rejects[category] = (this.rejects[category] ?? 0) + 1;
+  }
+
+  /** Work done inside another stage's loop (mapping happens as rows are read) is timed here and moved over. */
+  private lentSeconds = 0;
+  private ownSeconds = 0;
+
+  time<T>(work: () => T): T {
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      this.ownSeconds += (performance.now() - started) / 1000;
+    }
+  }
+
+  lend(other: Stage): void {
+    this.lentSeconds += other.ownSeconds;
+  }
+
+  end(rowsOut: number, rowsIn = this.rowsIn): StageReport {
+    const seconds = this.ownSeconds > 0 ? this.ownSeconds : (performance.now() - this.started) / 1000 - this.lentSeconds;
+    return { stage: this.name, rowsIn, rowsOut, seconds, rejects: this.rejects, notes: this.notes };
+  }
+}
+
+/** Bytes of a task record besides its texts: field names, ids, lineage; generous on purpose. */
+const RECORD_OVERHEAD_BYTES = 4096;
+
+const DERIVED_DESCRIPTION = (module: string, specification: string): string =>
+  `\`${module}\` should implement the specification below, but one single-site slip (a wrong operator, constant, bound, ` +
+  `argument order or return value) breaks it. Fix it with a minimal change so the code behaves as specified; ` +
+  `\`test_visible.py\` has some of the tests it must pass.\n\n${specification}`;
+
+/** Where a family lands when rows carry no split: a stable hash of the family (or row id) against evalFraction. */
+function assignedSplit(key: string, seed: string, evalFraction: number): Split {
+  if (evalFraction <= 0) return 'train';
+  const draw = createHash('sha256').update(`${seed}\u0000${key}`).digest().readUInt32BE(0) / 2 ** 32;
+  return draw < evalFraction ? 'eval' : 'train';
+}
+
+function lineCount(code: string): number {
+  let lines = code.endsWith('\n') ? 0 : 1;
+  for (let at = code.indexOf('\n'); at >= 0; at = code.indexOf('\n', at + 1)) lines++;
+  return lines;
+}
+const hiddenTestCount = (tests: string): number => (tests.match(/^\s*(async\s+)?def test_\w*\s*\(/gm) ?? []).length;
+const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
+
+/** read + map: every row of every source through DuckDB, then the column mapping. */
+export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; rowsRead: number; datasetHash: string }> {
+  const { job, rejects } = run;
+  const { spec, mapping } = job;
+  const mapper = new RowMapper(mapping);
+  const required = mapper.requiredColumns();
+  const read = new Stage('read', 0);
+  const mapStage = new Stage('map', 0);
+  const items: MappedItem[] = [];
+  let rowsRead = 0;
+  let delivered = 0;
+  const files: Array<{ file: string; format?: SourceFormat }> = [];
+  const tables = await TabularFiles.open();
+  try {
+    for (const source of job.sources) for (const file of await tables.expand(source.path)) files.push({ file, format: source.format });
+    for (const { file, format } of files) {
+      const columns = await tables.columns(file, format);
+      if (columns) {
+        const missing = [...required].filter(([column]) => !columns.includes(column));
+        if (missing.length > 0) {
+          throw new ConfigError(`${file} lacks column(s) the mapping needs: ${missing.map(([column, field]) => `"${column}" (${field})`).join(', ')}; its columns are: ${columns.join(', ')}`);
+        }
+      }
+      const report = await tables.readRows(file, {
+        format,
+        maxRowBytes: spec.limits.maxRowBytes,
+        onReject: ({ row, reason }) => {
+          read.count(reason.startsWith('not valid JSON') ? 'not valid JSON' : reason.replace(/[:(].*$/, '').trim());
+          rejects.add({ source: file, row, stage: 'read', reason });
+        },
+        onRows: (rows) =>
+          mapStage.time(() => {
+            delivered += rows.length;
+            for (const { row, value } of rows) {
+              const mapped = mapper.map(value);
+              if (!mapped.ok) {
+                mapStage.count(mapped.reason.replace(/"[^"]*"/, '<column>'));
+                rejects.add({ source: file, row, stage: 'map', reason: `${mapped.reason} (mapping of ${spec.importer ? `importer ${spec.importer}` : 'the job'})` });
+                continue;
+              }
+              items.push({ source: file, row, fields: mapped.fields, tests: mapped.tests });
+            }
+          }),
+      });
+      rowsRead += report.rows + report.rejects;
+    }
+  } finally {
+    tables.close();
+  }
+  read.notes.push(`${files.length} file(s)`);
+  read.lend(mapStage);
+  run.stages.push(read.end(delivered, rowsRead));
+  run.stages.push(mapStage.end(items.length, delivered));
+  const datasetHash = await hashFiles(files.map((f) => f.file));
+  return { items, rowsRead, datasetHash };
+}
+
+/** tests: assert-style tests (HumanEval's check function, assert lists) become visible and hidden pytest files. */
+export async function convertTests(run: JobRun, items: readonly MappedItem[]): Promise<readonly MappedItem[]> {
+  const { rejects } = run;
+  if (!items.some((item) => item.tests)) return items;
+  const testsStage = new Stage('tests', items.length);
+  const pending = items.filter((item) => item.tests);
+  const answers = await runHelperLines<Record<string, unknown>, { key: number; error?: string; visible_tests?: string; hidden_tests?: string }>(
+    'split_tests.py',
+    pending.map((item, key) => ({ key, module: item.fields.module, ...item.tests })),
+  );
+  const failed = new Set<MappedItem>();
+  for (const answer of answers) {
+    const item = pending[answer.key]!;
+    if (answer.error) {
+      failed.add(item);
+      testsStage.count(answer.error.replace(/\d+/g, 'N').slice(0, 60));
+      rejects.add({ source: item.source, row: item.row, stage: 'tests', reason: `tests cannot be converted: ${answer.error}`, taskId: String(item.fields.id) });
+      continue;
+    }
+    item.fields.visible_tests = answer.visible_tests;
+    item.fields.hidden_tests = answer.hidden_tests;
+  }
+  const kept = items.filter((item) => !failed.has(item));
+  run.stages.push(testsStage.end(kept.length));
+  return kept;
+}
+
+/** validate: zod on every row, the job's filters and unique ids; then normalisation and split assignment. */
+export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidItem[] {
+  const { job, rejects } = run;
+  const { spec, mapping } = job;
+  const validate = new Stage('validate', items.length);
+  const idPattern = spec.filters.idPattern === undefined ? null : new RegExp(spec.filters.idPattern);
+  const excluded = new Set(spec.filters.excludeTags);
+  // First row of each id, and its comparable text once a second row claims the id.
+  const seenIds = new Map<string, { row: number; text: () => string }>();
+  const repairItems: RepairItem[] = [];
+  const solutionItems: SolutionItem[] = [];
+  let beyondLimit = 0;
+  for (const item of items) {
+    const fail = (category: string, reason: string): void => {
+      validate.count(category);
+      rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
+    };
+    const parsed = mapping.kind === 'repair' ? RepairTaskRow.safeParse(item.fields) : SolutionRow.safeParse(item.fields);
+    if (!parsed.success) {
+      const issues = describeIssues(parsed.error);
+      fail(`invalid ${firstIssue(issues)}`, issues.join('; '));
+      continue;
+    }
+    const row = parsed.data;
+    const code = 'buggy_source' in row ? row.buggy_source : row.source;
+    const description = normaliseProse(row.description);
+    if (description.length < spec.filters.minDescriptionChars) {
+      fail('description too short', `description has ${description.length} characters, fewer than filters.minDescriptionChars (${spec.filters.minDescriptionChars}): too vague to reward fairly`);
+      continue;
+    }
+    if (lineCount(code) > spec.filters.maxModuleLines) {
+      fail('module too long', `module has ${lineCount(code)} lines, more than filters.maxModuleLines (${spec.filters.maxModuleLines})`);
+      continue;
+    }
+    if (hiddenTestCount(row.hidden_tests) < spec.filters.minHiddenTests) {
+      fail('too few hidden tests', `hidden tests define ${hiddenTestCount(row.hidden_tests)} test function(s), fewer than filters.minHiddenTests (${spec.filters.minHiddenTests})`);
+      continue;
+    }
+    if (idPattern && !idPattern.test(row.id)) {
+      fail('id not matched', `id ${row.id} does not match filters.idPattern ${spec.filters.idPattern}`);
+      continue;
+    }
+    const tag = row.tags.find((t) => excluded.has(t));
+    if (tag !== undefined) {
+      fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
+      continue;
+    }
+    const rowText = (): string => comparableText('buggy_source' in row ? [row.description, row.buggy_source, row.visible_tests, row.hidden_tests] : [row.description, row.source, row.visible_tests, row.hidden_tests]);
+    const first = seenIds.get(row.id);
+    // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
+    if (first !== undefined && first.text() !== rowText()) {
+      fail('duplicate id', `task id ${row.id} is already used by row ${first.row}, with different content`);
+      continue;
+    }
+    if (first === undefined && spec.limits.maxRows !== undefined && seenIds.size >= spec.limits.maxRows) {
+      beyondLimit++;
+      continue;
+    }
+    if (first === undefined) seenIds.set(row.id, { row: item.row, text: rowText });
+    const family = row.family ?? row.id;
+    const split = row.split ?? assignedSplit(spec.split.by === 'family' ? family : row.id, spec.split.seed, spec.split.evalFraction);
+    const priority = row.priority ?? spec.priority.default;
+    const prose = { title: normaliseProse(row.title), description };
+    if ('buggy_source' in row) {
+      const task: RepairTaskRow = {
+        ...row,
+        ...prose,
+        buggy_source: normaliseCode(row.buggy_source),
+        fixed_source: normaliseCode(row.fixed_source),
+        visible_tests: normaliseCode(row.visible_tests),
+        hidden_tests: normaliseCode(row.hidden_tests),
+      };
+      repairItems.push({ source: item.source, row: item.row, task, family, split, priority });
+    } else {
+      const solution: SolutionRow = { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) };
+      solutionItems.push({ source: item.source, row: item.row, solution, family, split, priority });
+    }
+  }
+  if (beyondLimit > 0) validate.notes.push(`${beyondLimit} valid row(s) beyond limits.maxRows not used`);
+  const validated = repairItems.length + solutionItems.length;
+  const splits = { train: 0, eval: 0 };
+  for (const item of [...repairItems, ...solutionItems]) splits[item.split]++;
+  validate.notes.push(`split: ${splits.train} train, ${splits.eval} eval`);
+  run.stages.push(validate.end(validated));
+  return repairItems.length > 0 ? repairItems : solutionItems;
+}
+
+/** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation). */
+export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult } {
+  const { job, rejects } = run;
+  const { spec } = job;
+  const dedupStage = new Stage('dedup', candidates.length);
+  const textOf = (item: ValidItem): string =>
+    'task' in item
+      ? comparableText([item.task.description, item.task.buggy_source, item.task.visible_tests, item.task.hidden_tests])
+      : comparableText([item.solution.description, item.solution.source, item.solution.visible_tests, item.solution.hidden_tests]);
+  const idOf = (item: ValidItem): string => ('task' in item ? item.task.id : item.solution.id);
+  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), textOf, {
+    threshold: spec.dedup.nearDuplicateThreshold,
+    shingleTokens: spec.dedup.shingleTokens,
+    signatureSize: spec.dedup.signatureSize,
+    contamination: spec.dedup.contamination,
+  });
+  for (const reject of dedup.rejects) {
+    const item = candidates[reject.index]!;
+    dedupStage.count(reject.category);
+    rejects.add({ source: item.source, row: item.row, stage: 'dedup', reason: reject.reason, taskId: idOf(item) });
+  }
+  const survivors = dedup.kept.map((index) => candidates[index]!);
+  dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
+  run.stages.push(dedupStage.end(survivors.length));
+  return { survivors, dedup };
+}
+
+/** derive: validated single-site mutants of each solution become repair tasks. */
+export async function deriveTasks(run: JobRun, survivors: readonly ValidItem[], pool: SandboxPool, image: string): Promise<{ derived: RepairItem[]; derivation: DerivationReport }> {
+  const { job, rejects, progress, jobRunId } = run;
+  const { spec } = job;
+  const derive = spec.derive!;
+  const problems = survivors.filter((item): item is SolutionItem => 'solution' in item);
+  const deriveStage = new Stage('derive', problems.length);
+  const byKind: Record<string, KindSurvival> = Object.fromEntries(derive.kinds.map((kind) => [kind, { tried: 0, valid: 0, equivalent: 0, flaky: 0, slow: 0 }]));
+  progress(`deriving repair tasks from ${problems.length} problem(s) in ${derive.sandboxes} sandbox(es)`);
+  const results = await deriveMutants(
+    problems.map((item) => ({ key: item.solution.id, module: item.solution.module, source: item.solution.source, visibleTests: item.solution.visible_tests, hiddenTests: item.solution.hidden_tests })),
+    {
+      pool,
+      image,
+      runId: jobRunId,
+      kinds: derive.kinds,
+      perProblem: derive.perProblem,
+      maxCandidates: derive.maxCandidates,
+      runs: derive.runs,
+      timeoutMs: derive.timeoutMs,
+      sandboxes: derive.sandboxes,
+      problemsPerSandbox: derive.problemsPerSandbox,
+      seed: derive.seed,
+      onProgress: (done, total) => progress(`derived ${done}/${total} problem(s)`),
+    },
+  );
+  const byKey = new Map(problems.map((item) => [item.solution.id, item]));
+  let candidatesTotal = 0;
+  let problemsRejected = 0;
+  const derived: RepairItem[] = [];
+  for (const result of results) {
+    const problem = byKey.get(result.key)!;
+    candidatesTotal += result.candidates;
+    if (result.status === 'rejected') {
+      problemsRejected++;
+      deriveStage.count(`problem: ${result.reason!.split(':')[0]!.replace(/\d+/g, 'N')}`);
+      rejects.add({ source: problem.source, row: problem.row, stage: 'derive', reason: `no tasks derived: ${result.reason}`, taskId: problem.solution.id });
+      continue;
+    }
+    if (result.mutants.length === 0) {
+      deriveStage.count('problem: no candidate edits');
+      rejects.add({ source: problem.source, row: problem.row, stage: 'derive', reason: `no tasks derived: the edit tool lists no edit of the kinds ${derive.kinds.join(', ')}`, taskId: problem.solution.id });
+    }
+    for (const mutant of result.mutants) {
+      const survival = byKind[mutant.edit.kind] as { -readonly [K in keyof KindSurvival]: number };
+      survival.tried++;
+      survival[mutant.status satisfies MutantStatus]++;
+      const id = mutantId(problem.solution.id, mutant.edit);
+      if (mutant.status !== 'valid') {
+        deriveStage.count(`mutant ${mutant.status}`);
+        rejects.add({ source: problem.source, row: problem.row, stage: 'derive', reason: `${mutant.edit.kind} mutant at line ${mutant.edit.line} (${mutant.edit.before} -> ${mutant.edit.after}) rejected: ${mutant.reason}`, taskId: id });
+        continue;
+      }
+      const solution = problem.solution;
+      derived.push({
+        source: problem.source,
+        row: problem.row,
+        family: problem.family,
+        split: problem.split,
+        priority: problem.priority,
+        task: {
+          id,
+          title: `Repair ${solution.title}`,
+          description: DERIVED_DESCRIPTION(solution.module, solution.description),
+          module: solution.module,
+          buggy_source: mutant.source,
+          fixed_source: solution.source,
+          visible_tests: solution.visible_tests,
+          hidden_tests: solution.hidden_tests,
+          tags: [mutant.edit.kind, ...solution.tags.filter((tag) => !(MUTATION_KINDS as readonly string[]).includes(tag)), mutant.failedVisible.length > 0 ? 'visible-tests-catch' : 'hidden-tests-only'],
+          priority: problem.priority,
+          split: problem.split,
+          family: problem.family,
+        },
+      });
+    }
+  }
+  const derivation: DerivationReport = { problems: problems.length, problemsRejected, candidates: candidatesTotal, byKind };
+  deriveStage.notes.push(
+    `survivors by kind: ${Object.entries(byKind)
+      .filter(([, s]) => s.tried > 0)
+      .map(([kind, s]) => `${kind} ${s.valid}/${s.tried}`)
+      .join(', ')}`,
+  );
+  run.stages.push(deriveStage.end(derived.length));
+  return { derived, derivation };
+}
+
+/** curriculum: observed pass rates -> Beta-smoothed difficulty -> parking -> buckets -> target mix. */
+export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[], analyticsDir: string | undefined): Promise<Curriculum> {
+  const { job, rejects } = run;
+  const { spec } = job;
+  const curriculumStage = new Stage('curriculum', tasksToBuild.length);
+  let observed = new Map<string, Observed>();
+  if (analyticsDir) {
+    const catalog = await AnalyticsCatalog.open(analyticsDir);
+    try {
+      observed = await observedPassRates(catalog, spec.difficulty.passReward);
+    } finally {
+      catalog.close();
+    }
+    curriculumStage.notes.push(`pass rates of ${observed.size} task(s) from ${analyticsDir}`);
+  } else {
+    curriculumStage.notes.push('no analytics store: every task starts from the cold-start estimate');
+  }
+  const plan = planCurriculum(
+    tasksToBuild.map((item) => ({ id: item.task.id, tag: item.task.tags[0], priority: item.priority })),
+    observed,
+    {
+      priorStrength: spec.difficulty.priorStrength,
+      defaultPassRate: spec.difficulty.defaultPassRate,
+      minTagSamples: spec.difficulty.minTagSamples,
+      buckets: spec.difficulty.buckets,
+      mix: spec.difficulty.mix,
+      total: spec.difficulty.total,
+      park: spec.difficulty.park,
+    },
+  );
+  plan.estimates.forEach((estimate, index) => {
+    if (!estimate.parked) return;
+    const item = tasksToBuild[index]!;
+    curriculumStage.count('parked: no learning signal');
+    rejects.add({ source: item.source, row: item.row, stage: 'curriculum', reason: `parked: ${estimate.parked}`, taskId: item.task.id });
+  });
+  for (const { index, reason } of plan.deferred) {
+    const item = tasksToBuild[index]!;
+    curriculumStage.count('deferred by the target mix');
+    rejects.add({ source: item.source, row: item.row, stage: 'curriculum', reason, taskId: item.task.id });
+  }
+  curriculumStage.notes.push(`${plan.coldStart} task(s) never observed (cold start)`);
+  run.stages.push(curriculumStage.end(plan.selected.length));
+  return plan;
+}
+
+/** build: the Task records, with lineage; a record too large for the broker is rejected here, not mid-transaction. */
+export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], plan: Curriculum, datasetHash: string): Task[] {
+  const { job, rejects, jobRunId } = run;
+  const { spec } = job;
+  const build = new Stage('build', plan.selected.length);
+  const tasks: Task[] = [];
+  const createdAt = nowIso();
+  for (const index of plan.selected) {
+    const item = tasksToBuild[index]!;
+    const estimate = plan.estimates[index]!;
+    const row = item.task;
+    const parsed = Task.safeParse({
+      taskId: row.id,
+      envId: PROGRAM_REPAIR_ENV,
+      title: row.title,
+      description: row.description,
+      files: { [row.module]: row.buggy_source },
+      visibleTests: { 'test_visible.py': row.visible_tests },
+      hiddenTests: { 'test_hidden.py': row.hidden_tests },
+      referenceSolution: { [row.module]: row.fixed_source },
+      tags: row.tags,
+      priority: item.priority + (spec.priority.byBucket[estimate.bucket] ?? 0),
+      split: item.split,
+      difficulty: Math.round(estimate.difficulty * 1e4) / 1e4,
+      source: { dataset: spec.name, datasetHash, jobRunId, sourceRow: item.row },
+      lineage: { taskId: row.id, attempt: 0, runId: jobRunId, policyVersion: null, sandboxImageDigest: null, verifierVersion: null, createdAt },
+    });
+    if (!parsed.success) {
+      build.count('invalid task');
+      rejects.add({ source: item.source, row: item.row, stage: 'build', reason: describeIssues(parsed.error).join('; '), taskId: row.id });
+      continue;
+    }
+    // The registry's wire format is 5 bytes and the JSON; the broker refuses a record over its size limit.
+    // JSON spends at most 6 bytes on a UTF-16 unit (\uXXXX), so most tasks are shown small without serialising them.
+    const textUnits = row.id.length * 2 + spec.name.length + row.title.length + row.description.length + row.module.length * 2 + row.buggy_source.length + row.fixed_source.length + row.visible_tests.length + row.hidden_tests.length + row.tags.join('').length;
+    const recordBytes = 6 * textUnits + RECORD_OVERHEAD_BYTES <= spec.publish.maxRecordBytes ? 0 : 5 + Buffer.byteLength(JSON.stringify(parsed.data));
+    if (recordBytes > spec.publish.maxRecordBytes) {
+      build.count('record too large');
+      rejects.add({ source: item.source, row: item.row, stage: 'build', reason: `the task record would be ${recordBytes} bytes, over publish.maxRecordBytes (${spec.publish.maxRecordBytes})`, taskId: row.id });
+      continue;
+    }
+    tasks.push(parsed.data);
+  }
+  run.stages.push(build.end(tasks.length));
+  return tasks;
+}

@@ -1,0 +1,303 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../../connectors/analytics/index.js';
+import type { Reward } from '../../schemas/index.js';
+import { ConfigError, type Task } from '../../schemas/index.js';
+import { resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
+
+type Row = Record<string, unknown> & { id: string; description: string; tags: string[] };
+const bundleRows = (): Row[] =>
+  readFileSync(join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), 'utf8')
+    .split('\n')
+    .filter((line) => line.trim())
+    .map((line) => JSON.parse(line) as Row);
+
+const jsonl = (rows: readonly unknown[]): string => rows.map((row) => JSON.stringify(row)).join('\n') + '\n';
+
+async function duckdb(sql: string): Promise<void> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    await connection.run(sql);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+function job(dir: string, overrides: Partial<JobSpecInput> & { sources: JobSpecInput['sources'] }): ReturnType<typeof resolveJob> {
+  return resolveJob({ name: 'it-tasks', importer: 'repair-rows', ...overrides }, dir);
+}
+
+const dryRun = (dir: string, spec: Parameters<typeof job>[1], analyticsDir?: string): Promise<TaskJobReport> =>
+  runTaskJob({ job: job(dir, spec), rejectsDir: join(dir, 'rejects'), analyticsDir, dryRun: true });
+
+const rejectsOf = (report: TaskJobReport): Array<{ source: string; row: number; stage: string; reason: string; taskId?: string }> =>
+  readFileSync(report.rejectsFile, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as { source: string; row: number; stage: string; reason: string; taskId?: string });
+
+describe('task job: sources and cleaning (DuckDB)', () => {
+  it('reads JSON Lines, gzipped JSON Lines, JSON, CSV, Parquet and globs into the same tasks', async () => {
+    const dir = tempDir('task-formats');
+    const rows = bundleRows().slice(0, 4);
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    writeFileSync(join(dir, 'rows.jsonl.gz'), gzipSync(jsonl(rows)));
+    writeFileSync(join(dir, 'rows.json'), JSON.stringify(rows));
+    writeFileSync(join(dir, 'part-1.jsonl'), jsonl(rows.slice(0, 2)));
+    writeFileSync(join(dir, 'part-2.jsonl'), jsonl(rows.slice(2)));
+    const from = `read_json('${join(dir, 'rows.jsonl')}', format = 'newline_delimited')`;
+    await duckdb(`COPY (SELECT * FROM ${from}) TO '${join(dir, 'rows.parquet')}' (FORMAT parquet)`);
+    await duckdb(`COPY (SELECT * REPLACE (array_to_string(tags, ';') AS tags) FROM ${from}) TO '${join(dir, 'rows.csv')}' (HEADER)`);
+
+    const expected = rows.map((row) => row.id);
+    let fingerprints: string[] | null = null;
+    for (const file of ['rows.jsonl', 'rows.jsonl.gz', 'rows.json', 'rows.csv', 'rows.parquet', 'part-*.jsonl']) {
+      const report = await dryRun(dir, { sources: [{ path: file }] });
+      const byId = new Map(report.tasks.map((task) => [task.taskId, task]));
+      assert.deepEqual([...byId.keys()].sort(), [...expected].sort(), file);
+      const prints = expected.map((id) => taskFingerprint(byId.get(id)!));
+      fingerprints ??= prints;
+      assert.deepEqual(prints, fingerprints, `${file} gives the same task content`);
+      assert.equal(report.rejected, 0, file);
+      if (!file.startsWith('part-')) assert.deepEqual(expected.map((id) => byId.get(id)!.source.sourceRow), [1, 2, 3, 4], file);
+      assert.equal(report.stages[0]!.notes[0], file.startsWith('part-') ? '2 file(s)' : '1 file(s)');
+    }
+  });
+
+  it('rejects every bad row with its source, row and reason, and numbers good rows by line', async () => {
+    const dir = tempDir('task-rejects');
+    const [a, b, c] = bundleRows();
+    const lines: Buffer[] = [
+      Buffer.from(JSON.stringify(a)), // 1: good
+      Buffer.from(''), // 2: blank, skipped
+      Buffer.from('{"id": "broken", '), // 3: not JSON
+      Buffer.from(JSON.stringify({ ...b, hidden_tests: undefined })), // 4: missing a mapped column
+      Buffer.from(JSON.stringify({ ...b, id: 'Not A Valid Id' })), // 5: fails the row schema
+      Buffer.concat([Buffer.from('{"id": "latin1", "title": "caf'), Buffer.from([0xe9]), Buffer.from('"}')]), // 6: not UTF-8
+      Buffer.from(JSON.stringify({ ...b, id: 'huge', description: 'x'.repeat(50 * 1024 * 1024) })), // 7: a 50 MB field
+      Buffer.from(JSON.stringify(c)), // 8: good
+      Buffer.from('[1, 2]'), // 9: not an object
+      Buffer.from(JSON.stringify({ ...a, id: 'copy-of-a', buggy_source: (a!.buggy_source as string).replaceAll('\n', '\r\n') })), // 10: exact duplicate
+      Buffer.from(JSON.stringify({ ...b, id: 'vague', description: 'Fix it.' })), // 11: too vague
+    ];
+    writeFileSync(join(dir, 'rows.jsonl'), Buffer.concat(lines.flatMap((line) => [line, Buffer.from('\n')])));
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] });
+
+    assert.deepEqual(report.tasks.map((task) => [task.taskId, task.source.sourceRow]), [
+      [a!.id, 1],
+      [c!.id, 8],
+    ]);
+    const rejects = rejectsOf(report);
+    assert.ok(rejects.every((reject) => reject.source === join(dir, 'rows.jsonl')));
+    const byRow = new Map(rejects.map((reject) => [reject.row, reject]));
+    assert.deepEqual([...byRow.keys()].sort((x, y) => x - y), [3, 4, 5, 6, 7, 9, 10, 11]);
+    assert.match(byRow.get(3)!.reason, /^not valid JSON/);
+    assert.match(byRow.get(4)!.reason, /column "hidden_tests" is missing/);
+    assert.match(byRow.get(5)!.reason, /^id: must be lower-case/);
+    assert.equal(byRow.get(6)!.reason, 'not valid UTF-8');
+    assert.match(byRow.get(7)!.reason, /longer than limits\.maxRowBytes \(1048576 bytes\): 524\d{5} bytes/);
+    assert.match(byRow.get(9)!.reason, /not a JSON object/);
+    assert.match(byRow.get(10)!.reason, new RegExp(`exact duplicate of ${a!.id}`));
+    assert.match(byRow.get(11)!.reason, /fewer than filters\.minDescriptionChars/);
+    assert.deepEqual(
+      Object.fromEntries(report.stages.map((stage) => [stage.stage, [stage.rowsIn, stage.rowsOut]])),
+      { read: [10, 6], map: [6, 5], validate: [5, 3], dedup: [3, 2], curriculum: [2, 2], build: [2, 2] },
+    );
+  });
+
+  it('rejects a task whose record the broker would refuse before publishing, not mid-transaction', async () => {
+    const dir = tempDir('task-record-size');
+    const [a, b] = bundleRows();
+    const bulky = { ...b, id: 'bulky', hidden_tests: `${b!.hidden_tests as string}\n# ${'padding '.repeat(150_000)}\n` };
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl([a, bulky]));
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }], limits: { maxRowBytes: 4 << 20 } });
+    assert.deepEqual(report.tasks.map((task) => task.taskId), [a!.id]);
+    const [reject] = rejectsOf(report);
+    assert.equal(reject!.stage, 'build');
+    assert.match(reject!.reason, /the task record would be \d+ bytes, over publish\.maxRecordBytes \(1000000\)/);
+  });
+
+  it('stops with an error naming the file for an empty file, a missing file, an unmatched glob and wrong columns', async () => {
+    const dir = tempDir('task-bad-files');
+    writeFileSync(join(dir, 'empty.jsonl'), '');
+    await duckdb(`COPY (SELECT 1 AS task, 'x' AS prompt) TO '${join(dir, 'wrong.parquet')}' (FORMAT parquet)`);
+    writeFileSync(join(dir, 'wrong.csv'), 'identifier,text\n1,x\n');
+    writeFileSync(join(dir, 'rows.txt'), 'x');
+    writeFileSync(join(dir, 'fake.parquet'), 'this is not parquet');
+    const failure = async (path: string, pattern: RegExp): Promise<void> => {
+      await assert.rejects(dryRun(dir, { sources: [{ path }] }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError, `${path}: ${String(error)}`);
+        assert.match(error.message, pattern);
+        return true;
+      });
+    };
+    await failure('empty.jsonl', /source file .*empty\.jsonl is empty/);
+    await failure('missing.jsonl', /source file .*missing\.jsonl does not exist/);
+    await failure('nothing-*.jsonl', /no file matches the source pattern .*nothing-\*\.jsonl/);
+    await failure('wrong.parquet', /wrong\.parquet lacks column\(s\) the mapping needs: "id" \(mapping\.id\), .*; its columns are: task, prompt/);
+    await failure('wrong.csv', /wrong\.csv lacks column\(s\).*"buggy_source" \(mapping\.buggySource\)/);
+    await failure('rows.txt', /cannot tell the format of .*rows\.txt/);
+    await failure('fake.parquet', /reading .*fake\.parquet as parquet failed/);
+  });
+
+  it('drops near duplicates and contaminated train rows, and reports both', async () => {
+    const dir = tempDir('task-dedup');
+    const [a, b, c] = bundleRows();
+    const near = { ...b, id: 'near-b', buggy_source: `${b!.buggy_source as string}\n# a comment that changes little\n` };
+    const evalCopy = { ...c, id: 'eval-c', split: 'eval', title: 'Same task, eval split' };
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl([a, b, near, c, evalCopy]));
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] });
+    assert.deepEqual(report.tasks.map((task) => task.taskId).sort(), [a!.id, b!.id, 'eval-c'].sort());
+    assert.equal(report.nearDuplicates, 1);
+    assert.equal(report.contaminationHits, 1);
+    const reasons = rejectsOf(report).map((reject) => `${reject.taskId}: ${reject.reason}`);
+    assert.ok(reasons.some((reason) => reason.startsWith(`near-b: near-duplicate of ${b!.id}`)), reasons.join('\n'));
+    assert.ok(reasons.some((reason) => reason.startsWith(`${c!.id}: contaminates the eval split: near-duplicate of eval task eval-c`)), reasons.join('\n'));
+  });
+
+  it('places tasks by pass rates from the analytics store, parks those without signal, and applies the mix', async () => {
+    const dir = tempDir('task-curriculum');
+    const rows = bundleRows().slice(0, 6);
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    // Observed: rows 0 and 1 always pass, row 2 never passes (parked); rows 3 and 4 are hard; row 5 unseen.
+    const outcomes: Record<string, number[]> = {
+      [rows[0]!.id]: Array(12).fill(1),
+      [rows[1]!.id]: Array(2).fill(1),
+      [rows[2]!.id]: Array(10).fill(0),
+      [rows[3]!.id]: [0, 0, 0, 0, 0, 1],
+      [rows[4]!.id]: [0, 0, 0, 0, 1, 0, 0],
+    };
+    const analyticsDir = join(dir, 'analytics');
+    const rewards: Array<{ record: Reward; meta: { topic: string; partition: number; offset: string } }> = [];
+    for (const [taskId, values] of Object.entries(outcomes)) {
+      values.forEach((reward, attempt) => {
+        const id = `${taskId}/${attempt}`;
+        rewards.push({
+          record: { rewardId: id, trajectoryId: id, verificationId: id, groupId: taskId, reward, advantage: 0, groupMean: 0, groupStd: 0, groupSize: values.length, lineage: { taskId, attempt, runId: 'earlier-run', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: '2025-01-01T00:00:00.000Z' } },
+          meta: { topic: 'it.rewards', partition: 0, offset: String(rewards.length) },
+        });
+      });
+    }
+    const file = join(analyticsDir, 'rewards', bucketOf('earlier-run', '2025-01-01T00:00:00.000Z'), dataFileName({ topic: 'it.rewards', partition: 0, first: 0n, last: BigInt(rewards.length - 1) }));
+    writeParquetFile(file, REWARDS.columns, rewards);
+
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] }, analyticsDir);
+    const byId = new Map(report.tasks.map((task) => [task.taskId, task]));
+    assert.equal(byId.has(rows[0]!.id), false, 'always solved: parked');
+    assert.equal(byId.has(rows[2]!.id), false, 'never solved: parked');
+    assert.equal(report.parked, 2);
+    // Seen twice and passed twice is easy, not certain: a Beta prior around its tag's 14/24 keeps it from 0.
+    const twice = byId.get(rows[1]!.id)!.difficulty!;
+    assert.ok(twice > 0.1 && twice < 0.35, `difficulty ${twice}`);
+    assert.ok(byId.get(rows[3]!.id)!.difficulty! > 0.7);
+    assert.equal(report.coldStart, 1);
+    const parkedReasons = rejectsOf(report).filter((reject) => reject.stage === 'curriculum');
+    assert.equal(parkedReasons.length, 2);
+    assert.match(parkedReasons.find((r) => r.taskId === rows[0]!.id)!.reason, /parked: passed 12 of 12 rollouts/);
+
+    const mixed = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }], difficulty: { mix: { easy: 0.5, hard: 0.5 } } }, analyticsDir);
+    assert.deepEqual(Object.fromEntries(mixed.buckets.map((b) => [b.bucket, b.selected])), { easy: 1, medium: 0, hard: 1 });
+    assert.equal(mixed.deferred, 2);
+  });
+});
+
+describe('task job: publishing (Kafka)', () => {
+  before(ensureStack, { timeout: 900_000 });
+
+  it('publishes keyed tasks with lineage in one batch, and a re-run publishes nothing twice', { timeout: 180_000 }, async () => {
+    const context = await freshContext('task-publish');
+    const dir = tempDir('task-publish');
+    const rows = bundleRows().slice(0, 5).map((row, i) => ({ ...row, priority: i % 2 }));
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    const spec = { sources: [{ path: 'rows.jsonl' }] };
+    const first = await runTaskJob({ job: job(dir, spec), rejectsDir: join(dir, 'rejects'), context });
+    assert.deepEqual(first.publish && { added: first.publish.added, updated: first.publish.updated, unchanged: first.publish.unchanged }, { added: 5, updated: 0, unchanged: 0 });
+    const published = await readAll(context, 'tasks');
+    assert.deepEqual(published.map((task) => task.taskId).sort(), rows.map((row) => row.id).sort());
+    for (const task of published) {
+      assert.equal(task.source.dataset, 'it-tasks');
+      assert.equal(task.source.jobRunId, first.jobRunId);
+      assert.equal(task.source.datasetHash, first.datasetHash);
+      assert.equal(task.source.sourceRow, rows.findIndex((row) => row.id === task.taskId) + 1);
+    }
+
+    const again = await runTaskJob({ job: job(dir, spec), rejectsDir: join(dir, 'rejects'), context });
+    assert.deepEqual(again.publish && [again.publish.added, again.publish.updated, again.publish.unchanged], [0, 0, 5]);
+    assert.equal((await readAll(context, 'tasks')).length, 5, 're-running the job adds no record');
+
+    rows[2] = { ...rows[2]!, description: `${rows[2]!.description} Note: inputs may be empty.` };
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    const changed = await runTaskJob({ job: job(dir, spec), rejectsDir: join(dir, 'rejects'), context });
+    assert.deepEqual(changed.publish && [changed.publish.added, changed.publish.updated, changed.publish.unchanged], [0, 1, 4]);
+    const revisions = (await readAll(context, 'tasks')).filter((task) => task.taskId === rows[2]!.id);
+    assert.equal(revisions.length, 2);
+    assert.match(revisions[1]!.description, /inputs may be empty/);
+  });
+
+  it('a job killed mid-publish leaves nothing visible, and the next run publishes the batch once', { timeout: 180_000 }, async () => {
+    const context = await freshContext('task-crash');
+    const dir = tempDir('task-crash');
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(bundleRows().slice(0, 6)));
+    const prepared = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] });
+    const tasksFile = join(dir, 'tasks.json');
+    writeFileSync(tasksFile, JSON.stringify(prepared.tasks));
+
+    // A separate process opens the job's transaction, sends the first records and is killed before committing.
+    const dist = join(repoRoot(), 'dist');
+    const child = spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `
+        import { readFileSync, writeSync } from 'node:fs';
+        const { createKafka } = await import(${JSON.stringify(join(dist, 'connectors/kafka/index.js'))});
+        const { TopicSerde } = await import(${JSON.stringify(join(dist, 'connectors/registry/index.js'))});
+        const { topicNames } = await import(${JSON.stringify(join(dist, 'schemas/index.js'))});
+        const { publishTasks } = await import(${JSON.stringify(join(dist, 'pipelines/task-job/index.js'))});
+        const names = topicNames(${JSON.stringify(context.names.prefix)});
+        const tasks = JSON.parse(readFileSync(${JSON.stringify(tasksFile)}, 'utf8'));
+        await publishTasks(createKafka(), new TopicSerde(names), names, tasks, {
+          transactionalId: ${JSON.stringify(`${context.names.prefix}task-job.it-tasks`)},
+          batchSize: 2,
+          // Stop dead after the first produce request: report it, then block until killed.
+          onProgress: () => { writeSync(1, 'SENT\\n'); Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0); },
+        });
+        `,
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await new Promise<void>((resolve, reject) => {
+      child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('SENT') && resolve());
+      child.on('exit', (code) => reject(new Error(`the publishing child exited early with ${code}`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((resolve) => child.once('exit', resolve));
+
+    // Nothing of the open transaction is visible to a read-committed reader.
+    const consumer = context.kafka.consumer({ groupId: `${context.names.prefix}probe`, readUncommitted: false });
+    let seen = 0;
+    await consumer.connect();
+    await consumer.subscribe({ topic: context.names.name('tasks'), fromBeginning: true });
+    await consumer.run({ eachMessage: async () => void seen++ });
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    await consumer.disconnect();
+    assert.equal(seen, 0);
+
+    // The next run fences the dead one (same transactional id), finds nothing published, and publishes all.
+    const rerun = await runTaskJob({ job: job(dir, { sources: [{ path: 'rows.jsonl' }] }), rejectsDir: join(dir, 'rejects'), context });
+    assert.equal(rerun.publish!.added, 6);
+    const published: Task[] = await readAll(context, 'tasks');
+    assert.equal(published.length, 6);
+    assert.equal(new Set(published.map((task) => task.taskId)).size, 6);
+  });
+});

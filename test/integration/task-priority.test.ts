@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { before, it } from 'node:test';
+import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { StreamProcessor } from '../../pipelines/runtime/index.js';
+import { nowIso, type Task } from '../../schemas/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
+
+before(ensureStack, { timeout: 900_000 });
+
+it('a priority-ordered processor (as the rollout worker runs) commits higher priorities first, each record once across a restart', { timeout: 180_000 }, async () => {
+  const context = await freshContext('task-priority');
+  const prepared = await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('task-priority') });
+  // Offsets 0..11 of one partition; priority rises with the offset, so priority order reverses offset order.
+  const tasks: Task[] = prepared.tasks.slice(0, 12).map((task, i) => ({ ...task, priority: Math.floor(i / 4) }));
+  const producer = context.kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: context.names.name('tasks'),
+    messages: await Promise.all(tasks.map(async (task) => ({ key: task.taskId, value: await context.serde.encode('tasks', task), partition: 0 }))),
+  });
+  await producer.disconnect();
+
+  // Each handled record emits one output in its transaction; the output topic (one partition) shows what
+  // was committed, in commit order. The first instance blocks on its fifth record until it is stopped.
+  let calls = 0;
+  let blocked = false;
+  const processor = (instance: number): StreamProcessor<'tasks'> =>
+    new StreamProcessor(context, { name: 'priority-probe', inputs: ['tasks'], maxRecordsPerTransaction: 1, priority: (task) => task.priority }, async ({ record, signal }) => {
+      if (instance === 0 && ++calls === 5) {
+        blocked = true;
+        await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+        signal.throwIfAborted();
+      }
+      return [
+        {
+          topic: 'deadLetters',
+          key: record.value.taskId,
+          value: {
+            processor: `instance-${instance}`, sourceTopic: record.topic, partition: record.partition, offset: record.offset, key: record.key, value: null, headers: {},
+            error: { name: 'Probe', message: `priority ${record.value.priority}`, retriable: false, stage: 'handle' }, attempts: 1, failedAt: nowIso(),
+          },
+        },
+      ];
+    });
+
+  const first = processor(0);
+  await first.start();
+  await eventually('the first instance to block on its fifth record', async () => blocked, 60_000);
+  await first.stop();
+  const second = processor(1);
+  await second.start();
+  try {
+    await eventually('every task to be committed', async () => (await readAll(context, 'deadLetters')).length >= tasks.length, 60_000);
+    await new Promise((resolve) => setTimeout(resolve, 2000)); // room for a duplicate to show up
+  } finally {
+    await second.stop();
+  }
+
+  const committed = await readAll(context, 'deadLetters');
+  const priorityOf = new Map(tasks.map((task) => [task.taskId, task.priority]));
+  assert.deepEqual(committed.map((letter) => letter.key).sort(), tasks.map((task) => task.taskId).sort(), 'every record committed exactly once');
+  assert.deepEqual(committed.map((letter) => priorityOf.get(letter.key!)), [2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0], 'highest priority first');
+  const byFirst = committed.filter((letter) => letter.processor === 'instance-0');
+  assert.ok(byFirst.length >= 3, `the first instance committed ${byFirst.length} records (out of offset order) before it stopped`);
+  // Within a priority, offset order.
+  assert.deepEqual(committed.slice(4, 8).map((letter) => Number(letter.offset)), [4, 5, 6, 7]);
+});
