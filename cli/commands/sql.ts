@@ -6,17 +6,19 @@ import { dataDir } from '../paths.js';
 export const sqlCommand: Command = {
   name: 'sql',
   summary:
-    'Run DuckDB SQL over the analytics store. Tables: trajectories, steps, verifications, rewards, checkpoints.\n' +
+    'Run DuckDB SQL over the analytics store. Tables: trajectories, steps, verifications, rewards, checkpoints, tasks.\n' +
     'Example: trialrun sql "SELECT policy_version, avg(passed::INT) FROM verifications GROUP BY 1 ORDER BY 1"',
   usage: '<query>',
   options: {
     format: { type: 'string', default: 'table' },
     out: { type: 'string' },
+    run: { type: 'string', multiple: true },
     'data-dir': { type: 'string' },
   },
   help: {
     format: 'table, csv, json (one object per line) or parquet (needs --out)',
     out: 'write the result to this file instead of stdout',
+    run: 'only this loop run\'s rows in trajectories, steps, verifications, rewards and checkpoints (repeatable)',
     'data-dir': 'analytics store folder (default: $TRIALRUN_DATA_DIR or .trialrun/data)',
   },
   async run(values, positionals) {
@@ -34,7 +36,7 @@ export const sqlCommand: Command = {
       process.stderr.write('trialrun sql: --format parquet needs --out <file.parquet>\n');
       return 2;
     }
-    const catalog = await AnalyticsCatalog.open((values['data-dir'] as string | undefined) ?? dataDir());
+    const catalog = await AnalyticsCatalog.open((values['data-dir'] as string | undefined) ?? dataDir(), { runIds: values.run as unknown as string[] | undefined });
     try {
       if (format === 'parquet') {
         const out = String(values.out).replaceAll("'", "''");

@@ -1,3 +1,8 @@
-export { AnalyticsCatalog, type QueryResult } from './catalog.js';
-export { toArrowTable, writeParquetFile } from './parquet.js';
+export { toArrowTable } from './arrow.js';
+export { AnalyticsCatalog, readParquetSql, sqlString, type CatalogOptions, type QueryResult } from './catalog.js';
+export { compactStore, planMerges, type CompactOptions, type CompactTableReport } from './compact.js';
+export * from './layout.js';
+export { writeFileAtomically, writeParquetFile } from './parquet.js';
 export * from './tables.js';
+export { renderChartSvg, type ChartOptions } from './chart.js';
+export { markdownToHtml, notebookHtml, parseNotebook, recordsOf, runNotebook, type CellResult, type Notebook, type NotebookCell, type ReportContext } from './notebook.js';

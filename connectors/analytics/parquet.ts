@@ -1,43 +1,46 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { Bool, Float64, Int64, Table, TimestampMillisecond, Utf8, tableToIPC, vectorFromArray, type DataType } from 'apache-arrow';
+import { tableToIPC } from 'apache-arrow';
 import * as parquet from 'parquet-wasm';
-import type { Column, ColumnType } from './tables.js';
+import { toArrowTable } from './arrow.js';
+import type { Column } from './tables.js';
 
-const ARROW_TYPES: Record<ColumnType, () => DataType> = {
-  utf8: () => new Utf8(),
-  int64: () => new Int64(),
-  float64: () => new Float64(),
-  bool: () => new Bool(),
-  timestamp: () => new TimestampMillisecond(),
-};
-
-function arrowValue(type: ColumnType, value: string | number | bigint | boolean | null): unknown {
-  if (value === null) return null;
-  if (type === 'int64') return BigInt(value as number | bigint);
-  if (type === 'timestamp') return typeof value === 'string' ? Date.parse(value) : Number(value);
-  return value;
-}
-
-/** Builds an Arrow record batch from rows with explicit column types (no inference: null-only columns stay typed). */
-export function toArrowTable<R>(columns: readonly Column<R>[], rows: readonly R[]): Table {
-  const vectors = Object.fromEntries(
-    columns.map((column) => [column.name, vectorFromArray(rows.map((row) => arrowValue(column.type, column.value(row))), ARROW_TYPES[column.type]())]),
-  );
-  return new Table(vectors);
+/** Writes bytes under a temporary name, flushes them to disk, then renames: readers never see half a file. */
+export function writeFileAtomically(path: string, bytes: Uint8Array | string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const temp = `${path}.tmp-${process.pid}`;
+  const fd = openSync(temp, 'w');
+  try {
+    writeSync(fd, typeof bytes === 'string' ? Buffer.from(bytes) : bytes);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, path);
 }
 
 /**
  * Writes rows as one Parquet file (zstd), atomically: a reader or a crashed writer never leaves or sees a
- * half-written file under the final name.
+ * half-written file under the final name. `metadata` lands in the file's key-value metadata (DuckDB:
+ * `parquet_kv_metadata(file)`).
+ * @returns the file's size in bytes
  */
-export function writeParquetFile<R>(path: string, columns: readonly Column<R>[], rows: readonly R[]): void {
+export function writeParquetFile<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: Readonly<Record<string, string>> = {}): number {
   const table = toArrowTable(columns, rows);
   const wasmTable = parquet.Table.fromIPCStream(tableToIPC(table, 'stream'));
-  const properties = new parquet.WriterPropertiesBuilder().setCompression(parquet.Compression.ZSTD).build();
+  // Nested lists hold mostly free text (tool output, observations): dictionaries and min/max statistics
+  // cost a third of the write there and prune nothing. parquet-wasm addresses columns by top-level name
+  // only, so both are off by default and back on for every scalar column.
+  let builder = new parquet.WriterPropertiesBuilder()
+    .setCompression(parquet.Compression.ZSTD)
+    .setKeyValueMetadata(new Map(Object.entries(metadata)))
+    .setDictionaryEnabled(false)
+    .setStatisticsEnabled(parquet.EnabledStatistics.None);
+  for (const column of columns) {
+    if (typeof column.type === 'string') builder = builder.setColumnDictionaryEnabled(column.name, true).setColumnStatisticsEnabled(column.name, parquet.EnabledStatistics.Page);
+  }
+  const properties = builder.build();
   const bytes = parquet.writeParquet(wasmTable, properties);
-  mkdirSync(dirname(path), { recursive: true });
-  const temp = `${path}.tmp-${process.pid}`;
-  writeFileSync(temp, bytes);
-  renameSync(temp, path);
+  writeFileAtomically(path, bytes);
+  return bytes.length;
 }

@@ -1,11 +1,25 @@
-import type { PolicyCheckpoint, Reward, TopicKey, Trajectory, Verification } from '../../schemas/index.js';
+import type { PolicyCheckpoint, Reward, Task, TopicKey, Trajectory, Verification } from '../../schemas/index.js';
 
-export type ColumnType = 'utf8' | 'int64' | 'float64' | 'bool' | 'timestamp';
+export type ScalarType = 'utf8' | 'int64' | 'float64' | 'bool' | 'timestamp';
+
+export interface StructField {
+  readonly name: string;
+  readonly type: ScalarType;
+}
+
+/**
+ * A column's type: a scalar, or a list of scalars (`tags`) or of structs (`steps`). Lists are real
+ * Parquet lists, so DuckDB unnests and indexes them natively (`unnest(steps)`, `steps[1].tool`).
+ */
+export type ColumnType = ScalarType | { readonly listOf: ScalarType | readonly StructField[] };
+
+export type ScalarValue = string | number | bigint | boolean | null;
+export type CellValue = ScalarValue | readonly ScalarValue[] | ReadonlyArray<Readonly<Record<string, ScalarValue>>>;
 
 export interface Column<R> {
   readonly name: string;
   readonly type: ColumnType;
-  readonly value: (record: R) => string | number | bigint | boolean | null;
+  readonly value: (record: R) => CellValue;
 }
 
 /** One analytics table: which topic feeds it and how a record becomes a row. */
@@ -17,13 +31,15 @@ export interface TableSpec<R> {
 
 /** Kafka coordinates of the row's source record: they make the sink idempotent and every row traceable. */
 export interface SourceMeta {
+  /** Physical topic name (with its prefix). */
+  readonly topic: string;
   readonly partition: number;
   readonly offset: string;
 }
 
-type Row<R> = { record: R; meta: SourceMeta };
+export type Row<R> = { record: R; meta: SourceMeta };
 
-const col = <R>(name: string, type: ColumnType, value: (record: R) => string | number | bigint | boolean | null): Column<Row<R>> => ({
+const col = <R>(name: string, type: ColumnType, value: (record: R) => CellValue): Column<Row<R>> => ({
   name,
   type,
   value: (row) => value(row.record),
@@ -38,10 +54,29 @@ function lineageColumns<R extends { lineage: Trajectory['lineage'] }>(): Column<
     col<R>('sandbox_image_digest', 'utf8', (r) => r.lineage.sandboxImageDigest),
     col<R>('verifier_version', 'utf8', (r) => r.lineage.verifierVersion),
     col<R>('created_at', 'timestamp', (r) => r.lineage.createdAt),
+    { name: '_topic', type: 'utf8', value: (row) => row.meta.topic },
     { name: '_partition', type: 'int64', value: (row) => row.meta.partition },
     { name: '_offset', type: 'int64', value: (row) => BigInt(row.meta.offset) },
   ];
 }
+
+/** One struct per step; the candidates' feature vectors stay on the topic (the learner's input), only their count lands here. */
+export const STEP_FIELDS: readonly StructField[] = [
+  { name: 'index', type: 'int64' },
+  { name: 'started_at', type: 'timestamp' },
+  { name: 'tool', type: 'utf8' },
+  { name: 'arguments', type: 'utf8' },
+  { name: 'ok', type: 'bool' },
+  { name: 'exit_code', type: 'int64' },
+  { name: 'truncated', type: 'bool' },
+  { name: 'output', type: 'utf8' },
+  { name: 'observation', type: 'utf8' },
+  { name: 'duration_ms', type: 'float64' },
+  { name: 'sandbox_ms', type: 'float64' },
+  { name: 'chosen', type: 'int64' },
+  { name: 'logprob', type: 'float64' },
+  { name: 'candidates', type: 'int64' },
+];
 
 export const TRAJECTORIES: TableSpec<Row<Trajectory>> = {
   table: 'trajectories',
@@ -58,8 +93,24 @@ export const TRAJECTORIES: TableSpec<Row<Trajectory>> = {
     col('num_decisions', 'int64', (r) => r.steps.filter((s) => s.decision).length),
     col('total_ms', 'float64', (r) => r.totalMs),
     col('sandbox_ms', 'float64', (r) => r.sandboxMs),
-    // Steps stay queryable as JSON (json_extract, unnest(from_json(...))) without a fixed nested schema.
-    col('steps', 'utf8', (r) => JSON.stringify(r.steps.map(({ decision, ...step }) => ({ ...step, decision: decision && { chosen: decision.chosen, logprob: decision.logprob, candidates: decision.features.length } })))),
+    col('steps', { listOf: STEP_FIELDS }, (r) =>
+      r.steps.map((s) => ({
+        index: s.index,
+        started_at: s.startedAt,
+        tool: s.toolCall.name,
+        arguments: JSON.stringify(s.toolCall.arguments),
+        ok: s.toolResult.ok,
+        exit_code: s.toolResult.exitCode,
+        truncated: s.toolResult.truncated,
+        output: s.toolResult.output,
+        observation: s.observation,
+        duration_ms: s.durationMs,
+        sandbox_ms: s.sandboxMs,
+        chosen: s.decision?.chosen ?? null,
+        logprob: s.decision?.logprob ?? null,
+        candidates: s.decision?.features.length ?? null,
+      })),
+    ),
     ...lineageColumns<Trajectory>(),
   ],
 };
@@ -77,7 +128,16 @@ export const VERIFICATIONS: TableSpec<Row<Verification>> = {
     col('fraction_passed', 'float64', (r) => r.fractionPassed),
     col('failure', 'utf8', (r) => r.failure),
     col('duration_ms', 'float64', (r) => r.durationMs),
-    col('tests', 'utf8', (r) => JSON.stringify(r.tests)),
+    col('tests', { listOf: [{ name: 'id', type: 'utf8' }, { name: 'outcome', type: 'utf8' }, { name: 'duration_ms', type: 'float64' }, { name: 'message', type: 'utf8' }] }, (r) =>
+      r.tests.map((t) => ({ id: t.id, outcome: t.outcome, duration_ms: t.durationMs, message: t.message })),
+    ),
+    col(
+      'hacks',
+      { listOf: [{ name: 'kind', type: 'utf8' }, { name: 'evidence', type: 'utf8' }, { name: 'path', type: 'utf8' }, { name: 'line', type: 'int64' }, { name: 'source', type: 'utf8' }] },
+      (r) => (r.hacks ?? []).map((h) => ({ kind: h.kind, evidence: h.evidence, path: h.path, line: h.line, source: h.source })),
+    ),
+    col('quarantine_reason', 'utf8', (r) => r.quarantine?.reason ?? null),
+    col('rescore_id', 'utf8', (r) => r.rescoreId ?? null),
     ...lineageColumns<Verification>(),
   ],
 };
@@ -94,6 +154,12 @@ export const REWARDS: TableSpec<Row<Reward>> = {
     col('group_mean', 'float64', (r) => r.groupMean),
     col('group_std', 'float64', (r) => r.groupStd),
     col('group_size', 'int64', (r) => r.groupSize),
+    col('fraction_passed', 'float64', (r) => r.fractionPassed ?? null),
+    col('hacked', 'bool', (r) => r.hacked ?? false),
+    // Records from before dispositions existed all went to the learner.
+    col('disposition', 'utf8', (r) => r.disposition ?? 'learn'),
+    col('reason', 'utf8', (r) => r.reason ?? null),
+    col('rescore_id', 'utf8', (r) => r.rescoreId ?? null),
     ...lineageColumns<Reward>(),
   ],
 };
@@ -116,18 +182,43 @@ export const CHECKPOINTS: TableSpec<Row<PolicyCheckpoint>> = {
   ],
 };
 
+/** Task metadata (never the files or hidden tests), so analyses can group outcomes by tag, difficulty or source. */
+export const TASKS: TableSpec<Row<Task>> = {
+  table: 'tasks',
+  topic: 'tasks',
+  columns: [
+    col('env_id', 'utf8', (r) => r.envId),
+    col('title', 'utf8', (r) => r.title),
+    col('tags', { listOf: 'utf8' }, (r) => r.tags),
+    col('difficulty', 'float64', (r) => r.difficulty),
+    col('priority', 'int64', (r) => r.priority),
+    col('split', 'utf8', (r) => r.split),
+    col('dataset', 'utf8', (r) => r.source.dataset),
+    col('dataset_hash', 'utf8', (r) => r.source.datasetHash),
+    col('source_row', 'int64', (r) => r.source.sourceRow),
+    col('hidden_test_files', 'int64', (r) => Object.keys(r.hiddenTests).length),
+    ...lineageColumns<Task>(),
+  ],
+};
+
 /** Every analytics table, by the topic that feeds it. */
-export const ANALYTICS_TABLES = [TRAJECTORIES, VERIFICATIONS, REWARDS, CHECKPOINTS] as const;
+export const ANALYTICS_TABLES = [TRAJECTORIES, VERIFICATIONS, REWARDS, CHECKPOINTS, TASKS] as const;
 export type AnyTableSpec = TableSpec<Row<never>>;
 
 export function tableForTopic(topic: TopicKey): TableSpec<Row<unknown>> | undefined {
   return ANALYTICS_TABLES.find((spec) => spec.topic === topic) as TableSpec<Row<unknown>> | undefined;
 }
 
-export const DUCKDB_TYPES: Record<ColumnType, string> = {
+export const DUCKDB_TYPES: Record<ScalarType, string> = {
   utf8: 'VARCHAR',
   int64: 'BIGINT',
   float64: 'DOUBLE',
   bool: 'BOOLEAN',
   timestamp: 'TIMESTAMP',
 };
+
+export function duckdbType(type: ColumnType): string {
+  if (typeof type === 'string') return DUCKDB_TYPES[type];
+  if (typeof type.listOf === 'string') return `${DUCKDB_TYPES[type.listOf]}[]`;
+  return `STRUCT(${type.listOf.map((field) => `"${field.name}" ${DUCKDB_TYPES[field.type]}`).join(', ')})[]`;
+}

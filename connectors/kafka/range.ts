@@ -8,6 +8,16 @@ export type Position = 'earliest' | 'latest' | { readonly timestamp: number } | 
 
 export interface RangeRecord extends TableRecord {
   readonly timestamp: string;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** One fetched batch of one partition, for callers that commit progress themselves. */
+export interface RangeBatch {
+  readonly partition: number;
+  /** The batch's records inside the range, in offset order (empty when the fetch held only aborted records). */
+  readonly records: readonly RangeRecord[];
+  /** The group's progress on this partition once the batch is handled: commit it for `groupId`. */
+  readonly nextOffset: string;
 }
 
 export interface ReadRangeOptions {
@@ -22,7 +32,14 @@ export interface ReadRangeOptions {
    * @default rangeGroupId(topic, from, to, 'read')
    */
   readonly groupId?: string;
-  readonly onRecord: (record: RangeRecord) => void | Promise<void>;
+  /** Called for every record in range; the read commits the group's progress after each batch. Give this or `onBatch`. */
+  readonly onRecord?: (record: RangeRecord) => void | Promise<void>;
+  /**
+   * Called for every fetched batch instead; the callee commits `nextOffset` for `groupId` itself, in the
+   * same Kafka transaction as what it wrote (`transaction.sendOffsets`), so a re-run of the same range
+   * under the same group writes nothing twice.
+   */
+  readonly onBatch?: (batch: RangeBatch) => Promise<void>;
   /** Called after each batch with records handed over so far and the total in range. */
   readonly onProgress?: (done: number, total: number) => void;
   readonly signal?: AbortSignal;
@@ -83,6 +100,7 @@ const clamp = (value: bigint, min: bigint, max: bigint): bigint => (value < min 
  * groups are never disturbed. Offsets are resolved on every partition, by timestamp where asked.
  */
 export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promise<RangeReport> {
+  if ((options.onRecord === undefined) === (options.onBatch === undefined)) throw new ConfigError('ReadRangeOptions: give exactly one of onRecord and onBatch');
   const to = options.to ?? 'latest';
   const groupId = options.groupId ?? rangeGroupId(options.topic, options.from, to, 'read');
   const [starts, ends] = await Promise.all([resolveOffsets(kafka, options.topic, options.from), resolveOffsets(kafka, options.topic, to)]);
@@ -133,16 +151,28 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
         const end = endOf.get(batch.partition) ?? 0n;
+        const records: RangeRecord[] = [];
         for (const message of batch.messages) {
           if (BigInt(message.offset) >= end) break;
-          await options.onRecord({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp });
-          delivered++;
-          resolveOffset(message.offset);
+          const headers: Record<string, string> = {};
+          for (const [name, value] of Object.entries(message.headers ?? {})) if (value !== undefined) headers[name] = String(value);
+          records.push({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, headers });
         }
         // Count markers and aborted records too: progress is in offsets, and the range ends at an offset.
         const reached = BigInt(batch.lastOffset()) + 1n;
         const next = reached < end ? reached : end;
-        await consumer.commitOffsets([{ topic: options.topic, partition: batch.partition, offset: next.toString() }]);
+        if (options.onBatch) {
+          await options.onBatch({ partition: batch.partition, records, nextOffset: next.toString() });
+          delivered += records.length;
+          if (records.length) resolveOffset(records[records.length - 1]!.offset);
+        } else {
+          for (const record of records) {
+            await options.onRecord!(record);
+            delivered++;
+            resolveOffset(record.offset);
+          }
+          await consumer.commitOffsets([{ topic: options.topic, partition: batch.partition, offset: next.toString() }]);
+        }
         options.onProgress?.(delivered, total);
         await heartbeat();
       },

@@ -1,118 +1,360 @@
-import { existsSync, readdirSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { tableForTopic, writeParquetFile, type SourceMeta } from '../../connectors/analytics/index.js';
-import type { Consumer, Producer } from '../../connectors/kafka/index.js';
-import { ShutdownError, type TopicKey } from '../../schemas/index.js';
-import { toDeadLetter, type ProcessorContext, ProcessorMetrics, type RawRecord } from '../runtime/index.js';
+import {
+  bucketOf,
+  dataFileName,
+  listDataFiles,
+  readLedger,
+  tableForTopic,
+  writeLedger,
+  writeParquetFile,
+  type Row,
+  type TableSpec,
+} from '../../connectors/analytics/index.js';
+import type { Admin, Consumer, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import { ConfigError, errorMessage, ShutdownError, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
+import {
+  compose,
+  deadLetter,
+  metrics,
+  ProcessorMetrics,
+  retry,
+  typed,
+  type EncodedOutput,
+  type ProcessorContext,
+  type RawHandler,
+  type RawRecord,
+  type RetryOptions,
+} from '../runtime/index.js';
+import { PartitionBuffer } from './buffer.js';
+
+const MiB = 1024 * 1024;
+const DEFAULT_TOPICS: readonly TopicKey[] = ['tasks', 'trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
 
 export interface AnalyticsSinkOptions {
   /** Root of the Parquet folders, one sub-folder per table. */
   dataDir: string;
-  /** Records per Parquet file at most. @default 1000 */
-  maxRecordsPerFile?: number;
-  /** @default ['trajectories', 'verifications', 'rewards', 'policyCheckpoints'] */
-  topics?: TopicKey[];
+  /** @default every topic that feeds an analytics table: tasks, trajectories, verifications, rewards, policyCheckpoints */
+  topics?: readonly TopicKey[];
+  /** A topic partition's buffered records become files once their encoded size reaches this many bytes. @default 33554432 (32 MiB) */
+  rollBytes?: number;
+  /** ...or once its oldest buffered record has waited this long. @default 5000 */
+  rollAgeMs?: number;
+  /** Bound on all buffers together; past it the largest buffer is written early. @default 134217728 (128 MiB) */
+  maxBufferedBytes?: number;
+  /**
+   * How long the group waits for a sink that stopped heartbeating before its partitions move on; after a
+   * crash the restarted sink waits about this long to get them back. The broker allows 6000 at least.
+   * @default 45000
+   */
+  sessionTimeoutMs?: number;
+  /** Retries of retriable decode failures (registry unreachable). @default the runtime's { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2 } */
+  retry?: RetryOptions;
+  /** Called for every dead letter. @default logs one line to stderr */
+  onDeadLetter?: (letter: DeadLetter) => void;
 }
 
-const FILE = /^p(\d+)-(\d+)-(\d+)\.parquet$/;
+interface ResolvedSinkOptions {
+  readonly dataDir: string;
+  readonly topics: readonly TopicKey[];
+  readonly rollBytes: number;
+  readonly rollAgeMs: number;
+  readonly maxBufferedBytes: number;
+  readonly sessionTimeoutMs: number;
+  readonly retry: RetryOptions;
+  readonly onDeadLetter: (letter: DeadLetter) => void;
+}
 
-/** The highest offset already written per `<topic>/<partition>`, read back from the file names. */
-function writtenOffsets(dataDir: string, table: string): Map<number, bigint> {
-  const done = new Map<number, bigint>();
-  const root = join(dataDir, table);
-  if (!existsSync(root)) return done;
-  for (const run of readdirSync(root)) {
-    const dir = join(root, run);
-    for (const file of existsSync(dir) ? readdirSync(dir) : []) {
-      const match = FILE.exec(file);
-      if (!match) continue;
-      const partition = Number(match[1]);
-      const last = BigInt(match[3]!);
-      if (last > (done.get(partition) ?? -1n)) done.set(partition, last);
-    }
+function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions {
+  if (!options.dataDir) throw new ConfigError('AnalyticsSinkOptions.dataDir is required');
+  const resolved: ResolvedSinkOptions = {
+    dataDir: options.dataDir,
+    topics: options.topics ?? DEFAULT_TOPICS,
+    rollBytes: options.rollBytes ?? 32 * MiB,
+    rollAgeMs: options.rollAgeMs ?? 5000,
+    maxBufferedBytes: options.maxBufferedBytes ?? 128 * MiB,
+    sessionTimeoutMs: options.sessionTimeoutMs ?? 45_000,
+    retry: options.retry ?? {},
+    onDeadLetter:
+      options.onDeadLetter ??
+      ((letter) => process.stderr.write(`[analytics-sink] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`)),
+  };
+  if (resolved.topics.length === 0) throw new ConfigError('AnalyticsSinkOptions.topics: at least one topic is required');
+  for (const topic of resolved.topics) if (!tableForTopic(topic)) throw new ConfigError(`AnalyticsSinkOptions.topics: no analytics table is fed by ${topic}`);
+  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes', 'sessionTimeoutMs'] as const) {
+    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`AnalyticsSinkOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
   }
-  return done;
+  if (resolved.maxBufferedBytes < resolved.rollBytes) {
+    throw new ConfigError(`AnalyticsSinkOptions.maxBufferedBytes (${resolved.maxBufferedBytes}) must be at least rollBytes (${resolved.rollBytes})`);
+  }
+  return resolved;
 }
+
+const partitionKey = (topic: string, partition: number): string => `${topic}:${partition}`;
 
 /**
- * Lands trajectories, verifications, rewards and checkpoints as Parquet (built as Arrow record batches).
- * Each file is named by its topic partition and offset range and written before the offsets are
- * committed; on restart, offsets already in a file name are skipped. So a crash at any point writes no row
- * twice and skips none. Records that fail their contract become dead letters.
+ * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet, built as Arrow record
+ * batches. Records are buffered per topic partition and written when the buffer is big or old enough,
+ * one file per (table, run, hour) named by the topic partition and offset range it covers.
+ *
+ * Exactly once, across crashes at any point: a flush writes its files (each atomically), then commits the
+ * dead letters of the range with the consumed offset in one Kafka transaction, then records the range in
+ * a ledger beside the data. When it gets a partition, the sink takes as landed the later of the ledger
+ * and the committed offset, deletes any file that starts past it (the orphans of a flush that never
+ * committed) and skips records up to it. The ledger keeps that true even after Kafka forgets the group's
+ * offsets. One sink (one consumer group) per data folder.
  */
 export class AnalyticsSink {
   readonly metrics = new ProcessorMetrics();
   /** Rows landed per table since start. */
   readonly rowsWritten = new Map<string, number>();
+  filesWritten = 0;
+  bytesWritten = 0;
+  private readonly options: ResolvedSinkOptions;
+  private readonly chain: RawHandler;
+  private readonly shutdown = new AbortController();
+  private readonly buffers = new Map<string, PartitionBuffer>();
+  /** Per topic partition: the last offset known landed, set when the partition is (re)assigned. */
+  private readonly landed = new Map<string, bigint>();
+  /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
+  private readonly dirty = new Set<string>();
+  private readonly topicKeys = new Map<string, TopicKey>();
+  private lock: Promise<unknown> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
-  private readonly maxRecordsPerFile: number;
-  private readonly topics: TopicKey[];
+  private admin: Admin | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
-    private readonly options: AnalyticsSinkOptions,
+    options: AnalyticsSinkOptions,
   ) {
-    this.maxRecordsPerFile = options.maxRecordsPerFile ?? 1000;
-    this.topics = options.topics ?? ['trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
-    for (const topic of this.topics) if (!tableForTopic(topic)) throw new Error(`AnalyticsSinkOptions.topics: no analytics table is fed by ${topic}`);
+    this.options = resolveSinkOptions(options);
+    const { serde, names } = context;
+    for (const key of this.options.topics) this.topicKeys.set(names.name(key), key);
+    this.chain = compose(
+      typed(serde, names, async ({ record }) => {
+        const value = record.value as { lineage: Lineage };
+        const buffer = this.bufferFor(record.topic, record.partition);
+        buffer.addRow(bucketOf(value.lineage.runId, value.lineage.createdAt), { record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+        return [];
+      }),
+      metrics(this.metrics),
+      deadLetter('analytics-sink', serde, names, this.options.onDeadLetter),
+      retry(this.options.retry),
+    );
+  }
+
+  get groupId(): string {
+    return `${this.context.names.prefix}analytics-sink`;
+  }
+
+  /** Records read but not yet in files. */
+  get bufferedRecords(): number {
+    let count = 0;
+    for (const buffer of this.buffers.values()) if (!buffer.empty) count += Number(buffer.last - buffer.first!) + 1;
+    return count;
   }
 
   async start(): Promise<void> {
-    const { kafka, names, serde } = this.context;
-    const byTopic = new Map(this.topics.map((key) => [names.name(key), key]));
-    const written = new Map(this.topics.map((key) => [names.name(key), writtenOffsets(this.options.dataDir, tableForTopic(key)!.table)]));
-    this.producer = kafka.producer({ idempotent: true });
+    const { kafka } = this.context;
+    this.admin = kafka.admin();
+    await this.admin.connect();
+    this.producer = kafka.producer({ transactionalId: `${this.groupId}-0`, idempotent: true, maxInFlightRequests: 1 });
     await this.producer.connect();
-    this.consumer = kafka.consumer({ groupId: `${names.prefix}analytics-sink`, readUncommitted: false, allowAutoTopicCreation: false });
+    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: Math.min(3_000, Math.floor(this.options.sessionTimeoutMs / 3)) });
+    // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()));
     await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [...byTopic.keys()], fromBeginning: true });
+    await this.consumer.subscribe({ topics: [...this.topicKeys.keys()], fromBeginning: true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        const topicKey = byTopic.get(batch.topic)!;
-        const spec = tableForTopic(topicKey)!;
-        const done = written.get(batch.topic)!.get(batch.partition) ?? -1n;
-        const fresh = batch.messages.filter((m) => BigInt(m.offset) > done);
-        for (let i = 0; i < fresh.length; i += this.maxRecordsPerFile) {
-          if (!isRunning() || isStale()) return;
-          const chunk = fresh.slice(i, i + this.maxRecordsPerFile);
-          const rows: Array<{ record: { lineage: { runId: string } }; meta: SourceMeta }> = [];
-          const letters: Array<{ key: string; value: Buffer }> = [];
-          for (const message of chunk) {
-            try {
-              const record = (await serde.decode(topicKey, message.value)) as { lineage: { runId: string } };
-              rows.push({ record, meta: { partition: batch.partition, offset: message.offset } });
-            } catch (error) {
-              if (error instanceof ShutdownError) throw error;
-              const raw: RawRecord = { topic: batch.topic, topicKey, partition: batch.partition, offset: message.offset, key: message.key, value: message.value, headers: {}, timestamp: message.timestamp };
-              letters.push({ key: batch.topic, value: await serde.encode('deadLetters', toDeadLetter('analytics-sink', raw, error)) });
-            }
+        const work = this.exclusive(async () => {
+          if (this.shutdown.signal.aborted || !isRunning() || isStale()) return;
+          const landed = await this.prepare(batch.topic, batch.partition);
+          const buffer = this.bufferFor(batch.topic, batch.partition);
+          for (const message of batch.messages) {
+            if (this.shutdown.signal.aborted || !isRunning() || isStale()) return;
+            const offset = BigInt(message.offset);
+            if (offset > landed && offset > buffer.last) await this.consume(batch.topic, batch.partition, message, buffer);
+            // Buffered records are not committed, only marked read; they are committed when their files are written.
+            resolveOffset(message.offset);
+            if (buffer.bytes >= this.options.rollBytes) await this.flush(buffer);
           }
-          const first = chunk[0]!.offset;
-          const last = chunk[chunk.length - 1]!.offset;
-          const byRun = new Map<string, typeof rows>();
-          for (const row of rows) byRun.set(row.record.lineage.runId, [...(byRun.get(row.record.lineage.runId) ?? []), row]);
-          for (const [runId, runRows] of byRun) {
-            const path = join(this.options.dataDir, spec.table, `run_id=${runId.replace(/[^\w.-]/g, '_')}`, `p${batch.partition}-${first}-${last}.parquet`);
-            writeParquetFile(path, spec.columns as never, runRows);
-          }
-          this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + rows.length);
-          if (letters.length) await this.producer!.send({ topic: names.name('deadLetters'), messages: letters });
-          resolveOffset(last);
-          await this.consumer!.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
-          for (const _ of chunk) this.metrics.record(0, 1);
-          await heartbeat();
+          await this.enforceMemoryBound();
+        });
+        try {
+          await work;
+        } catch (error) {
+          // Stopping interrupts a record mid-retry; it is read again after restart, not lost.
+          if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
+          throw error;
         }
-        // Everything in this batch was already in files before a restart: move past it.
-        if (fresh.length === 0 && batch.messages.length > 0) resolveOffset(batch.lastOffset());
+        await heartbeat();
       },
+    });
+    const tick = Math.max(50, Math.min(1000, Math.floor(this.options.rollAgeMs / 4)));
+    this.timer = setInterval(() => void this.flushDue().catch((error: unknown) => process.stderr.write(`[analytics-sink] age-based flush failed, retrying: ${errorMessage(error)}\n`)), tick);
+  }
+
+  /** Graceful stop: everything read so far is written and committed first. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.shutdown.abort();
+    try {
+      await this.exclusive(async () => {
+        for (const buffer of this.buffers.values()) if (!buffer.empty && this.landed.has(partitionKey(buffer.topic, buffer.partition))) await this.flush(buffer);
+      });
+    } finally {
+      await this.consumer?.disconnect();
+      await this.producer?.disconnect();
+      await this.admin?.disconnect();
+    }
+  }
+
+  private exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.lock.then(work, work);
+    this.lock = run.catch(() => undefined);
+    return run;
+  }
+
+  private bufferFor(topic: string, partition: number): PartitionBuffer {
+    const key = partitionKey(topic, partition);
+    let buffer = this.buffers.get(key);
+    if (!buffer) {
+      buffer = new PartitionBuffer(topic, partition);
+      this.buffers.set(key, buffer);
+    }
+    return buffer;
+  }
+
+  private forgetAssignment(): void {
+    for (const buffer of this.buffers.values()) buffer.clear();
+    this.landed.clear();
+  }
+
+  private tableOf(topic: string): TableSpec<Row<unknown>> {
+    const key = this.topicKeys.get(topic);
+    if (key === undefined) throw new Error(`analytics-sink received a record from unexpected topic ${topic}`);
+    return tableForTopic(key)!;
+  }
+
+  /**
+   * First batch of a partition since (re)assignment: settle what is landed and delete the files of any
+   * flush that never committed, so their rows are written exactly once, by the flush that reads them again.
+   */
+  private async prepare(topic: string, partition: number): Promise<bigint> {
+    const key = partitionKey(topic, partition);
+    const known = this.landed.get(key);
+    if (known !== undefined) return known;
+    const [committedGroup] = await this.admin!.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+    const committed = BigInt(committedGroup?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
+    const ledger = readLedger(this.options.dataDir, topic, partition);
+    const landed = committed > ledger + 1n ? committed - 1n : ledger;
+    this.removeFilesAfter(topic, partition, landed);
+    this.landed.set(key, landed);
+    return landed;
+  }
+
+  private removeFilesAfter(topic: string, partition: number, landed: bigint): void {
+    const spec = this.tableOf(topic);
+    for (const file of listDataFiles(join(this.options.dataDir, spec.table))) {
+      if (file.topic === topic && file.partition === partition && file.first > landed) rmSync(file.path, { force: true });
+    }
+  }
+
+  private async consume(topic: string, partition: number, message: KafkaMessage, buffer: PartitionBuffer): Promise<void> {
+    const offset = BigInt(message.offset);
+    // A tombstone on a compacted topic deletes a key: nothing to land, and nothing wrong.
+    let letters: readonly EncodedOutput[] = [];
+    if (message.value !== null) {
+      const raw: RawRecord = {
+        topic,
+        topicKey: this.topicKeys.get(topic)!,
+        partition,
+        offset: message.offset,
+        key: message.key,
+        value: message.value,
+        headers: {},
+        timestamp: message.timestamp,
+      };
+      letters = await this.chain({ record: raw, signal: this.shutdown.signal });
+    }
+    buffer.consumed(offset, message.value?.length ?? 0, letters, Date.now());
+  }
+
+  private async flushDue(): Promise<void> {
+    await this.exclusive(async () => {
+      if (this.shutdown.signal.aborted) return;
+      const now = Date.now();
+      for (const buffer of this.buffers.values()) if (buffer.due(now, this.options.rollBytes, this.options.rollAgeMs)) await this.flush(buffer);
     });
   }
 
-  async stop(): Promise<void> {
-    await this.consumer?.disconnect();
-    await this.producer?.disconnect();
+  private async enforceMemoryBound(): Promise<void> {
+    const all = [...this.buffers.values()];
+    let total = all.reduce((sum, buffer) => sum + buffer.bytes, 0);
+    for (const buffer of all.sort((a, b) => b.bytes - a.bytes)) {
+      if (total <= this.options.maxBufferedBytes) return;
+      total -= buffer.bytes;
+      await this.flush(buffer);
+    }
+  }
+
+  /** Files, then the dead letters and the offset in one transaction, then the ledger. Caller holds the lock. */
+  private async flush(buffer: PartitionBuffer): Promise<void> {
+    if (buffer.empty) return;
+    const { topic, partition } = buffer;
+    const key = partitionKey(topic, partition);
+    const spec = this.tableOf(topic);
+    const range = { topic, partition, first: buffer.first!, last: buffer.last };
+    if (this.dirty.has(key)) {
+      this.removeFilesAfter(topic, partition, range.first - 1n);
+      this.dirty.delete(key);
+    }
+    const metadata = {
+      'trialrun.table': spec.table,
+      'trialrun.topic': topic,
+      'trialrun.partition': String(partition),
+      'trialrun.first_offset': range.first.toString(),
+      'trialrun.last_offset': range.last.toString(),
+    };
+    const written: Array<{ path: string; bytes: number }> = [];
+    try {
+      for (const [bucket, rows] of buffer.buckets) {
+        const path = join(this.options.dataDir, spec.table, bucket, dataFileName(range));
+        written.push({ path, bytes: writeParquetFile(path, spec.columns, rows, metadata) });
+      }
+      const transaction = await this.producer!.transaction();
+      try {
+        if (buffer.deadLetters.length) {
+          const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
+          for (const letter of buffer.deadLetters) {
+            const messages = byTopic.get(letter.topic) ?? [];
+            messages.push({ key: letter.key, value: letter.value });
+            byTopic.set(letter.topic, messages);
+          }
+          await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
+        }
+        await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions: [{ partition, offset: (range.last + 1n).toString() }] }] });
+        await transaction.commit();
+      } catch (error) {
+        await transaction.abort().catch(() => undefined);
+        throw error;
+      }
+    } catch (error) {
+      // Not committed: these files must not survive next to the ones a later flush of the same records writes.
+      for (const file of written) rmSync(file.path, { force: true });
+      this.dirty.add(key);
+      throw error;
+    }
+    writeLedger(this.options.dataDir, topic, partition, range.last);
+    this.landed.set(key, range.last);
+    this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
+    this.filesWritten += written.length;
+    this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);
+    buffer.clear();
   }
 }

@@ -1,0 +1,145 @@
+import { renameSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ConfigError } from '../../schemas/index.js';
+import { readParquetSql, sqlString } from './catalog.js';
+import { dataFileName, groupFiles, listDataFiles, partitionSuperseded, readLedger, type DataFile } from './layout.js';
+import { ANALYTICS_TABLES } from './tables.js';
+
+const MiB = 1024 * 1024;
+
+export interface CompactOptions {
+  /** Tables to compact. @default every analytics table */
+  tables?: readonly string[];
+  /** Files smaller than this many bytes are merged with their neighbours. @default 67108864 (64 MiB) */
+  smallFileBytes?: number;
+  /** A merged file stops taking inputs once they add up to this many bytes. @default 268435456 (256 MiB) */
+  targetFileBytes?: number;
+  /** Report what would be merged without writing or deleting anything. @default false */
+  dryRun?: boolean;
+}
+
+interface ResolvedCompactOptions {
+  readonly tables: readonly string[];
+  readonly smallFileBytes: number;
+  readonly targetFileBytes: number;
+  readonly dryRun: boolean;
+}
+
+export interface CompactTableReport {
+  readonly table: string;
+  readonly filesBefore: number;
+  readonly filesAfter: number;
+  /** Merged files written (each replaces two or more inputs). */
+  readonly merged: number;
+  readonly inputs: number;
+  /** Inputs of an earlier, interrupted compaction, deleted now. */
+  readonly supersededRemoved: number;
+  readonly bytesBefore: number;
+  readonly bytesAfter: number;
+}
+
+function resolveCompactOptions(options: CompactOptions): ResolvedCompactOptions {
+  const known = ANALYTICS_TABLES.map((spec) => spec.table);
+  const resolved = {
+    tables: options.tables ?? known,
+    smallFileBytes: options.smallFileBytes ?? 64 * MiB,
+    targetFileBytes: options.targetFileBytes ?? 256 * MiB,
+    dryRun: options.dryRun ?? false,
+  };
+  for (const table of resolved.tables) if (!known.includes(table)) throw new ConfigError(`CompactOptions.tables: unknown table "${table}"; one of ${known.join(', ')}`);
+  for (const name of ['smallFileBytes', 'targetFileBytes'] as const) {
+    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`CompactOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
+  }
+  if (resolved.targetFileBytes < resolved.smallFileBytes) {
+    throw new ConfigError(`CompactOptions.targetFileBytes (${resolved.targetFileBytes}) must be at least smallFileBytes (${resolved.smallFileBytes})`);
+  }
+  return resolved;
+}
+
+/**
+ * Runs of consecutive small files of one folder and topic partition to merge, each at most about
+ * `targetFileBytes`. Only ranges the sink has recorded as landed are touched, so compaction never races
+ * a flush in progress, and the sink never deletes a merged file.
+ */
+export function planMerges(files: readonly DataFile[], landedThrough: (topic: string, partition: number) => bigint, options: Pick<ResolvedCompactOptions, 'smallFileBytes' | 'targetFileBytes'>): DataFile[][] {
+  const plans: DataFile[][] = [];
+  for (const group of groupFiles(files)) {
+    let run: DataFile[] = [];
+    let runBytes = 0;
+    const close = (): void => {
+      if (run.length >= 2) plans.push(run);
+      run = [];
+      runBytes = 0;
+    };
+    for (const file of group) {
+      const eligible = file.bytes < options.smallFileBytes && file.last <= landedThrough(file.topic, file.partition);
+      if (!eligible) {
+        close();
+        continue;
+      }
+      run.push(file);
+      runBytes += file.bytes;
+      if (runBytes >= options.targetFileBytes) close();
+    }
+    close();
+  }
+  return plans;
+}
+
+/**
+ * Merges small Parquet files into bigger ones. A merged file is named by the offset range it covers and
+ * written atomically before its inputs are deleted; if compaction stops in between, readers already skip
+ * the inputs (their ranges lie inside the merged one) and the next compaction deletes them.
+ */
+export async function compactStore(dataDir: string, options: CompactOptions = {}): Promise<CompactTableReport[]> {
+  const resolved = resolveCompactOptions(options);
+  const ledger = new Map<string, bigint>();
+  const landedThrough = (topic: string, partition: number): bigint => {
+    const key = `${topic}:${partition}`;
+    if (!ledger.has(key)) ledger.set(key, readLedger(dataDir, topic, partition));
+    return ledger.get(key)!;
+  };
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  const reports: CompactTableReport[] = [];
+  try {
+    for (const table of resolved.tables) {
+      const all = listDataFiles(join(dataDir, table));
+      const { live, superseded } = partitionSuperseded(all);
+      const plans = planMerges(live, landedThrough, resolved);
+      let bytesAfter = live.reduce((sum, file) => sum + file.bytes, 0);
+      if (!resolved.dryRun) {
+        for (const file of superseded) rmSync(file.path, { force: true });
+        for (const inputs of plans) {
+          const first = inputs[0]!;
+          const range = { topic: first.topic, partition: first.partition, first: first.first, last: inputs[inputs.length - 1]!.last };
+          const path = join(dirname(first.path), dataFileName(range));
+          const temp = `${path}.tmp-compact-${process.pid}`;
+          const metadata = `{'trialrun.table': ${sqlString(table)}, 'trialrun.topic': ${sqlString(range.topic)}, 'trialrun.partition': '${range.partition}', 'trialrun.first_offset': '${range.first}', 'trialrun.last_offset': '${range.last}', 'trialrun.compacted_from': '${inputs.length}'}`;
+          await connection.run(
+            `COPY (SELECT * FROM ${readParquetSql(inputs.map((file) => file.path))}) TO ${sqlString(temp)} (FORMAT parquet, COMPRESSION zstd, KV_METADATA ${metadata})`,
+          );
+          renameSync(temp, path);
+          for (const file of inputs) rmSync(file.path, { force: true });
+        }
+        bytesAfter = listDataFiles(join(dataDir, table)).reduce((sum, file) => sum + file.bytes, 0);
+      }
+      const inputs = plans.reduce((sum, plan) => sum + plan.length, 0);
+      reports.push({
+        table,
+        filesBefore: all.length,
+        filesAfter: live.length - inputs + plans.length,
+        merged: plans.length,
+        inputs,
+        supersededRemoved: superseded.length,
+        bytesBefore: all.reduce((sum, file) => sum + file.bytes, 0),
+        bytesAfter,
+      });
+    }
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+  return reports;
+}

@@ -1,0 +1,62 @@
+import type { Row } from '../../connectors/analytics/index.js';
+import type { EncodedOutput } from '../runtime/index.js';
+
+/**
+ * The records of one topic partition read since its last flush: decoded rows grouped by the folder
+ * (run, hour) they land in, the dead letters of records that could not be decoded, and the offset range
+ * they all came from. A flush writes the whole buffer as one offset range, so a file never holds part of
+ * a range whose other rows are elsewhere unwritten.
+ */
+export class PartitionBuffer {
+  readonly buckets = new Map<string, Row<unknown>[]>();
+  readonly deadLetters: EncodedOutput[] = [];
+  first: bigint | null = null;
+  last = -1n;
+  bytes = 0;
+  rows = 0;
+  /** When the oldest buffered record arrived (ms since the epoch); null while empty. */
+  openedAt: number | null = null;
+
+  constructor(
+    readonly topic: string,
+    readonly partition: number,
+  ) {}
+
+  get empty(): boolean {
+    return this.first === null;
+  }
+
+  addRow(bucket: string, row: Row<unknown>): void {
+    const rows = this.buckets.get(bucket);
+    if (rows) rows.push(row);
+    else this.buckets.set(bucket, [row]);
+    this.rows++;
+  }
+
+  /** Extends the range over a consumed record, whether it became a row, a dead letter or nothing (a tombstone). */
+  consumed(offset: bigint, bytes: number, deadLetters: readonly EncodedOutput[], now: number): void {
+    if (offset <= this.last) throw new Error(`${this.topic}[${this.partition}]: offset ${offset} arrived after ${this.last}`);
+    if (this.first === null) {
+      this.first = offset;
+      this.openedAt = now;
+    }
+    this.last = offset;
+    this.bytes += bytes;
+    this.deadLetters.push(...deadLetters);
+  }
+
+  /** Size or age says the buffer should become files now. */
+  due(now: number, rollBytes: number, rollAgeMs: number): boolean {
+    return !this.empty && (this.bytes >= rollBytes || now - (this.openedAt ?? now) >= rollAgeMs);
+  }
+
+  clear(): void {
+    this.buckets.clear();
+    this.deadLetters.length = 0;
+    this.first = null;
+    this.last = -1n;
+    this.bytes = 0;
+    this.rows = 0;
+    this.openedAt = null;
+  }
+}

@@ -1,0 +1,215 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, existsSync, mkdirSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { before, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
+import { AnalyticsCatalog, compactStore, listDataFiles, readLedger } from '../../connectors/analytics/index.js';
+import { readTopic } from '../../connectors/kafka/index.js';
+import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
+import type { ProcessorContext } from '../../pipelines/runtime/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
+import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
+
+before(ensureStack, { timeout: 900_000 });
+
+const POISON = Buffer.from('this is not a registry-framed record');
+
+async function produceTrajectories(context: ProcessorContext, from: number, to: number, runId: string): Promise<void> {
+  const producer = context.kafka.producer({ idempotent: true });
+  await producer.connect();
+  try {
+    for (let start = from; start < to; start += 100) {
+      const messages = [];
+      for (let i = start; i < Math.min(to, start + 100); i++) {
+        const trajectory = syntheticTrajectory(i, { runId, steps: 3, perVersion: 200, startMs: Date.parse('2025-01-01T00:00:00Z') + (i % 2) * 3_600_000 });
+        messages.push({ key: trajectory.lineage.taskId, value: await context.serde.encode('trajectories', trajectory) });
+      }
+      await producer.send({ topic: context.names.name('trajectories'), messages });
+    }
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** (partition, offset) of every committed record on a topic, split into decodable rows and poison. */
+async function sourceOffsets(context: ProcessorContext): Promise<{ rows: string[]; poison: string[] }> {
+  const rows: string[] = [];
+  const poison: string[] = [];
+  await readTopic(context.kafka, {
+    topic: context.names.name('trajectories'),
+    onRecord: ({ partition, offset, value }) => void (value?.equals(POISON) ? poison : rows).push(`${partition}:${offset}`),
+  });
+  return { rows: rows.sort(), poison: poison.sort() };
+}
+
+interface ChildStatus {
+  files: number;
+  buffered: number;
+}
+
+/** The sink in its own process, so it can be killed with SIGKILL like a crashed host. */
+function spawnSink(context: ProcessorContext, dataDir: string, onStatus: (status: ChildStatus) => void): ChildProcess {
+  const dist = join(repoRoot(), 'dist');
+  const module = (path: string): string => JSON.stringify(pathToFileURL(join(dist, path)).href);
+  const script = `
+    import ${module('envs/index.js')};
+    import { createKafka } from ${module('connectors/kafka/index.js')};
+    import { TopicSerde } from ${module('connectors/registry/index.js')};
+    import { AnalyticsSink } from ${module('pipelines/analytics-sink/index.js')};
+    import { topicNames } from ${module('schemas/index.js')};
+    const names = topicNames(${JSON.stringify(context.names.prefix)});
+    const context = { kafka: createKafka({ clientId: 'it-sink-child' }), serde: new TopicSerde(names), names };
+    const sink = new AnalyticsSink(context, { dataDir: ${JSON.stringify(dataDir)}, topics: ['trajectories'], rollBytes: 40000, rollAgeMs: 3600000, sessionTimeoutMs: 6000, onDeadLetter: () => {} });
+    await sink.start();
+    setInterval(() => console.log(JSON.stringify({ files: sink.filesWritten, buffered: sink.bufferedRecords })), 20);
+  `;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let pending = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    pending += chunk.toString();
+    const lines = pending.split('\n');
+    pending = lines.pop()!;
+    for (const line of lines) if (line.startsWith('{')) onStatus(JSON.parse(line) as ChildStatus);
+  });
+  return child;
+}
+
+/** Starts a sink process and SIGKILLs it once it has written files and holds records not yet in a file. */
+async function killMidFile(context: ProcessorContext, dataDir: string): Promise<ChildStatus> {
+  let killedAt: ChildStatus | undefined;
+  const child = spawnSink(context, dataDir, (status) => {
+    if (!killedAt && status.files > 0 && status.buffered > 0) {
+      killedAt = status;
+      child.kill('SIGKILL');
+    }
+  });
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  const deadline = setTimeout(() => child.kill('SIGKILL'), 120_000);
+  await exited;
+  clearTimeout(deadline);
+  assert.ok(killedAt, 'the sink was killed while it held unwritten records');
+  return killedAt;
+}
+
+async function rowKeys(dataDir: string): Promise<{ keys: string[]; count: number }> {
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    const result = await catalog.query(`SELECT _partition || ':' || _offset FROM trajectories`);
+    const keys = result.rows.map((row) => String(row[0])).sort();
+    return { keys, count: keys.length };
+  } finally {
+    catalog.close();
+  }
+}
+
+test('a sink killed with SIGKILL mid-file, again and again, lands every row exactly once and dead-letters poison once', { timeout: 300_000 }, async () => {
+  const context = await freshContext('sink-kill');
+  const dataDir = tempDir('sink-kill');
+  await produceTrajectories(context, 0, 600, 'run-a');
+  await sendRaw(context, 'trajectories', [{ key: 'task-000', value: POISON }, { key: 'task-001', value: POISON }]);
+
+  await killMidFile(context, dataDir);
+  await produceTrajectories(context, 600, 1200, 'run-b');
+  await killMidFile(context, dataDir);
+  await sendRaw(context, 'trajectories', [{ key: 'task-002', value: POISON }]);
+  await killMidFile(context, dataDir);
+
+  const expected = await sourceOffsets(context);
+  assert.equal(expected.rows.length, 1200);
+  assert.equal(expected.poison.length, 3);
+
+  // A last, clean run finishes the job: it writes by age, so the ledger reaches the end of every partition.
+  const topic = context.names.name('trajectories');
+  const admin = context.kafka.admin();
+  await admin.connect();
+  const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
+  const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'], rollBytes: 40_000, rollAgeMs: 300, sessionTimeoutMs: 6000, onDeadLetter: () => undefined });
+  await sink.start();
+  try {
+    await eventually('every partition landed', async () => ends.every((p) => readLedger(dataDir, topic, p.partition) === BigInt(p.high) - 1n), 60_000);
+  } finally {
+    await sink.stop();
+  }
+
+  const landed = await rowKeys(dataDir);
+  assert.equal(landed.count, 1200, 'no row twice, none skipped');
+  assert.deepEqual(landed.keys, expected.rows);
+  const letters = await readAll(context, 'deadLetters');
+  assert.deepEqual(letters.map((l) => `${l.partition}:${l.offset}`).sort(), expected.poison, 'each poison record dead-lettered exactly once');
+  assert.ok(letters.every((l) => l.processor === 'analytics-sink' && l.error.stage === 'decode'));
+
+  // Folders by run and hour; names carry topic, partition and offsets.
+  const files = listDataFiles(join(dataDir, 'trajectories'));
+  assert.deepEqual([...new Set(files.map((f) => f.bucket))].sort(), [
+    join('run_id=run-a', 'hour=2025-01-01T00'),
+    join('run_id=run-a', 'hour=2025-01-01T01'),
+    join('run_id=run-b', 'hour=2025-01-01T00'),
+    join('run_id=run-b', 'hour=2025-01-01T01'),
+  ]);
+  assert.ok(files.every((f) => f.topic === context.names.name('trajectories')));
+
+  // Compaction merges the many small files; every query answers the same, and a leftover input of an
+  // interrupted compaction is ignored by readers and deleted by the next compaction.
+  const summary = `SELECT run_id, count(*), sum(num_steps), sum(CAST(_offset AS BIGINT)), min(created_at), max(created_at) FROM trajectories GROUP BY 1 ORDER BY 1`;
+  const before = await queryAll(dataDir, [summary, 'SELECT count(*) FROM steps']);
+  const spare = join(tempDir('sink-spare'), basename(files[0]!.path));
+  cpSync(files[0]!.path, spare);
+  const reports = await compactStore(dataDir, { tables: ['trajectories'], smallFileBytes: 1_000_000, targetFileBytes: 10_000_000 });
+  assert.equal(reports[0]!.filesAfter, 4 * 3, 'one file per folder and partition');
+  assert.ok(reports[0]!.filesBefore > reports[0]!.filesAfter);
+  assert.equal(listDataFiles(join(dataDir, 'trajectories')).length, 12);
+  assert.deepEqual(await queryAll(dataDir, [summary, 'SELECT count(*) FROM steps']), before);
+  mkdirSync(join(dataDir, 'trajectories', files[0]!.bucket), { recursive: true });
+  cpSync(spare, files[0]!.path);
+  assert.deepEqual(await queryAll(dataDir, [summary, 'SELECT count(*) FROM steps']), before, 'a superseded file is not read');
+  const again = await compactStore(dataDir, { tables: ['trajectories'] });
+  assert.equal(again[0]!.supersededRemoved, 1);
+  assert.equal(existsSync(files[0]!.path), false);
+});
+
+async function queryAll(dataDir: string, queries: string[]): Promise<unknown[]> {
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    const results = [];
+    for (const sql of queries) results.push((await catalog.query(sql)).rows);
+    return results;
+  } finally {
+    catalog.close();
+  }
+}
+
+test('files roll by size while records stream in, and by age when they stop', { timeout: 120_000 }, async () => {
+  const context = await freshContext('sink-roll');
+  const dataDir = tempDir('sink-roll');
+  const rewards = await Promise.all(Array.from({ length: 300 }, (_, i) => context.serde.encode('rewards', syntheticReward(i, { runId: 'roll' }))));
+  const perRecord = rewards[0]!.length;
+  await sendRaw(context, 'rewards', rewards.map((value, i) => ({ key: `t${i}`, value })));
+
+  const bySize = new AnalyticsSink(context, { dataDir, topics: ['rewards'], rollBytes: perRecord * 25, rollAgeMs: 3_600_000 });
+  await bySize.start();
+  try {
+    await eventually('all records read', async () => (bySize.rowsWritten.get('rewards') ?? 0) + bySize.bufferedRecords === 300, 60_000);
+    assert.ok(bySize.filesWritten >= 9, `files of about 25 records each while reading (${bySize.filesWritten})`);
+    assert.ok(bySize.bufferedRecords < 3 * 25, 'only the tail of each partition waits');
+  } finally {
+    await bySize.stop();
+  }
+  assert.equal(bySize.rowsWritten.get('rewards'), 300, 'stop writes the tail');
+
+  await sendRaw(context, 'rewards', rewards.slice(0, 5).map((value, i) => ({ key: `late${i}`, value })));
+  const byAge = new AnalyticsSink(context, { dataDir, topics: ['rewards'], rollBytes: 1 << 30, maxBufferedBytes: 1 << 30, rollAgeMs: 500 });
+  await byAge.start();
+  try {
+    await eventually('age-rolled files', async () => byAge.rowsWritten.get('rewards') === 5, 30_000);
+  } finally {
+    await byAge.stop();
+  }
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    assert.deepEqual((await catalog.query('SELECT count(*)::INT, count(DISTINCT reward_id)::INT FROM rewards')).rows, [[305, 300]]);
+  } finally {
+    catalog.close();
+  }
+});

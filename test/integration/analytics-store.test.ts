@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetFile, type Row } from '../../connectors/analytics/index.js';
+import type { Reward, Trajectory } from '../../schemas/index.js';
+import { runCommand } from '../../cli/command.js';
+import { sqlCommand } from '../../cli/commands/sql.js';
+import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
+import { tempDir } from './harness.js';
+
+/** Writes rows where the sink would, for one run and one offset range of partition 0. */
+function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): void {
+  const rows: Row<R>[] = records.map((record, i) => ({ record, meta: { topic, partition: 0, offset: String(first + i) } }));
+  const range = { topic, partition: 0, first: BigInt(first), last: BigInt(first + records.length - 1) };
+  writeParquetFile(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
+}
+
+test('the catalog: nested steps, a column added later, run filters and the steps view', async () => {
+  const dataDir = tempDir('store');
+  const a = Array.from({ length: 5 }, (_, i) => syntheticTrajectory(i, { runId: 'run-a', steps: 3 }));
+  const b = Array.from({ length: 4 }, (_, i) => syntheticTrajectory(10 + i, { runId: 'run-b', steps: 2 }));
+  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
+  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
+  // An older file, written before the reward table had its last columns.
+  const rewards = Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'run-a' }));
+  const older = REWARDS.columns.filter((c) => !['disposition', 'reason', 'rescore_id', 'hacked', 'fraction_passed'].includes(c.name));
+  land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
+  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
+
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    const rows = async (sql: string) => (await catalog.query(sql)).rows;
+    assert.deepEqual(await rows('SELECT count(*)::INT, sum(len(steps))::INT FROM trajectories'), [[9, 5 * 3 + 4 * 2]]);
+    assert.deepEqual(await rows(`SELECT steps[2].tool, steps[2].index::INT, steps[1].started_at::VARCHAR FROM trajectories WHERE trajectory_id = 'run-a/t0'`), [
+      [a[0]!.steps[1]!.toolCall.name, 1, '2025-01-01 00:00:00'],
+    ]);
+    assert.deepEqual(await rows(`SELECT count(*)::INT FROM steps`), [[23]]);
+    assert.deepEqual(await rows(`SELECT step_index::INT, tool, candidates::INT FROM steps WHERE trajectory_id = 'run-b/t10' ORDER BY 1`), [
+      [0, b[0]!.steps[0]!.toolCall.name, 6],
+      [1, b[0]!.steps[1]!.toolCall.name, null],
+    ]);
+    assert.deepEqual(await rows(`SELECT count(*)::INT, count(disposition)::INT, count(rescore_id)::INT FROM rewards`), [[4, 1, 0]], 'a column missing from older files reads as NULL there');
+    const shape = await catalog.query('SELECT * FROM trajectories LIMIT 0');
+    assert.equal(
+      shape.types![shape.columns.indexOf('steps')]!.replaceAll('"', ''),
+      'STRUCT(index BIGINT, started_at TIMESTAMP, tool VARCHAR, arguments VARCHAR, ok BOOLEAN, exit_code BIGINT, truncated BOOLEAN, output VARCHAR, observation VARCHAR, duration_ms DOUBLE, sandbox_ms DOUBLE, chosen BIGINT, logprob DOUBLE, candidates BIGINT)[]',
+      'steps is a real list of structs',
+    );
+    assert.deepEqual(await rows('SELECT count(*)::INT FROM tasks'), [[0]], 'a table with no files is empty, with its columns');
+  } finally {
+    catalog.close();
+  }
+
+  const onlyB = await AnalyticsCatalog.open(dataDir, { runIds: ['run-b'] });
+  try {
+    assert.deepEqual((await onlyB.query('SELECT DISTINCT run_id FROM trajectories')).rows, [['run-b']]);
+    assert.equal(onlyB.files.get('trajectories')!.length, 1, 'other runs\' folders are not even read');
+    assert.deepEqual((await onlyB.query('SELECT count(*)::INT FROM rewards')).rows, [[0]]);
+  } finally {
+    onlyB.close();
+  }
+});
+
+/**
+ * Runs `trialrun sql` in this process (a CLI process start costs seconds). Results go to --out files:
+ * the test runner reports through this process's stdout, which must not be intercepted.
+ */
+async function sql(dataDir: string, ...args: string[]): Promise<{ code: number; out: string; stderr: string }> {
+  const out = join(tempDir('sql-out'), 'result');
+  const err: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => err.push(chunk) > 0) as typeof process.stderr.write;
+  try {
+    const code = await runCommand('trialrun', sqlCommand, ['--data-dir', dataDir, '--out', out, ...args]);
+    return { code, out: existsSync(out) ? readFileSync(out, 'utf8') : '', stderr: err.join('') };
+  } finally {
+    process.stderr.write = write;
+  }
+}
+
+test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is wrong with bad input', async () => {
+  const dataDir = tempDir('sql');
+  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
+  const query = 'SELECT reward_id, reward FROM rewards ORDER BY reward_id';
+  assert.match((await sql(dataDir, query)).out, /reward_id\s+\| reward\n-+-\+-+\n.*\n.*\n.*\n\(3 rows\)/);
+  assert.equal((await sql(dataDir, '--format', 'csv', query)).out.split('\n')[0], 'reward_id,reward');
+  const json = (await sql(dataDir, '--format', 'json', query)).out.trim().split('\n').map((line) => JSON.parse(line) as { reward_id: string; reward: number });
+  assert.deepEqual(json.map((r) => r.reward_id), ['r/t0/v-synthetic/reward', 'r/t1/v-synthetic/reward', 'r/t2/v-synthetic/reward']);
+  const parquet = join(tempDir('sql-parquet'), 'rewards.parquet');
+  assert.equal((await runCommand('trialrun', sqlCommand, ['--data-dir', dataDir, '--format', 'parquet', '--out', parquet, query])), 0);
+  assert.equal(readFileSync(parquet).subarray(0, 4).toString(), 'PAR1');
+  assert.equal((await sql(dataDir, '--format', 'json', `SELECT count(*)::INT AS n FROM read_parquet('${parquet}')`)).out.trim(), '{"n":3}');
+  const badFormat = await sql(dataDir, '--format', 'xml', query);
+  assert.equal(badFormat.code, 2);
+  assert.match(badFormat.stderr, /--format must be table, csv, json or parquet, got "xml"/);
+  const badQuery = await sql(dataDir, 'SELECT nope FROM rewards');
+  assert.equal(badQuery.code, 1);
+  assert.match(badQuery.stderr, /nope/);
+});
