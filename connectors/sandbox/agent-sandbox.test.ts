@@ -117,6 +117,16 @@ describe('the sandbox agent, run as a plain process', () => {
     assert.ok(performance.now() - started < 2_000, 'they ran concurrently');
   });
 
+  it('keeps the streams of many overlapping commands apart', async () => {
+    // Commands finish in a different order than they started, so pipe numbers are freed and reused meanwhile.
+    const runs = [...Array(24).keys()].map((n) => sandbox.exec(['sh', '-c', `sleep 0.${(n * 7) % 10}; echo out-${n}; echo err-${n} >&2`], { cwd: workdir }));
+    const results = await Promise.all(runs);
+    results.forEach((result, n) => {
+      assert.equal(result.stdout, `out-${n}\n`);
+      assert.equal(result.stderr, `err-${n}\n`);
+    });
+  });
+
   it('writes and reads files, and refuses paths outside the folder', async () => {
     await sandbox.writeFiles({ 'pkg/mod.py': 'x = 1\n', 'notes.txt': 'é\n' }, workdir);
     assert.deepEqual(await sandbox.readFiles(['pkg/mod.py', 'notes.txt'], workdir), { 'pkg/mod.py': 'x = 1\n', 'notes.txt': 'é\n' });

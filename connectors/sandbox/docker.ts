@@ -100,6 +100,8 @@ class DockerBackend implements SandboxBackend {
           AttachStdout: true,
           AttachStderr: true,
           Tty: false,
+          // The agent ignores SIGTERM (see agent.py), so an engine shutdown should not wait the default 10 s.
+          StopTimeout: 1,
           NetworkDisabled: true,
           Labels: {
             [LABELS.owner]: this.owner,

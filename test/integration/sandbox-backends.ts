@@ -39,5 +39,11 @@ export async function killFromOutside(backend: 'docker' | 'process', id: string)
   const tops = ['/sys/fs/cgroup/pids/trialrun', '/sys/fs/cgroup/trialrun'].filter((top) => existsSync(top));
   const procs = tops.flatMap((top) => readdirSync(top).map((owner) => `${top}/${owner}/${id}/cgroup.procs`)).find((file) => existsSync(file));
   if (!procs) throw new Error(`no cgroup for process sandbox ${id}`);
-  for (const pid of readFileSync(procs, 'utf8').split('\n').filter(Boolean)) process.kill(Number(pid), 'SIGKILL');
+  for (const pid of readFileSync(procs, 'utf8').split('\n').filter(Boolean)) {
+    try {
+      process.kill(Number(pid), 'SIGKILL');
+    } catch {
+      // already dead: killing its parent (bwrap) took it down
+    }
+  }
 }

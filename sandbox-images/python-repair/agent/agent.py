@@ -193,8 +193,7 @@ def run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w):
     """In the shepherd: a subreaper that starts the command, reports its pid and exit status, reaps its subtree."""
     try:
         signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGTERM):
-            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         devnull = os.open('/dev/null', os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
@@ -278,14 +277,13 @@ class Exec:
             os.close(fd)
         self.status_buffer = b''
         sel = agent.selector
-        sel.register(nonblocking(self.stdout_r), selectors.EVENT_READ, lambda: self.read_stream(self.stdout_r, self.stdout))
-        sel.register(nonblocking(self.stderr_r), selectors.EVENT_READ, lambda: self.read_stream(self.stderr_r, self.stderr))
+        sel.register(nonblocking(self.stdout_r), selectors.EVENT_READ, lambda: self.read_stream('stdout_r', self.stdout))
+        sel.register(nonblocking(self.stderr_r), selectors.EVENT_READ, lambda: self.read_stream('stderr_r', self.stderr))
         sel.register(nonblocking(self.status_r), selectors.EVENT_READ, self.read_status)
         if self.pending_stdin:
             sel.register(nonblocking(self.stdin_w), selectors.EVENT_WRITE, self.write_stdin)
         else:
-            os.close(self.stdin_w)
-            self.stdin_w = None
+            self.close_stdin()
 
     def write_stdin(self):
         try:
@@ -300,12 +298,10 @@ class Exec:
         self.close_stdin()
 
     def close_stdin(self):
-        if self.stdin_w is not None:
-            self.agent.selector.unregister(self.stdin_w)
-            os.close(self.stdin_w)
-            self.stdin_w = None
+        self.close_fd('stdin_w')
 
-    def read_stream(self, fd, buffer):
+    def read_stream(self, name, buffer):
+        fd = getattr(self, name)
         try:
             data = os.read(fd, READ_CHUNK)
         except BlockingIOError:
@@ -313,16 +309,22 @@ class Exec:
         if data:
             buffer.push(data)
             return
-        self.agent.selector.unregister(fd)
-        os.close(fd)
+        self.close_fd(name)
         self.open_streams -= 1
+
+    def close_fd(self, name):
+        """Closes one of our pipe ends and forgets its number, which the next pipe may reuse."""
+        fd = getattr(self, name)
+        if fd is not None:
+            if fd in self.agent.selector.get_map():
+                self.agent.selector.unregister(fd)
+            os.close(fd)
+            setattr(self, name, None)
 
     def read_status(self):
         data = os.read(self.status_r, 4096)
         if not data:
-            self.agent.selector.unregister(self.status_r)
-            os.close(self.status_r)
-            self.status_r = None
+            self.close_fd('status_r')
             return
         self.status_buffer += data
         *lines, self.status_buffer = self.status_buffer.split(b'\n')
@@ -379,11 +381,8 @@ class Exec:
         }
 
     def close(self):
-        self.close_stdin()
-        for fd in (self.stdout_r, self.stderr_r, self.status_r):
-            if fd is not None and fd in self.agent.selector.get_map():
-                self.agent.selector.unregister(fd)
-                os.close(fd)
+        for name in ('stdin_w', 'stdout_r', 'stderr_r', 'status_r'):
+            self.close_fd(name)
 
 
 def inside(root, relative):
@@ -433,7 +432,6 @@ class Agent:
         wake_r, wake_w = os.pipe()
         signal.set_wakeup_fd(nonblocking(wake_w))
         signal.signal(signal.SIGCHLD, lambda *_: None)
-        signal.signal(signal.SIGTERM, lambda *_: self.close_input())
         self.selector.register(nonblocking(wake_r), selectors.EVENT_READ, lambda: self.drain(wake_r))
         self.selector.register(nonblocking(0), selectors.EVENT_READ, self.read_requests)
 
@@ -570,6 +568,9 @@ def main(args):
         resource.setrlimit(RLIMITS[name[len('--rlimit-'):]], (limit, limit))
     for sig in IGNORED:
         signal.signal(sig, signal.SIG_IGN)
+    # No handler for SIGINT (Python installs one) or SIGTERM: PID 1 of a pid namespace only receives the
+    # signals it handles, so code in the sandbox cannot stop us. The executor ends a sandbox with SIGKILL.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
     # Code in the sandbox runs as our uid: being undumpable keeps it from ptrace-ing us or reading our /proc entries.
     prctl(PR_SET_DUMPABLE, 0)
     # Orphans of an exec go to its shepherd; anything that still escapes comes to us rather than to a host init.
