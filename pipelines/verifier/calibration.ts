@@ -1,5 +1,5 @@
 import type { Sandbox } from '../../connectors/sandbox/index.js';
-import { ConfigError, SandboxError, type FileTree, type Task } from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, SandboxError, withRetries, type FileTree, type Task } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
 import { describeFailure, VERIFIER_RECIPE, type Verifier } from './verifier.js';
 
@@ -198,9 +198,12 @@ const skippedTask = (taskId: string, why: string): TaskCalibration => ({
   skipped: why,
 });
 
+// A sandbox that dies under a run (the engine restarting, a reaper) is not a verdict: run it again.
+const RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 1000, maxDelayMs: 30_000 });
+
 async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnType<typeof resolveCalibrationOptions>, signal: AbortSignal): Promise<TaskCalibration> {
   if (task.referenceSolution === null) return skippedTask(task.taskId, 'no reference solution');
-  const collected = await verifier.collect(task, signal);
+  const collected = await withRetries(() => verifier.collect(task, signal), RETRY, signal);
   if (collected.ids.length === 0) return skippedTask(task.taskId, collected.problem ?? 'no hidden tests collected');
   const reference = { ...task.files, ...task.referenceSolution };
   const modules = Object.keys(task.files);
@@ -211,7 +214,7 @@ async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnTyp
   variants.push({ variant: 'buggy', known: 'bad', files: task.files });
   let survivingMutants = 0;
   if (module !== null && settings.mutantsPerTask > 0) {
-    const mutants = await findKnownBadMutants(verifier, task, module, settings.mutantsPerTask, signal);
+    const mutants = await withRetries(() => findKnownBadMutants(verifier, task, module, settings.mutantsPerTask, signal), RETRY, signal);
     survivingMutants = mutants.surviving;
     for (const mutant of mutants.found) variants.push({ variant: `mutant:${mutant.name}`, known: 'bad', files: { ...reference, [module]: mutant.source } });
   }
@@ -221,7 +224,7 @@ async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnTyp
 
   const verdicts: VariantVerdict[] = [];
   for (const { variant, known, files } of variants) {
-    const checked = await verifier.check(task, files, collected.ids, signal);
+    const checked = await withRetries(() => verifier.check(task, files, collected.ids, signal), RETRY, signal);
     verdicts.push({ variant, known, passed: checked.passed, detail: checked.passed ? 'passed' : describeFailure(checked) });
   }
   const good = verdicts.filter((v) => v.known === 'good');

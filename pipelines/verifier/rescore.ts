@@ -1,8 +1,11 @@
 import { readRange, readTopic, rangeGroupId, type Position } from '../../connectors/kafka/index.js';
-import { ConfigError, DecodeError, errorMessage, NotFoundError, ValidationError, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../schemas/index.js';
+import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../schemas/index.js';
 import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../reward/index.js';
 import type { ProcessorContext } from '../runtime/index.js';
 import type { Verifier } from './verifier.js';
+
+// Transient sandbox failures are retried before a re-scoring gives up.
+const RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 1000, maxDelayMs: 30_000 });
 
 export interface RescoreOptions {
   /** Inclusive start of the trajectories to re-score (see `parsePosition`). */
@@ -82,10 +85,11 @@ export async function rescore(context: ProcessorContext, verifier: Verifier, opt
         let verification: Verification;
         try {
           const trajectory = await serde.decode('trajectories', record.value);
-          verification = await verifier.verify(trajectory, signal, rescoreId);
+          verification = await withRetries(() => verifier.verify(trajectory, signal, rescoreId), RETRY, signal);
         } catch (error) {
           // A record the live pipeline dead-lettered, or one whose task is gone, is reported, not fatal;
-          // sandbox and broker failures stop the run, which resumes here when started again.
+          // sandbox and broker failures that outlast the retries stop the run, which resumes here when
+          // started again.
           if (error instanceof NotFoundError || error instanceof DecodeError || error instanceof ValidationError) {
             skipped.push({ offset: record.offset, partition: record.partition, reason: errorMessage(error).slice(0, 300) });
             return;

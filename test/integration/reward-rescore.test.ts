@@ -84,7 +84,8 @@ test('live rewards, then a re-scoring under a new verifier version: old records 
     const [verifications, rewards] = await Promise.all([readAll(context, 'verifications'), readAll(context, 'rewards')]);
     assert.equal(verifications.length, 12);
     assert.equal(rewards.length, 12);
-    assert.deepEqual(rewards.filter((r) => (r.rescoreId ?? null) === null), live, 'the live rewards are untouched');
+    const byId = (list: typeof rewards) => [...list].sort((x, y) => x.rewardId.localeCompare(y.rewardId));
+    assert.deepEqual(byId(rewards.filter((r) => (r.rescoreId ?? null) === null)), byId(live), 'the live rewards are untouched');
     const rescored = verifications.filter((v) => v.rescoreId === report.rescoreId);
     assert.ok(rescored.every((v) => v.lineage.verifierVersion === newVersion && v.verificationId.endsWith(`/${newVersion}/${report.rescoreId}`)));
     assert.ok(rescored.find((v) => v.lineage.taskId === c.taskId && v.hacks!.length > 0)?.hacks!.some((h) => h.kind === 'conftest'), 'the hack is flagged again');
