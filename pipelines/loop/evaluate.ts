@@ -41,7 +41,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const signal = options.signal ?? new AbortController().signal;
   const runId = options.runId ?? 'eval';
   const byId = new Map(tasks.map((task) => [task.taskId, task]));
-  const verifier = new Verifier({ runId, pool: options.pool, imageFor: options.imageFor, tasks: { get: (id: string) => byId.get(id)! } as never });
+  const verifier = new Verifier({ runId, pool: options.pool, imageFor: options.imageFor, tasks: { get: (id: string) => byId.get(id)! } });
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
   const byTask: Record<string, { episodes: number; successes: number }> = {};
   let done = 0;

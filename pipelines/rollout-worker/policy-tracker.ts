@@ -32,33 +32,28 @@ export class PolicyTracker {
   static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
     const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
     const tracker = new PolicyTracker(options, kind, await kind.load(kind.initial().params, 0));
-    tracker.readers.push(
-      await readTopic(kafka, {
-        topic: names.name('policyCheckpoints'),
+    // Both topics are compacted and keyed by policy id; only this kind's records matter.
+    const follow = async (topic: string, what: string, apply: (value: Buffer) => Promise<void>): Promise<void> => {
+      const reader = await readTopic(kafka, {
+        topic,
         follow: true,
         onRecord: async ({ key, value }) => {
-          if (value === null || key !== tracker.kind.policyId) return;
-          await tracker.guard('checkpoint', async () => {
-            const checkpoint = await serde.decode('policyCheckpoints', value);
-            if (checkpoint.version <= tracker.newest.version) return;
-            tracker.newest = await tracker.load(checkpoint);
-            if (!tracker.pinned) options.onChange?.(checkpoint.version, checkpoint);
-          });
+          if (value !== null && key === kind.policyId) await tracker.guard(what, () => apply(value));
         },
-      }),
-      await readTopic(kafka, {
-        topic: names.name('policyPins'),
-        follow: true,
-        onRecord: async ({ key, value }) => {
-          if (value === null || key !== tracker.kind.policyId) return;
-          await tracker.guard('pin', async () => {
-            const pin = await serde.decode('policyPins', value);
-            tracker.pinned = pin.checkpoint ? await tracker.load(pin.checkpoint) : null;
-            options.onChange?.(tracker.current().version, pin.checkpoint);
-          });
-        },
-      }),
-    );
+      });
+      tracker.readers.push(reader);
+    };
+    await follow(names.name('policyCheckpoints'), 'checkpoint', async (value) => {
+      const checkpoint = await serde.decode('policyCheckpoints', value);
+      if (checkpoint.version <= tracker.newest.version) return;
+      tracker.newest = await tracker.load(checkpoint);
+      if (!tracker.pinned) options.onChange?.(checkpoint.version, checkpoint);
+    });
+    await follow(names.name('policyPins'), 'pin', async (value) => {
+      const pin = await serde.decode('policyPins', value);
+      tracker.pinned = pin.checkpoint ? await tracker.load(pin.checkpoint) : null;
+      options.onChange?.(tracker.current().version, pin.checkpoint);
+    });
     return tracker;
   }
 

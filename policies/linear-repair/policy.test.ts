@@ -1,31 +1,16 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { RepairObservation } from '../../envs/index.js';
+import { clampEdits, failingRun, repairObservation } from '../../test/fixtures/repair-observation.js';
 import { seededRandom } from '../types.js';
 import { FEATURE_NAMES } from './features.js';
 import { linearRepairKind } from './kind.js';
 import { LinearRepairPolicy } from './policy.js';
 
-const failing = { passed: false, passedCount: 0, failedCount: 1, moduleLines: [3], calledNames: ['clamp'], failureKinds: ['AssertionError'] };
-const base: RepairObservation = {
-  description: 'd',
-  modulePath: 'm.py',
-  moduleLineCount: 5,
-  functions: [{ name: 'clamp', start: 1, end: 4 }],
-  turn: 0,
-  maxTurns: 14,
-  lastTests: null,
-  baselineTests: null,
-  edits: null,
-  applied: null,
-  tried: [],
-  lastTool: null,
-  lastResult: null,
-};
-const edits = [
-  { id: 0, kind: 'compare-op', line: 3, col: 4, before: '<', after: '<=' },
-  { id: 1, kind: 'off-by-one', line: 5, col: 4, before: '1', after: '2' },
-];
+const failing = failingRun;
+const base = repairObservation();
+// Two candidates keep the uniform pick at log(1/2).
+const edits = clampEdits.slice(0, 2);
 
 test('the scripted loop: run tests, list edits, apply, rerun, revert or submit', async () => {
   const policy = LinearRepairPolicy.initial();
