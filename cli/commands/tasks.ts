@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { formatReport, loadJobFile, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
@@ -11,7 +12,7 @@ const JOB_FILE = /\.(ya?ml|json)$/i;
 
 /** The report without the task records themselves, for --json. */
 function reportJson(report: TaskJobReport): string {
-  const { tasks, ...rest } = report;
+  const { tasks, rows, ...rest } = report;
   return JSON.stringify({ ...rest, tasks: tasks.length }, null, 2);
 }
 
@@ -30,11 +31,14 @@ export const tasksCommand: Command = {
     'dry-run': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
     analytics: { type: 'string' },
+    out: { type: 'string' },
   },
   help: {
     'dry-run': 'run every stage and report what each did, publish nothing (needs no Kafka)',
     json: 'print the report as JSON',
     analytics: 'analytics store whose rewards give observed pass rates (default: the data folder)',
+    out: 'also write the selected tasks as a JSON Lines rows file (with family, split and priority), which `run`, `learn` and\n' +
+      '`verify calibrate` read without deriving again',
   },
   async run(values, [action, file]) {
     if (action !== 'publish' || !file) {
@@ -62,6 +66,12 @@ export const tasksCommand: Command = {
         imageFor,
         onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`),
       });
+      const out = values.out as string | undefined;
+      if (out) {
+        mkdirSync(dirname(resolve(out)), { recursive: true });
+        writeFileSync(out, report.rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
+        process.stderr.write(`[tasks] wrote ${report.rows.length} task row(s) to ${out}\n`);
+      }
       process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
       return 0;
     } finally {

@@ -6,6 +6,7 @@ import { ConfigError, type Task } from '../../schemas/index.js';
 import type { ProcessorContext } from '../runtime/index.js';
 import type { BucketCounts } from './difficulty.js';
 import { publishNewTasks } from './publish.js';
+import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
 import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, validateRows, type DerivationReport, type JobRun, type RepairItem, type StageReport } from './stages.js';
 
@@ -54,6 +55,11 @@ export interface TaskJobReport {
   readonly rejectsFile: string;
   /** The tasks the job selected (published, or would publish on a dry run). */
   readonly tasks: readonly Task[];
+  /**
+   * The same tasks as finished repair rows with their family, split and priority: written to a file
+   * (`trialrun tasks publish --out`), they are a rows file that reproduces the tasks without deriving again.
+   */
+  readonly rows: readonly RepairTaskRow[];
   readonly seconds: number;
 }
 
@@ -82,7 +88,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       ? await deriveTasks(run, survivors, options.pool!, options.imageFor!('python-repair'))
       : { derived: survivors.filter((item): item is RepairItem => 'task' in item), derivation: null };
     const plan = await planTasks(run, derived, options.analyticsDir);
-    const tasks = buildTasks(run, derived, plan, datasetHash);
+    const { tasks, rows } = buildTasks(run, derived, plan, datasetHash);
     const publish = dryRun ? null : await publishStage(run, options.context!, tasks);
     rejects.close();
     return {
@@ -104,6 +110,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       publish,
       rejectsFile: rejects.path,
       tasks,
+      rows,
       seconds: (performance.now() - started) / 1000,
     };
   } finally {

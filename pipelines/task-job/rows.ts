@@ -109,6 +109,8 @@ export class RowMapper {
     const fields: Record<string, unknown> = {};
     try {
       for (const [field, template] of this.templates) fields[field] = template.render(value);
+      // An optional family that renders empty means "no family": the row is its own (the id).
+      if (fields.family === '') delete fields.family;
       for (const [field, column] of this.plainColumns) {
         const cell = value[column];
         if (cell !== undefined && cell !== null && cell !== '') fields[field] = field === 'tags' ? tagsOf(cell) : cell;

@@ -102,6 +102,7 @@ export const IMPORTERS = {
     fixedSource: '{fixed_source}',
     visibleTests: '{visible_tests}',
     hiddenTests: '{hidden_tests}',
+    family: '{family?}',
     tags: 'tags',
     priority: 'priority',
     split: 'split',

@@ -468,11 +468,12 @@ export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[]
 }
 
 /** build: the Task records, with lineage; a record too large for the broker is rejected here, not mid-transaction. */
-export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], plan: Curriculum, datasetHash: string): Task[] {
+export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], plan: Curriculum, datasetHash: string): { tasks: Task[]; rows: RepairTaskRow[] } {
   const { job, rejects, jobRunId } = run;
   const { spec } = job;
   const build = new Stage('build', plan.selected.length);
   const tasks: Task[] = [];
+  const rows: RepairTaskRow[] = [];
   const createdAt = nowIso();
   for (const index of plan.selected) {
     const item = tasksToBuild[index]!;
@@ -509,7 +510,8 @@ export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], pla
       continue;
     }
     tasks.push(parsed.data);
+    rows.push({ ...row, family: item.family, split: item.split, priority: item.priority });
   }
   run.stages.push(build.end(tasks.length));
-  return tasks;
+  return { tasks, rows };
 }

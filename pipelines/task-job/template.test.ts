@@ -20,6 +20,14 @@ describe('Template', () => {
     assert.throws(() => template.render({ prompt: '', canonical_solution: 'x' }), MissingColumn);
   });
 
+  it('renders an optional hole as nothing where the row lacks its column, and does not require the column', () => {
+    const template = Template.compile('{family?}', 'mapping.family');
+    assert.deepEqual(template.columns, []);
+    assert.equal(template.render({}), '');
+    assert.equal(template.render({ family: 'humaneval-0' }), 'humaneval-0');
+    assert.throws(() => Template.compile('{ ?}', 'mapping.family'), /empty column name/);
+  });
+
   it('reports malformed templates with the field they belong to', () => {
     assert.throws(() => Template.compile('{open', 'mapping.title'), (error: unknown) => error instanceof ConfigError && /mapping\.title: unclosed/.test(error.message));
     assert.throws(() => Template.compile('a}b', 'mapping.title'), /unmatched "}"/);

@@ -8,7 +8,7 @@ const FILTERS = {
 } as const;
 type FilterName = keyof typeof FILTERS;
 
-type Part = { readonly text: string } | { readonly column: string; readonly filters: readonly FilterName[] };
+type Part = { readonly text: string } | { readonly column: string; readonly optional: boolean; readonly filters: readonly FilterName[] };
 
 /** Thrown while rendering when a row lacks a column the template uses; the row is rejected with this reason. */
 export class MissingColumn extends Error {
@@ -19,7 +19,8 @@ export class MissingColumn extends Error {
 
 /**
  * A mapping template: literal text with `{column}` or `{column|filter|...}` holes (filters: slug, lower,
- * trim); `{{` and `}}` stand for literal braces. Compiled once per job, rendered once per row.
+ * trim); `{column?}` renders as nothing where the row lacks the column; `{{` and `}}` stand for literal
+ * braces. Compiled once per job, rendered once per row.
  */
 export class Template {
   private constructor(
@@ -45,26 +46,28 @@ export class Template {
       }
       const end = source.indexOf('}', i);
       if (end < 0) throw new ConfigError(`${field}: unclosed "{" at position ${i} in "${source}"`);
-      const [column = '', ...filters] = source.slice(i + 1, end).split('|').map((piece) => piece.trim());
+      const [hole = '', ...filters] = source.slice(i + 1, end).split('|').map((piece) => piece.trim());
+      const optional = hole.endsWith('?');
+      const column = optional ? hole.slice(0, -1).trim() : hole;
       if (!column) throw new ConfigError(`${field}: empty column name at position ${i} in "${source}"`);
       for (const filter of filters) {
         if (!(filter in FILTERS)) throw new ConfigError(`${field}: unknown filter "${filter}" in "${source}" (filters: ${Object.keys(FILTERS).join(', ')})`);
       }
       if (text) parts.push({ text });
       text = '';
-      parts.push({ column, filters: filters as FilterName[] });
+      parts.push({ column, optional, filters: filters as FilterName[] });
       i = end;
     }
     if (text) parts.push({ text });
     return new Template(source, parts);
   }
 
-  /** Columns the template reads. */
+  /** Columns the template needs (its optional holes left out). */
   get columns(): string[] {
-    return this.parts.flatMap((part) => ('column' in part ? [part.column] : []));
+    return this.parts.flatMap((part) => ('column' in part && !part.optional ? [part.column] : []));
   }
 
-  /** Throws MissingColumn when a column is absent, null or an empty string. */
+  /** Throws MissingColumn when a column that is not optional is absent, null or an empty string. */
   render(row: Readonly<Record<string, unknown>>): string {
     let out = '';
     for (const part of this.parts) {
@@ -73,7 +76,10 @@ export class Template {
         continue;
       }
       const value = row[part.column];
-      if (value === undefined || value === null || value === '') throw new MissingColumn(part.column);
+      if (value === undefined || value === null || value === '') {
+        if (part.optional) continue;
+        throw new MissingColumn(part.column);
+      }
       let text = typeof value === 'string' ? value : typeof value === 'object' ? JSON.stringify(value) : String(value);
       for (const filter of part.filters) text = FILTERS[filter](text);
       out += text;

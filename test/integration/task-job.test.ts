@@ -164,6 +164,22 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     assert.ok(reasons.some((reason) => reason.startsWith(`${c!.id}: contaminates the eval split: near-duplicate of eval task eval-c`)), reasons.join('\n'));
   });
 
+  it("writes its tasks as rows that read back as the same tasks: a family's variants stay together, splits are kept", async () => {
+    const dir = tempDir('task-rows-out');
+    const [a, b] = bundleRows();
+    const variant = { ...b, id: 'b-variant', family: 'family-b', buggy_source: `${b!.buggy_source as string}\n# a comment that changes little\n` };
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl([a, { ...b, family: 'family-b' }, variant]));
+    const first = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }], split: { evalFraction: 0.5, by: 'family', seed: 'rows-out' } });
+    assert.equal(first.nearDuplicates, 0, 'variants of one family are not near duplicates');
+    assert.equal(first.rows.length, 3);
+    assert.equal(first.rows.find((row) => row.id === 'b-variant')?.family, 'family-b');
+    writeFileSync(join(dir, 'out.jsonl'), jsonl(first.rows));
+    const again = await dryRun(dir, { sources: [{ path: 'out.jsonl' }] });
+    const summary = (report: TaskJobReport) => report.tasks.map((task) => `${task.taskId} ${task.split} ${taskFingerprint(task)}`).sort();
+    assert.deepEqual(summary(again), summary(first));
+    assert.equal(again.rejected, 0);
+  });
+
   it('places tasks by pass rates from the analytics store, parks those without signal, and applies the mix', async () => {
     const dir = tempDir('task-curriculum');
     const rows = bundleRows().slice(0, 6);
