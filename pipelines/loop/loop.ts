@@ -137,7 +137,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const progress = (): LoopProgress => ({
     expected: expected(),
     epochs,
-    rolledOut: workers.reduce((sum, w) => sum + w.metrics.outputs, 0),
+    rolledOut: workers.reduce((sum, w) => sum + w.metrics.outputs - w.metrics.deadLettered, 0),
     verified: verifier.metrics.outputs,
     rewarded: reward.metrics.outputs,
     policyVersion: policies.current().version,
@@ -150,11 +150,21 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   try {
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
-      const rolledOut = workers.reduce((sum, w) => sum + w.metrics.outputs, 0);
+      const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.processed, 0);
       // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
-      if (rolledOut >= expected() && performance.now() - started < (options.durationMs ?? 0)) await publishEpoch();
-      const n = expected();
-      if (landed('trajectories') >= n && landed('verifications') >= n && landed('rewards') >= n && learner.metrics.processed >= 2 * n && landed('checkpoints') >= learner.metrics.outputs) break;
+      if (tasksHandled >= epochs * tasks.length && performance.now() - started < (options.durationMs ?? 0)) await publishEpoch();
+      // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
+      const trajectoriesDue = expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
+      const verificationsDue = trajectoriesDue - verifier.metrics.deadLettered;
+      const rewardsDue = verificationsDue - reward.metrics.deadLettered;
+      if (
+        landed('trajectories') >= trajectoriesDue &&
+        landed('verifications') >= verificationsDue &&
+        landed('rewards') >= rewardsDue &&
+        learner.metrics.processed >= trajectoriesDue + rewardsDue &&
+        landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered
+      )
+        break;
       if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);
       if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {
         lastReport = performance.now();

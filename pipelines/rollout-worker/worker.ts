@@ -2,7 +2,7 @@ import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type Environment } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
 import { nowIso, type Trajectory } from '../../schemas/index.js';
-import { StreamProcessor, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
+import { SANDBOX_RETRY, StreamProcessor, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
 import type { PolicyTracker } from './policy-tracker.js';
 
@@ -19,7 +19,7 @@ export interface RolloutWorkerOptions {
   concurrency?: number;
   /** @default '0' */
   instanceId?: string;
-  /** @default { retries: 2 } */
+  /** @default SANDBOX_RETRY: long enough to ride out a Docker engine restart */
   retry?: RetryOptions;
   /** Budget for a whole task (all G samples). @default 600000 */
   timeoutMs?: number;
@@ -59,7 +59,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       maxRecordsPerTransaction: 1,
       // Within each fetched batch, higher-priority tasks are rolled out first (Task.priority: higher runs first).
       priority: (task) => task.priority,
-      retry: options.retry ?? { retries: 2 },
+      retry: options.retry ?? SANDBOX_RETRY,
       timeoutMs: options.timeoutMs ?? 600_000,
     },
     async ({ record, signal }) => {

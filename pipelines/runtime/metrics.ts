@@ -2,9 +2,13 @@ import type { Middleware } from './types.js';
 
 /** Counters and latencies of one processor, read by progress displays and the demo summary. */
 export class ProcessorMetrics {
+  /** Input records handled, dead-lettered ones included. */
   processed = 0;
   failed = 0;
+  /** Records written, a dead letter included. */
   outputs = 0;
+  /** Input records that went to the dead-letter topic instead of producing their outputs. */
+  deadLettered = 0;
   private readonly latenciesMs: number[] = [];
   private readonly startedAt = Date.now();
 

@@ -112,7 +112,10 @@ export class StreamProcessor<K extends TopicKey> {
     this.chain = compose(
       typed(serde, names, handler),
       metrics(this.metrics),
-      deadLetter(this.options.name, serde, names, this.options.onDeadLetter),
+      deadLetter(this.options.name, serde, names, (letter) => {
+        this.metrics.deadLettered++;
+        this.options.onDeadLetter(letter);
+      }),
       retry(this.options.retry),
       timeout(this.options.timeoutMs),
     );

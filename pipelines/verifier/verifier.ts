@@ -13,7 +13,7 @@ import {
   type Trajectory,
   type Verification,
 } from '../../schemas/index.js';
-import { StreamProcessor, type ProcessorContext } from '../runtime/index.js';
+import { SANDBOX_RETRY, StreamProcessor, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
 import { judge, RunnerResult, type Judgement } from './judge.js';
 import { BOOTSTRAP_SOURCE, RUNNER_SOURCE, WITNESS_SOURCE } from './sandbox-scripts.js';
@@ -266,7 +266,7 @@ export function createVerifierProcessor(context: ProcessorContext, options: Veri
   const verifier = new Verifier(options);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000) },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000) },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];
