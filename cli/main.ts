@@ -1,20 +1,6 @@
 import '../envs/index.js';
 import { runCommand, type Command } from './command.js';
-import { compactCommand } from './commands/compact.js';
-import { demoCommand } from './commands/demo.js';
-import { learnCommand } from './commands/learn.js';
-import { notebookCommand } from './commands/notebook.js';
-import { policyCommand } from './commands/policy.js';
-import { replayCommand } from './commands/replay.js';
-import { runProcessorCommand } from './commands/run.js';
-import { sandboxCommand } from './commands/sandbox.js';
-import { sqlCommand } from './commands/sql.js';
-import { stackCommand } from './commands/stack.js';
-import { tasksCommand } from './commands/tasks.js';
-import { topicsCommand } from './commands/topics.js';
-import { verifyCommand } from './commands/verify.js';
-
-const COMMANDS: readonly Command[] = [stackCommand, demoCommand, tasksCommand, sqlCommand, compactCommand, notebookCommand, replayCommand, topicsCommand, runProcessorCommand, policyCommand, sandboxCommand, verifyCommand];
+import { COMMANDS } from './commands/index.js';
 
 function usage(): string {
   return [

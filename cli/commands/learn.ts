@@ -7,7 +7,7 @@ import { TopicSerde } from '../../connectors/registry/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { evaluatePolicy, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
-import { LINEAR_REPAIR_POLICY, policyKind } from '../../policies/index.js';
+import { ONNX_REPAIR_POLICY, policyKind } from '../../policies/index.js';
 import { topicNames, type Task } from '../../schemas/index.js';
 import { imageFor, stackPaths, stackUp } from '../../stack/index.js';
 import { intOption, type Command } from '../command.js';
@@ -33,13 +33,13 @@ export const learnCommand: Command = {
   options: {
     tasks: { type: 'string' },
     minutes: { type: 'string', default: '20' },
-    'eval-samples': { type: 'string', default: '2' },
+    'eval-samples': { type: 'string', default: '1' },
     'eval-percent': { type: 'string', default: '25' },
     'group-size': { type: 'string', default: '4' },
-    'batch-size': { type: 'string', default: '16' },
-    'max-turns': { type: 'string', default: '14' },
+    'batch-size': { type: 'string', default: '8' },
+    'max-turns': { type: 'string', default: '8' },
     workers: { type: 'string', default: '2' },
-    policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
+    policy: { type: 'string', default: ONNX_REPAIR_POLICY },
   },
   help: {
     tasks: 'JSON Lines task file with held-out rows marked split "eval" (default: the bundled tasks)',
@@ -48,7 +48,7 @@ export const learnCommand: Command = {
     'eval-percent': 'share of tasks held out when none is marked "eval"',
     'group-size': 'samples per task in training',
     'batch-size': 'samples per learner update',
-    'max-turns': 'tool calls per episode (N)',
+    'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
     workers: 'rollout worker instances',
     policy: 'policy kind to train',
   },
@@ -97,7 +97,9 @@ export const learnCommand: Command = {
         checkpoints: store,
         policyId: kind.policyId,
         runId,
+        // Training stops at T even mid-epoch (a HumanEval-derived epoch takes longer than 20 minutes here).
         durationMs: minutes * 60_000,
+        stopRolloutsAfterMs: minutes * 60_000,
         timeoutMs: minutes * 60_000 + 30 * 60_000,
         groupSize: intOption(values, 'group-size'),
         batchSize: intOption(values, 'batch-size'),

@@ -40,6 +40,12 @@ export interface LoopOptions {
   batchSize?: number;
   /** Keep publishing the tasks again (another epoch) until this much time has passed. @default 0 (one epoch) */
   durationMs?: number;
+  /**
+   * Stop the rollout workers after this long (episodes in flight are abandoned, not published), then finish
+   * what was rolled out: verify, reward, learn and land it, and return. For a training budget in time on a
+   * task set whose epoch would take longer. @default never
+   */
+  stopRolloutsAfterMs?: number;
   /** Give up after this long. @default 1800000 */
   timeoutMs?: number;
   /** Stops the loop gracefully (processors stop, sandboxes are released) and rejects with ShutdownError. @default never */
@@ -144,6 +150,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     elapsedMs: performance.now() - started,
   });
   const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
+  let rolloutsStopped = false;
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
@@ -151,10 +158,17 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
       const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.processed, 0);
+      const elapsed = performance.now() - started;
+      if (!rolloutsStopped && elapsed >= (options.stopRolloutsAfterMs ?? Number.POSITIVE_INFINITY)) {
+        await Promise.all(workers.map((w) => w.stop()));
+        rolloutsStopped = true;
+      }
       // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
-      if (tasksHandled >= epochs * tasks.length && performance.now() - started < (options.durationMs ?? 0)) await publishEpoch();
+      if (!rolloutsStopped && tasksHandled >= epochs * tasks.length && elapsed < (options.durationMs ?? 0)) await publishEpoch();
       // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
-      const trajectoriesDue = expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
+      const trajectoriesDue = rolloutsStopped
+        ? workers.reduce((sum, w) => sum + (w.metrics.committed.get(context.names.name('trajectories')) ?? 0), 0)
+        : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
       const verificationsDue = trajectoriesDue - verifier.metrics.deadLettered;
       const rewardsDue = verificationsDue - reward.metrics.deadLettered;
       if (

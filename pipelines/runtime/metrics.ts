@@ -9,6 +9,8 @@ export class ProcessorMetrics {
   outputs = 0;
   /** Input records that went to the dead-letter topic instead of producing their outputs. */
   deadLettered = 0;
+  /** Records in committed transactions, per output topic name (outputs of an aborted transaction are not here). */
+  readonly committed = new Map<string, number>();
   private readonly latenciesMs: number[] = [];
   private readonly startedAt = Date.now();
 

@@ -300,6 +300,7 @@ export class StreamProcessor<K extends TopicKey> {
       throw error;
     }
     for (const store of this.options.stores) store.commit();
+    for (const output of outputs) this.metrics.committed.set(output.topic, (this.metrics.committed.get(output.topic) ?? 0) + 1);
   }
 }
 

@@ -1,0 +1,31 @@
+import type { Command } from '../command.js';
+import { compactCommand } from './compact.js';
+import { demoCommand } from './demo.js';
+import { learnCommand } from './learn.js';
+import { notebookCommand } from './notebook.js';
+import { policyCommand } from './policy.js';
+import { replayCommand } from './replay.js';
+import { runProcessorCommand } from './run.js';
+import { sandboxCommand } from './sandbox.js';
+import { sqlCommand } from './sql.js';
+import { stackCommand } from './stack.js';
+import { tasksCommand } from './tasks.js';
+import { topicsCommand } from './topics.js';
+import { verifyCommand } from './verify.js';
+
+/** Every command of the CLI, in the order `trialrun --help` lists them. */
+export const COMMANDS: readonly Command[] = [
+  stackCommand,
+  demoCommand,
+  tasksCommand,
+  sqlCommand,
+  compactCommand,
+  notebookCommand,
+  replayCommand,
+  topicsCommand,
+  runProcessorCommand,
+  policyCommand,
+  learnCommand,
+  sandboxCommand,
+  verifyCommand,
+];
