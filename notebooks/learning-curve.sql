@@ -9,7 +9,9 @@
 
 -- @query pass_rate_by_version
 -- ## Pass rate per policy version
--- Share of trajectories sampled under each version whose hidden tests all passed. Versions differ in
+-- Share of trajectories sampled under each version whose hidden tests all passed, one line per run:
+-- `trialrun learn` lands its held-out evaluations as a run of their own (`<run>-heldout`), so
+-- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one. Versions differ in
 -- how many trajectories they were sampled for (the table says how many each point stands on): a point
 -- over a handful of trajectories is noisy.
 -- @chart
@@ -18,6 +20,7 @@
 --   encoding:
 --     x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
 --     y: {field: pass_rate, type: quantitative, title: pass rate, scale: {domain: [0, 1]}, axis: {format: '%'}}
+--     color: {field: run_id, type: nominal, title: run}
 WITH verdict AS (
   -- One verdict per trajectory: the first live one.
   SELECT trajectory_id, arg_min(passed, created_at) AS passed
@@ -25,13 +28,14 @@ WITH verdict AS (
   WHERE rescore_id IS NULL
   GROUP BY trajectory_id
 )
-SELECT t.policy_version,
+SELECT t.run_id,
+       t.policy_version,
        count(*) AS trajectories,
        avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS pass_rate
 FROM trajectories t
 JOIN verdict v USING (trajectory_id)
-GROUP BY t.policy_version
-ORDER BY t.policy_version;
+GROUP BY t.run_id, t.policy_version
+ORDER BY t.run_id, t.policy_version;
 
 -- @query trajectories_per_version
 -- ## How many trajectories each version produced

@@ -5,7 +5,7 @@ import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { createKafka } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { evaluatePolicy, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
+import { evaluatePolicy, landEvaluation, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
 import { ONNX_REPAIR_POLICY, policyKind } from '../../policies/index.js';
 import { topicNames, type Task } from '../../schemas/index.js';
@@ -23,6 +23,9 @@ export function splitTasks(tasks: readonly Task[], evalFraction: number): { trai
 }
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+
+/** The figures of an evaluation; its episodes are in the analytics store. */
+const withoutRecords = ({ records, ...figures }: Evaluation): Omit<Evaluation, 'records'> => figures;
 
 export const learnCommand: Command = {
   name: 'learn',
@@ -71,13 +74,19 @@ export const learnCommand: Command = {
     const store = new LocalCheckpointStore(join(stackPaths().stateDir, 'checkpoints', runId));
     // Fresh topics: the run starts from the untrained policy and leaves the main topics alone.
     const names = topicNames(`${runId}.`);
-    const context = { kafka: createKafka(), serde: new TopicSerde(names), names };
+    const kafka = createKafka();
+    const context = { kafka, serde: new TopicSerde(names), names };
+    // Held-out episodes land in the analytics store under a run id of their own, through topics of their own
+    // (the loop's verifier, reward and learner must never see them).
+    const heldOutRunId = `${runId}-heldout`;
+    const heldOutNames = topicNames(`${heldOutRunId}.`);
+    const heldOutContext = { kafka, serde: new TopicSerde(heldOutNames), names: heldOutNames };
     const evaluate = async (label: string, version: number, params: unknown): Promise<Evaluation> => {
       const started = performance.now();
       const result = await evaluatePolicy(await kind.load(params, version), held, {
         pool,
         imageFor,
-        runId,
+        runId: heldOutRunId,
         maxTurns,
         samplesPerTask: intOption(values, 'eval-samples'),
         seed: runId,
@@ -85,6 +94,7 @@ export const learnCommand: Command = {
       });
       endProgress();
       process.stderr.write(`${label}: v${version} solved ${result.successes}/${result.episodes} (${pct(result.successRate)})\n`);
+      await landEvaluation(heldOutContext, result.records, { dataDir: data });
       return result;
     };
     try {
@@ -118,8 +128,9 @@ export const learnCommand: Command = {
         maxTurns,
         trainTasks: train.length,
         heldOutTasks: held.length,
-        untrained: before,
-        trained: after,
+        heldOutRunId,
+        untrained: withoutRecords(before),
+        trained: withoutRecords(after),
         ratio: before.successRate > 0 ? after.successRate / before.successRate : null,
         training: summary,
       };
@@ -133,7 +144,8 @@ export const learnCommand: Command = {
             (report.ratio !== null ? ` (${report.ratio.toFixed(2)}x)` : ''),
           'training pass rate per policy version:',
           ...summary.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
-          `report: ${join(out, `${runId}.json`)}; curve: trialrun sql "SELECT policy_version, avg(passed::INT) FROM verifications WHERE run_id = '${runId}' GROUP BY 1 ORDER BY 1"`,
+          `report: ${join(out, `${runId}.json`)}`,
+          `curves (training and held-out): trialrun notebook run learning-curve --run ${runId} --run ${heldOutRunId}`,
         ].join('\n') + '\n',
       );
       return 0;

@@ -36,6 +36,8 @@ interface TrainerState {
   version: number;
   params: string;
   optimizer: string;
+  /** Stale samples dropped since the newest checkpoint, reported on the next one. */
+  staleDropped?: number;
 }
 
 /**
@@ -56,6 +58,11 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   const pending = new StateStore<PendingSample>('pending', context.names.changelog('learner', 'pending'));
   const trainer = new StateStore<TrainerState>('trainer', context.names.changelog('learner', 'trainer'));
+  const encodeState = (state: { version: number; params: unknown; optimizer: unknown }): TrainerState => ({
+    version: state.version,
+    params: kind.encodeParams(state.params).toString('base64'),
+    optimizer: kind.encodeOptimizer(state.optimizer).toString('base64'),
+  });
   const current = (): { version: number; params: unknown; optimizer: unknown } => {
     const saved = trainer.get(kind.policyId);
     if (!saved) return { version: 0, ...kind.initial() };
@@ -90,7 +97,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
       if (ready.length < batchSize) return [];
 
       const state = current();
-      let staleDropped = 0;
+      let staleDropped = trainer.get(kind.policyId)?.staleDropped ?? 0;
       const samples: PolicySample[] = [];
       for (const [key, s] of ready) {
         pending.delete(key);
@@ -102,6 +109,12 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         // The PPO ratio already corrects for the behaviour policy; older samples also count for less.
         const weight = lag > maxStaleness ? 0.5 ** (lag - maxStaleness) : 1;
         samples.push({ decisions: s.decisions!, advantage: s.advantage!, weight });
+      }
+      if (samples.length === 0) {
+        // Nothing fresh to learn from: a new version would change nothing, and would make every sample in
+        // flight one version staler (a run whose samples all arrive late would never learn again).
+        trainer.put(kind.policyId, { ...encodeState(state), staleDropped });
+        return [];
       }
       const step = await kind.update(state.params, state.optimizer, samples, { learningRate: options.learningRate, clip: options.clip });
       const version = state.version + 1;

@@ -1,7 +1,10 @@
+import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type RepairObservation } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
-import { nowIso, resolveRetryOptions, withRetries, type Task } from '../../schemas/index.js';
+import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../schemas/index.js';
+import { AnalyticsSink } from '../analytics-sink/index.js';
+import type { ProcessorContext } from '../runtime/index.js';
 import { runEpisode } from '../rollout-worker/index.js';
 import { Verifier } from '../verifier/index.js';
 
@@ -28,6 +31,13 @@ export interface Evaluation {
   readonly successes: number;
   readonly successRate: number;
   readonly byTask: Readonly<Record<string, { episodes: number; successes: number }>>;
+  /** Every episode's trajectory and verdict, in task order (for `landEvaluation`). */
+  readonly records: readonly EvaluatedEpisode[];
+}
+
+export interface EvaluatedEpisode {
+  readonly trajectory: Trajectory;
+  readonly verification: Verification;
 }
 
 const RETRY = resolveRetryOptions({ retries: 2, initialDelayMs: 1000, maxDelayMs: 10_000 });
@@ -44,23 +54,30 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const verifier = new Verifier({ runId, pool: options.pool, imageFor: options.imageFor, tasks: { get: (id: string) => byId.get(id)! } });
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
   const byTask: Record<string, { episodes: number; successes: number }> = {};
+  const records: EvaluatedEpisode[] = new Array(jobs.length);
   let done = 0;
   let next = 0;
   const lane = async (): Promise<void> => {
     while (next < jobs.length) {
-      const { task, attempt } = jobs[next++]!;
-      const trajectoryId = `${options.seed ?? 'eval'}/${task.taskId}/${attempt}`;
+      const index = next++;
+      const { task, attempt } = jobs[index]!;
+      // The random stream depends on the seed, task and attempt only, so two policies meet the same streams;
+      // the trajectory id also names the version, so the two evaluations' records never share an id.
+      const stream = `${options.seed ?? 'eval'}/${task.taskId}/${attempt}`;
+      const trajectoryId = `${stream}@v${policy.version}`;
       // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
-      const verification = await withRetries(async () => {
+      const episode = await withRetries(async (): Promise<EvaluatedEpisode> => {
         const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns: options.maxTurns ?? 14 });
-        const episode = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(trajectoryId), signal);
-        const trajectory = {
-          trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: episode.steps, finalFiles: episode.finalFiles,
-          outcome: episode.outcome, error: null, totalMs: episode.totalMs, sandboxMs: episode.sandboxMs,
-          lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: episode.imageDigest, verifierVersion: null, createdAt: nowIso() },
+        const played = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
+        const trajectory: Trajectory = {
+          trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles,
+          outcome: played.outcome, error: null, totalMs: played.totalMs, sandboxMs: played.sandboxMs,
+          lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: played.imageDigest, verifierVersion: null, createdAt: nowIso() },
         };
-        return verifier.verify(trajectory, signal);
+        return { trajectory, verification: await verifier.verify(trajectory, signal) };
       }, RETRY, signal);
+      records[index] = episode;
+      const { verification } = episode;
       const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0 });
       entry.episodes++;
       if (verification.passed) entry.successes++;
@@ -69,5 +86,63 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, lane));
   const successes = Object.values(byTask).reduce((sum, t) => sum + t.successes, 0);
-  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask };
+  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask, records };
+}
+
+export interface LandOptions {
+  /** The analytics store. */
+  dataDir: string;
+  /** Records per produce request. @default 16 */
+  batchSize?: number;
+  /** Give up waiting for the rows to land after this long. @default 120000 */
+  timeoutMs?: number;
+}
+
+/**
+ * Puts evaluation episodes where every other trajectory goes: onto the trajectories and verifications
+ * topics of `context` (in one transaction), and from there into the analytics store through an analytics
+ * sink, so notebooks and SQL read them like training runs (by their own run id). Give `context` topics of
+ * their own: a running verifier, reward or learner must not take evaluation episodes for training ones.
+ */
+export async function landEvaluation(context: ProcessorContext, episodes: readonly EvaluatedEpisode[], options: LandOptions): Promise<void> {
+  const { kafka, serde, names } = context;
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, catalogTopics(names)).finally(() => admin.disconnect());
+  await serde.register();
+  const producer = kafka.producer({ transactionalId: `${names.prefix}evaluation`, maxInFlightRequests: 1, idempotent: true });
+  await producer.connect();
+  try {
+    const transaction = await producer.transaction();
+    try {
+      const size = options.batchSize ?? 16;
+      for (let i = 0; i < episodes.length; i += size) {
+        const chunk = episodes.slice(i, i + size);
+        await transaction.sendBatch({
+          topicMessages: [
+            { topic: names.name('trajectories'), messages: await Promise.all(chunk.map(async ({ trajectory }) => ({ key: trajectory.lineage.taskId, value: await serde.encode('trajectories', trajectory) }))) },
+            { topic: names.name('verifications'), messages: await Promise.all(chunk.map(async ({ verification }) => ({ key: verification.groupId, value: await serde.encode('verifications', verification) }))) },
+          ],
+        });
+      }
+      await transaction.commit();
+    } catch (error) {
+      await transaction.abort().catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    await producer.disconnect();
+  }
+  const sink = new AnalyticsSink(context, { dataDir: options.dataDir, topics: ['trajectories', 'verifications'] });
+  await sink.start();
+  try {
+    const deadline = Date.now() + (options.timeoutMs ?? 120_000);
+    const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
+    while (landed('trajectories') < episodes.length || landed('verifications') < episodes.length) {
+      if (Date.now() > deadline) throw new TimeoutError(`landing ${episodes.length} evaluation episodes in ${options.dataDir}`, options.timeoutMs ?? 120_000);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  } finally {
+    await sink.stop();
+  }
 }

@@ -1,2 +1,2 @@
-export { evaluatePolicy, type Evaluation, type EvaluateOptions } from './evaluate.js';
+export { evaluatePolicy, landEvaluation, type EvaluatedEpisode, type Evaluation, type EvaluateOptions, type LandOptions } from './evaluate.js';
 export { runLoop, type LoopOptions, type LoopProgress, type LoopSummary, type PolicyVersionRow } from './loop.js';

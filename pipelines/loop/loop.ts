@@ -38,6 +38,13 @@ export interface LoopOptions {
   rolloutWorkers?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
+  /**
+   * Trajectories rolled out but not yet rewarded, at most: a rollout worker waits before its next task while
+   * this many are in flight. Rollouts outpace verification here, and without a bound the backlog grows until
+   * every sample is older than the learner's staleness bound by the time it arrives.
+   * @default 2 * batchSize, and at least one group per rollout worker
+   */
+  maxInFlight?: number;
   /** Keep publishing the tasks again (another epoch) until this much time has passed. @default 0 (one epoch) */
   durationMs?: number;
   /**
@@ -125,13 +132,24 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId });
-  const workers = Array.from({ length: options.rolloutWorkers ?? 2 }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1 }),
+  const rolloutWorkers = options.rolloutWorkers ?? 2;
+  const maxInFlight = options.maxInFlight ?? Math.max(2 * (options.batchSize ?? 16), groupSize * rolloutWorkers);
+  if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
+  const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
+  // Read when a worker asks, so assigned below, once the processors exist.
+  let inFlight = (): number => 0;
+  const admit = async (signal: AbortSignal): Promise<void> => {
+    while (inFlight() + groupSize > maxInFlight) await sleep(100, signal);
+  };
+  const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1, admit }),
   );
   const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
   const reward = createRewardProcessor(context);
   const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
+  // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
+  inFlight = () => workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0) - committed(reward, 'rewards') - verifier.metrics.deadLettered - reward.metrics.deadLettered;
   const processors = [...workers, verifier, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
   const publishEpoch = async (): Promise<void> => {
@@ -167,7 +185,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       if (!rolloutsStopped && tasksHandled >= epochs * tasks.length && elapsed < (options.durationMs ?? 0)) await publishEpoch();
       // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
       const trajectoriesDue = rolloutsStopped
-        ? workers.reduce((sum, w) => sum + (w.metrics.committed.get(context.names.name('trajectories')) ?? 0), 0)
+        ? workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0)
         : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
       const verificationsDue = trajectoriesDue - verifier.metrics.deadLettered;
       const rewardsDue = verificationsDue - reward.metrics.deadLettered;

@@ -21,8 +21,14 @@ export interface RolloutWorkerOptions {
   instanceId?: string;
   /** @default SANDBOX_RETRY: long enough to ride out a Docker engine restart */
   retry?: RetryOptions;
-  /** Budget for a whole task (all G samples). @default 600000 */
+  /** Budget for a whole task (all G samples), waiting for `admit` included. @default 600000 */
   timeoutMs?: number;
+  /**
+   * Called before each task; the rollout starts when it resolves. The loop uses it to bound the trajectories
+   * in flight (rolled out, not yet rewarded), so rollouts cannot run ahead of verification and every sample
+   * reaches the learner within its staleness bound. @default none: roll out as fast as tasks come
+   */
+  admit?: (signal: AbortSignal) => Promise<void>;
 }
 
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -64,6 +70,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
     },
     async ({ record, signal }) => {
       const task = record.value;
+      await options.admit?.(signal);
       // One policy snapshot per group: GRPO compares samples of the same policy version.
       const policy = options.policies.current() as Policy<unknown>;
       const groupId = `${options.runId}/${task.taskId}/${record.partition}-${record.offset}`;

@@ -12,18 +12,19 @@ import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from
 
 before(ensureStack, { timeout: 900_000 });
 
-const lineage = (i: number) => ({ taskId: `task-${i % 5}`, attempt: i % 4, runId: 'learner-it', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() });
+const lineage = (i: number, policyVersion: number) => ({ taskId: `task-${i % 5}`, attempt: i % 4, runId: 'learner-it', policyVersion, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() });
 
-function samplePair(i: number): { trajectory: Trajectory; reward: Reward } {
+/** Sample i, rolled out under `policyVersion` (by default the version a learner with batches of 4 is at when it arrives). */
+function samplePair(i: number, policyVersion = Math.floor(i / 4)): { trajectory: Trajectory; reward: Reward } {
   const features = [0, 1, 2].map((c) => FEATURE_NAMES.map((_, f) => ((i + c * 7 + f * 3) % 5) / 5));
   const trajectory: Trajectory = {
     trajectoryId: `t-${i}`, groupId: `g-${Math.floor(i / 4)}`, groupSize: 4, envId: 'program-repair/v1', policyId: 'linear-repair',
     steps: [{ index: 0, observation: 'o', toolCall: { name: 'apply_edit', arguments: { id: i % 3 } }, toolResult: { ok: true, output: '', truncated: false, exitCode: 0 }, decision: { features, chosen: i % 3, logprob: Math.log(1 / 3) }, llm: null, startedAt: nowIso(), durationMs: 1, sandboxMs: 1 }],
-    finalFiles: {}, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i),
+    finalFiles: {}, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i, policyVersion),
   };
   const reward: Reward = {
     rewardId: `r-${i}`, trajectoryId: `t-${i}`, verificationId: `v-${i}`, groupId: trajectory.groupId, reward: i % 2, advantage: i % 2 ? 1 : -1,
-    groupMean: 0.5, groupStd: 0.5, groupSize: 4, lineage: lineage(i),
+    groupMean: 0.5, groupStd: 0.5, groupSize: 4, lineage: lineage(i, policyVersion),
   };
   return { trajectory, reward };
 }
@@ -64,6 +65,26 @@ test('a learner killed at random moments resumes without losing or double-counti
   } finally {
     learner.kill('SIGTERM');
     await exited(learner);
+  }
+});
+
+test('a batch of only stale samples publishes no version; its drops are reported on the next checkpoint', { timeout: 120_000 }, async () => {
+  const context = await freshContext('learner-stale');
+  const learner = createLearner(context, { runId: 'stale', store: new LocalCheckpointStore(tempDir('stale-ckpt')), batchSize: 2, maxStaleness: 0 });
+  await learner.start();
+  try {
+    // Batch 1 is fresh (v0 samples, learner at v0); batch 2 lags one version, so it is dropped whole; batch 3 is fresh again.
+    const pairs = [samplePair(0, 0), samplePair(1, 0), samplePair(2, 0), samplePair(3, 0), samplePair(4, 1), samplePair(5, 1)];
+    for (const batch of [pairs.slice(0, 2), pairs.slice(2, 4), pairs.slice(4)]) {
+      await sendRaw(context, 'trajectories', await Promise.all(batch.map(async (p) => ({ key: 'k', value: await context.serde.encode('trajectories', p.trajectory) }))));
+      await sendRaw(context, 'rewards', await Promise.all(batch.map(async (p) => ({ key: 'k', value: await context.serde.encode('rewards', p.reward) }))));
+      await eventually('the batch consumed', async () => learner.metrics.processed >= 2 * (pairs.indexOf(batch[1]!) + 1), 30_000);
+    }
+    await eventually('two checkpoints', async () => (await readAll(context, 'policyCheckpoints')).length >= 2, 30_000);
+    const published = await readAll(context, 'policyCheckpoints');
+    assert.deepEqual(published.map((c) => [c.version, c.metrics.samples, c.metrics.staleDropped]), [[1, 2, 0], [2, 2, 2]]);
+  } finally {
+    await learner.stop();
   }
 });
 
