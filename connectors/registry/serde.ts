@@ -1,11 +1,13 @@
-import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
+import { COMPATIBILITY, SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
 import type { z } from 'zod';
 import {
   DecodeError,
   TOPICS,
   ValidationError,
+  ConfigError,
   ConnectionError,
   describeIssues,
+  hasOpenRoot,
   toRegistrySchema,
   errorMessage,
   type TopicKey,
@@ -18,6 +20,8 @@ export interface RegistryOptions {
   url?: string;
   /** Compatibility level set on every subject before registering. @default 'BACKWARD' */
   compatibility?: 'BACKWARD' | 'BACKWARD_TRANSITIVE' | 'FULL' | 'NONE';
+  /** Notable registry changes (a subject moved to a closed content model). @default none */
+  log?: (line: string) => void;
 }
 
 export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.ProcessEnv = process.env): string {
@@ -58,15 +62,44 @@ export class TopicSerde {
   async register(keys: readonly TopicKey[] = Object.keys(TOPICS) as TopicKey[]): Promise<void> {
     for (const key of keys) {
       const subject = this.subject(key);
-      await this.setCompatibility(subject, this.options.compatibility ?? 'BACKWARD');
+      const level = this.options.compatibility ?? 'BACKWARD';
+      await this.setCompatibility(subject, level);
       const schema = toRegistrySchema(TOPICS[key].schema);
+      // The client checks that the subject's level is the one it is told (its own default is BACKWARD).
+      const registerAt = async (compatibility: string): Promise<void> =>
+        void this.ids.set(key, (await this.registry.register({ type: SchemaType.JSON, schema }, { subject, compatibility: compatibility as COMPATIBILITY })).id);
       try {
-        const { id } = await this.registry.register({ type: SchemaType.JSON, schema }, { subject });
-        this.ids.set(key, id);
+        await registerAt(level);
       } catch (error) {
-        throw new ConnectionError(`registering the schema of ${subject} at ${this.baseUrl} failed: ${errorMessage(error)}`, error);
+        if (!isIncompatible(error)) throw new ConnectionError(`registering the schema of ${subject} at ${this.baseUrl} failed: ${errorMessage(error)}`, error);
+        const latest = await this.latestSchema(subject);
+        if (latest === null || !hasOpenRoot(latest)) {
+          throw new ConfigError(`the registry at ${this.baseUrl} refuses this build's schema of ${subject} as incompatible with its registered versions: ${errorMessage(error)}`);
+        }
+        // Subjects registered by builds before closed content models: closing the model is one narrowing step
+        // (safe for data written through this serde, which never carries unlisted properties), taken once.
+        this.options.log?.(`schema registry: moving ${subject} to a closed content model (one step without the compatibility check)`);
+        await this.setCompatibility(subject, 'NONE');
+        try {
+          await registerAt('NONE');
+        } finally {
+          await this.setCompatibility(subject, level);
+        }
       }
     }
+  }
+
+  /** The newest schema registered under a subject, or null when it has none. */
+  private async latestSchema(subject: string): Promise<string | null> {
+    let response: Response;
+    try {
+      response = await fetch(`${this.baseUrl}/subjects/${encodeURIComponent(subject)}/versions/latest`);
+    } catch (error) {
+      throw new ConnectionError(`the schema registry at ${this.baseUrl} did not answer: ${errorMessage(error)}`, error);
+    }
+    if (response.status === 404) return null;
+    if (!response.ok) throw new ConnectionError(`reading the latest schema of ${subject} failed: HTTP ${response.status}`);
+    return ((await response.json()) as { schema: string }).schema;
   }
 
   /** The id of the schema this build registered for a topic (registering it if needed). */
@@ -149,4 +182,10 @@ export function parseContract<K extends TopicKey>(key: K, raw: unknown): TopicVa
 function isRegistryUnreachable(error: unknown): boolean {
   const text = errorMessage(error);
   return /ECONNREFUSED|ETIMEDOUT|ECONNRESET|socket hang up|503/.test(text);
+}
+
+/** The registry refused a schema under the subject's compatibility rule (HTTP 409). */
+function isIncompatible(error: unknown): boolean {
+  const status = (error as { status?: unknown }).status;
+  return status === 409 || /\b409\b|incompatible/i.test(errorMessage(error));
 }
