@@ -24,6 +24,15 @@ export function splitTasks(tasks: readonly Task[], evalFraction: number): { trai
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 
+/** Success rates within each number of turns at which some episode was solved (the last is within maxTurns). */
+function withinTurns(before: Evaluation, after: Evaluation, maxTurns: number): Array<{ turns: number; untrained: number; trained: number }> {
+  const rate = (e: Evaluation, n: number): number => (e.episodes ? (e.successesWithin[n] ?? 0) / e.episodes : 0);
+  const turns = Array.from({ length: maxTurns }, (_, i) => i + 1).filter(
+    (n) => n === maxTurns || before.successesWithin[n]! !== before.successesWithin[n - 1]! || after.successesWithin[n]! !== after.successesWithin[n - 1]!,
+  );
+  return turns.map((n) => ({ turns: n, untrained: rate(before, n), trained: rate(after, n) }));
+}
+
 /** The figures of an evaluation; its episodes are in the analytics store. */
 const withoutRecords = ({ records, ...figures }: Evaluation): Omit<Evaluation, 'records'> => figures;
 
@@ -42,6 +51,7 @@ export const learnCommand: Command = {
     'batch-size': { type: 'string', default: '8' },
     'max-turns': { type: 'string', default: '8' },
     workers: { type: 'string', default: '2' },
+    'learning-rate': { type: 'string', default: '0.1' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
   },
   help: {
@@ -53,6 +63,7 @@ export const learnCommand: Command = {
     'batch-size': 'samples per learner update',
     'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
     workers: 'rollout worker instances',
+    'learning-rate': 'the learner\'s Adam step size',
     policy: 'policy kind to train',
   },
   async run(values) {
@@ -62,7 +73,9 @@ export const learnCommand: Command = {
     if (!(minutes > 0)) throw new Error(`--minutes must be > 0, got "${String(values.minutes)}"`);
     const evalPercent = Number(values['eval-percent']);
     if (!(evalPercent > 0 && evalPercent < 100)) throw new Error(`--eval-percent must be within 0..100, got "${String(values['eval-percent'])}"`);
-    const maxTurns = intOption(values, 'max-turns') ?? 14;
+    const maxTurns = intOption(values, 'max-turns') ?? 8;
+    const learningRate = Number(values['learning-rate']);
+    if (!(learningRate > 0)) throw new Error(`--learning-rate must be > 0, got "${String(values['learning-rate'])}"`);
     const data = dataDir();
     const prepared = await prepareTasks({ file: (values.tasks as string | undefined) ?? bundledTasks(), rejectsDir: join(data, 'rejects'), jobRunId: runId });
     const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
@@ -113,6 +126,7 @@ export const learnCommand: Command = {
         timeoutMs: minutes * 60_000 + 30 * 60_000,
         groupSize: intOption(values, 'group-size'),
         batchSize: intOption(values, 'batch-size'),
+        learningRate,
         maxTurns,
         rolloutWorkers: intOption(values, 'workers'),
         onProgress: (p) => printProgress(progressLine(`[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
@@ -140,8 +154,11 @@ export const learnCommand: Command = {
       process.stdout.write(
         [
           `${runId}: ${minutes} min of training on ${train.length} tasks (${summary.trajectories} trajectories, ${summary.checkpoints} checkpoints)`,
-          `held-out success within ${maxTurns} turns: untrained ${pct(before.successRate)} -> trained v${after.policyVersion} ${pct(after.successRate)}` +
-            (report.ratio !== null ? ` (${report.ratio.toFixed(2)}x)` : ''),
+          ...withinTurns(before, after, maxTurns).map(
+            ({ turns, untrained, trained }) =>
+              `held-out success within ${turns} turns: untrained ${pct(untrained)} -> trained v${after.policyVersion} ${pct(trained)}` +
+              (untrained > 0 ? ` (${(trained / untrained).toFixed(2)}x)` : ''),
+          ),
           'training pass rate per policy version:',
           ...summary.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
           `report: ${join(out, `${runId}.json`)}`,

@@ -15,7 +15,7 @@ export interface LearnerOptions {
   maxStaleness?: number;
   /** 'drop' discards stale samples; 'importance-weight' keeps them at a weight that decays with their lag. @default 'drop' */
   staleSamples?: 'drop' | 'importance-weight';
-  /** @default 0.1 */
+  /** Adam step size. @default the policy kind's own (linear-repair 0.1, onnx-repair 0.03) */
   learningRate?: number;
   /** PPO clip range. @default 0.2 */
   clip?: number;

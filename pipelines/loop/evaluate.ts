@@ -31,6 +31,8 @@ export interface Evaluation {
   readonly successes: number;
   readonly successRate: number;
   readonly byTask: Readonly<Record<string, { episodes: number; successes: number }>>;
+  /** `successesWithin[n]`: episodes solved in at most n tool calls (n = 0..maxTurns), the success rate within fewer turns. */
+  readonly successesWithin: readonly number[];
   /** Every episode's trajectory and verdict, in task order (for `landEvaluation`). */
   readonly records: readonly EvaluatedEpisode[];
 }
@@ -55,6 +57,8 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
   const byTask: Record<string, { episodes: number; successes: number }> = {};
   const records: EvaluatedEpisode[] = new Array(jobs.length);
+  const maxTurns = options.maxTurns ?? 14;
+  const successesWithin: number[] = new Array(maxTurns + 1).fill(0);
   let done = 0;
   let next = 0;
   const lane = async (): Promise<void> => {
@@ -67,7 +71,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
       const trajectoryId = `${stream}@v${policy.version}`;
       // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
       const episode = await withRetries(async (): Promise<EvaluatedEpisode> => {
-        const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns: options.maxTurns ?? 14 });
+        const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns });
         const played = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
         const trajectory: Trajectory = {
           trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles,
@@ -80,13 +84,16 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
       const { verification } = episode;
       const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0 });
       entry.episodes++;
-      if (verification.passed) entry.successes++;
+      if (verification.passed) {
+        entry.successes++;
+        for (let n = episode.trajectory.steps.length; n <= maxTurns; n++) successesWithin[n]!++;
+      }
       options.onProgress?.(++done, jobs.length);
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, lane));
   const successes = Object.values(byTask).reduce((sum, t) => sum + t.successes, 0);
-  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask, records };
+  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask, successesWithin, records };
 }
 
 export interface LandOptions {

@@ -38,6 +38,8 @@ export interface LoopOptions {
   rolloutWorkers?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
+  /** The learner's Adam step size. @default the policy kind's own */
+  learningRate?: number;
   /**
    * Trajectories rolled out but not yet rewarded, at most: a rollout worker waits before its next task while
    * this many are in flight. Rollouts outpace verification here, and without a bound the backlog grows until
@@ -146,7 +148,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   );
   const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
   const reward = createRewardProcessor(context);
-  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize });
+  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
   inFlight = () => workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0) - committed(reward, 'rewards') - verifier.metrics.deadLettered - reward.metrics.deadLettered;

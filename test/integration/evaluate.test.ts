@@ -22,6 +22,8 @@ test('two policy versions meet the same episode streams, and their evaluations l
   const first = await evaluatePolicy(await linearRepairKind.load(params, 0), held, options);
   const second = await evaluatePolicy(await linearRepairKind.load(params, 3), held, options);
   assert.equal(first.episodes, 4);
+  assert.equal(first.successesWithin.length, 9);
+  assert.equal(first.successesWithin[8], first.successes, 'every success is within the turn budget');
   // Same parameters on the same streams: the same edits tried, the same outcome, episode by episode.
   const choices = (records: typeof first.records) => records.map(({ trajectory }) => trajectory.steps.map((step) => JSON.stringify(step.toolCall)).join(' '));
   assert.deepEqual(choices(second.records), choices(first.records));
