@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type KafkaConfig, type LogEntry } from 'kafkajs';
+import { Kafka, logLevel, type KafkaConfig, type LogEntry, type Transaction } from 'kafkajs';
 
 /**
  * Everything outside this folder reaches Kafka through these functions and re-exported types, so the
@@ -67,6 +67,29 @@ export function createKafka(options: KafkaOptions = {}): Kafka {
     logCreator: logCreator(),
     // No client-wide retry override: kafkajs gives idempotent producers unlimited retries, which EOS needs.
   });
+}
+
+/**
+ * Runs `work` in one Kafka transaction of a producer made for it: committed when `work` returns, aborted
+ * when it throws (and the error rethrown). Readers with read_committed see all of it or nothing; a later
+ * producer with the same transactional id fences one that died mid-way.
+ */
+export async function inTransaction<T>(kafka: Kafka, transactionalId: string, work: (transaction: Transaction) => Promise<T>): Promise<T> {
+  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  try {
+    const transaction = await producer.transaction();
+    try {
+      const result = await work(transaction);
+      await transaction.commit();
+      return result;
+    } catch (error) {
+      await transaction.abort().catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    await producer.disconnect();
+  }
 }
 
 export type {

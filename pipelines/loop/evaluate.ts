@@ -1,4 +1,4 @@
-import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
+import { catalogTopics, ensureTopics, inTransaction } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type RepairObservation } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
@@ -117,29 +117,18 @@ export async function landEvaluation(context: ProcessorContext, episodes: readon
   await admin.connect();
   await ensureTopics(admin, catalogTopics(names)).finally(() => admin.disconnect());
   await serde.register();
-  const producer = kafka.producer({ transactionalId: `${names.prefix}evaluation`, maxInFlightRequests: 1, idempotent: true });
-  await producer.connect();
-  try {
-    const transaction = await producer.transaction();
-    try {
-      const size = options.batchSize ?? 16;
-      for (let i = 0; i < episodes.length; i += size) {
-        const chunk = episodes.slice(i, i + size);
-        await transaction.sendBatch({
-          topicMessages: [
-            { topic: names.name('trajectories'), messages: await Promise.all(chunk.map(async ({ trajectory }) => ({ key: trajectory.lineage.taskId, value: await serde.encode('trajectories', trajectory) }))) },
-            { topic: names.name('verifications'), messages: await Promise.all(chunk.map(async ({ verification }) => ({ key: verification.groupId, value: await serde.encode('verifications', verification) }))) },
-          ],
-        });
-      }
-      await transaction.commit();
-    } catch (error) {
-      await transaction.abort().catch(() => undefined);
-      throw error;
+  const size = options.batchSize ?? 16;
+  await inTransaction(kafka, `${names.prefix}evaluation`, async (transaction) => {
+    for (let i = 0; i < episodes.length; i += size) {
+      const chunk = episodes.slice(i, i + size);
+      await transaction.sendBatch({
+        topicMessages: [
+          { topic: names.name('trajectories'), messages: await Promise.all(chunk.map(async ({ trajectory }) => ({ key: trajectory.lineage.taskId, value: await serde.encode('trajectories', trajectory) }))) },
+          { topic: names.name('verifications'), messages: await Promise.all(chunk.map(async ({ verification }) => ({ key: verification.groupId, value: await serde.encode('verifications', verification) }))) },
+        ],
+      });
     }
-  } finally {
-    await producer.disconnect();
-  }
+  });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir, topics: ['trajectories', 'verifications'] });
   await sink.start();
   try {

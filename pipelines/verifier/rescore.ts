@@ -1,4 +1,4 @@
-import { readRange, readTopic, rangeGroupId, type Position } from '../../connectors/kafka/index.js';
+import { inTransaction, readRange, readTopic, rangeGroupId, type Position } from '../../connectors/kafka/index.js';
 import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../schemas/index.js';
 import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../reward/index.js';
 import type { ProcessorContext } from '../runtime/index.js';
@@ -152,21 +152,8 @@ async function rewardRescored(
     }
   }
   if (fresh.length > 0) {
-    const producer = kafka.producer({ transactionalId: `${names.prefix}${rescoreId}`, idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    try {
-      const messages = await Promise.all(fresh.map(async (reward) => ({ key: reward.trajectoryId, value: await serde.encode('rewards', reward) })));
-      const transaction = await producer.transaction();
-      try {
-        await transaction.send({ topic: names.name('rewards'), messages });
-        await transaction.commit();
-      } catch (error) {
-        await transaction.abort().catch(() => undefined);
-        throw error;
-      }
-    } finally {
-      await producer.disconnect();
-    }
+    const messages = await Promise.all(fresh.map(async (reward) => ({ key: reward.trajectoryId, value: await serde.encode('rewards', reward) })));
+    await inTransaction(kafka, `${names.prefix}${rescoreId}`, (transaction) => transaction.send({ topic: names.name('rewards'), messages }));
   }
   return { rewardsWritten: fresh.length, rewardsAlreadyWritten: already, dispositions };
 }
