@@ -100,7 +100,8 @@ describe('sandbox lifecycle under churn and failure', () => {
       attempts.set(task, (attempts.get(task) ?? 0) + 1);
       const sandbox = await pool.acquire({ image: sandboxImage(), runId: 'restart', taskId: `restart-${task}` });
       try {
-        const result = await sandbox.exec(['sh', '-c', `sleep 1; echo task-${task}`], { timeoutMs: 30_000 });
+        // Long enough to outlast dockerd's stop grace (StopTimeout 1 s): a task in flight at the restart dies.
+        const result = await sandbox.exec(['sh', '-c', `sleep 4; echo task-${task}`], { timeoutMs: 30_000 });
         if (result.exitCode !== 0) throw new SandboxError(`task ${task} ended with ${result.status} ${String(result.exitCode)}`, { retriable: true });
         outputs.set(task, result.stdout);
       } finally {
@@ -116,7 +117,9 @@ describe('sandbox lifecycle under churn and failure', () => {
     const workers = [1, 2].map(async () => {
       for (let task = queue.shift(); task !== undefined; task = queue.shift()) await handler({ record: record(task), signal });
     });
-    await sleep(2_500);
+    // Restart once the second round of tasks is running, so that some task is surely mid-command.
+    while (attempts.size < 3) await sleep(50);
+    await sleep(1_500);
     const stopped = await engine.stop(log);
     assert.equal(stopped, 'stopped', 'the test restarts the dockerd that `trialrun stack up` started; this one is not ours');
     await engine.ensure(log);
