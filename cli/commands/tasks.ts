@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { prepareTopics } from '../../pipelines/runtime/index.js';
 import { formatReport, loadJobFile, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
 import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
@@ -48,12 +48,7 @@ export const tasksCommand: Command = {
     const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
     const dryRun = Boolean(values['dry-run']);
     const context = dryRun ? undefined : processorContext();
-    if (context) {
-      const admin = context.kafka.admin();
-      await admin.connect();
-      await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
-      await context.serde.register();
-    }
+    if (context) await prepareTopics(context);
     const pool = job.spec.derive ? new DockerSandboxPool() : undefined;
     try {
       const report = await runTaskJob({

@@ -74,10 +74,16 @@ export function createKafka(options: KafkaOptions = {}): Kafka {
  * when it throws (and the error rethrown). Readers with read_committed see all of it or nothing; a later
  * producer with the same transactional id fences one that died mid-way.
  */
-export async function inTransaction<T>(kafka: Kafka, transactionalId: string, work: (transaction: Transaction) => Promise<T>): Promise<T> {
-  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1 });
+export async function inTransaction<T>(
+  kafka: Kafka,
+  transactionalId: string,
+  work: (transaction: Transaction) => Promise<T>,
+  options: { /** The broker caps it at transaction.max.timeout.ms. @default 60000 (kafkajs) */ transactionTimeoutMs?: number } = {},
+): Promise<T> {
+  const producer = kafka.producer({ transactionalId, idempotent: true, maxInFlightRequests: 1, transactionTimeout: options.transactionTimeoutMs });
   await producer.connect();
   try {
+    // Beginning the transaction initialises the producer id, which fences a previous holder of the id.
     const transaction = await producer.transaction();
     try {
       const result = await work(transaction);

@@ -1,10 +1,10 @@
-import { catalogTopics, ensureTopics, inTransaction } from '../../connectors/kafka/index.js';
+import { inTransaction } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type RepairObservation } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
 import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
-import type { ProcessorContext } from '../runtime/index.js';
+import { prepareTopics, type ProcessorContext } from '../runtime/index.js';
 import { runEpisode } from '../rollout-worker/index.js';
 import { Verifier } from '../verifier/index.js';
 
@@ -113,10 +113,7 @@ export interface LandOptions {
  */
 export async function landEvaluation(context: ProcessorContext, episodes: readonly EvaluatedEpisode[], options: LandOptions): Promise<void> {
   const { kafka, serde, names } = context;
-  const admin = kafka.admin();
-  await admin.connect();
-  await ensureTopics(admin, catalogTopics(names)).finally(() => admin.disconnect());
-  await serde.register();
+  await prepareTopics(context);
   const size = options.batchSize ?? 16;
   await inTransaction(kafka, `${names.prefix}evaluation`, async (transaction) => {
     for (let i = 0; i < episodes.length; i += size) {

@@ -2,14 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
-import { catalogTopics, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
+import { readTopic } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../rollout-worker/index.js';
-import { GlobalTable, sleep, type ProcessorContext } from '../runtime/index.js';
+import { GlobalTable, prepareTopics, sleep, type ProcessorContext } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 
@@ -112,10 +112,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const started = performance.now();
   const runId = options.runId ?? randomUUID();
   const groupSize = options.groupSize ?? 4;
-  const admin = context.kafka.admin();
-  await admin.connect();
-  await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
-  await context.serde.register();
+  await prepareTopics(context);
 
   let rejectedRows = 0;
   let rejectsFile: string | null = null;
@@ -138,8 +135,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const maxInFlight = options.maxInFlight ?? Math.max(2 * (options.batchSize ?? 16), groupSize * rolloutWorkers);
   if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
-  // Read when a worker asks, so assigned below, once the processors exist.
-  let inFlight = (): number => 0;
+  // Called by the workers only once every processor below exists and runs.
+  // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
+  const inFlight = (): number => rolledOut() - committed(reward, 'rewards') - verifier.metrics.deadLettered - reward.metrics.deadLettered;
+  const rolledOut = (): number => workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0);
   const admit = async (signal: AbortSignal): Promise<void> => {
     while (inFlight() + groupSize > maxInFlight) await sleep(100, signal);
   };
@@ -150,8 +149,6 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const reward = createRewardProcessor(context);
   const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
-  // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
-  inFlight = () => workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0) - committed(reward, 'rewards') - verifier.metrics.deadLettered - reward.metrics.deadLettered;
   const processors = [...workers, verifier, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
   const publishEpoch = async (): Promise<void> => {
@@ -163,7 +160,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const progress = (): LoopProgress => ({
     expected: expected(),
     epochs,
-    rolledOut: workers.reduce((sum, w) => sum + w.metrics.outputs - w.metrics.deadLettered, 0),
+    rolledOut: rolledOut(),
     verified: verifier.metrics.outputs,
     rewarded: reward.metrics.outputs,
     policyVersion: policies.current().version,
@@ -187,7 +184,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       if (!rolloutsStopped && tasksHandled >= epochs * tasks.length && elapsed < (options.durationMs ?? 0)) await publishEpoch();
       // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
       const trajectoriesDue = rolloutsStopped
-        ? workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0)
+        ? rolledOut()
         : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
       const verificationsDue = trajectoriesDue - verifier.metrics.deadLettered;
       const rewardsDue = verificationsDue - reward.metrics.deadLettered;

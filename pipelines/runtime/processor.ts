@@ -1,5 +1,5 @@
 import type { Admin, Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
-import { ensureTopics } from '../../connectors/kafka/index.js';
+import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
@@ -304,3 +304,10 @@ export class StreamProcessor<K extends TopicKey> {
   }
 }
 
+/** Creates the catalog's topics under the context's prefix (if missing) and registers their schemas; idempotent. */
+export async function prepareTopics(context: ProcessorContext): Promise<void> {
+  const admin = context.kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
+  await context.serde.register();
+}

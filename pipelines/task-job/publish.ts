@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readTopic, type Kafka } from '../../connectors/kafka/index.js';
+import { inTransaction, readTopic, type Kafka } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import type { Task, TopicNames } from '../../schemas/index.js';
 
@@ -102,12 +102,10 @@ async function inOneTransaction(
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`PublishOptions.batchSize must be a whole number >= 1, got ${batchSize}`);
   if (!Number.isInteger(requestBytes) || requestBytes < 1024) throw new Error(`PublishOptions.requestBytes must be a whole number >= 1024, got ${requestBytes}`);
   if (!Number.isInteger(transactionTimeout) || transactionTimeout < 1000) throw new Error(`PublishOptions.transactionTimeoutMs must be a whole number >= 1000, got ${transactionTimeout}`);
-  const producer = kafka.producer({ transactionalId: options.transactionalId ?? `${names.prefix}task-job`, idempotent: true, maxInFlightRequests: 1, transactionTimeout });
-  await producer.connect();
-  try {
-    // Beginning the transaction initialises the producer id, which fences a previous holder of the id.
-    const transaction = await producer.transaction();
-    try {
+  return inTransaction(
+    kafka,
+    options.transactionalId ?? `${names.prefix}task-job`,
+    async (transaction) => {
       const tasks = [...(await choose())].sort((a, b) => b.priority - a.priority || (a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0));
       // Encoding (contract check and registry framing) overlaps the previous request's round trip.
       let inFlight: Promise<void> = Promise.resolve();
@@ -135,13 +133,8 @@ async function inOneTransaction(
       }
       await send();
       await inFlight;
-      await transaction.commit();
       return tasks;
-    } catch (error) {
-      await transaction.abort().catch(() => undefined);
-      throw error;
-    }
-  } finally {
-    await producer.disconnect();
-  }
+    },
+    { transactionTimeoutMs: transactionTimeout },
+  );
 }

@@ -108,9 +108,11 @@ export class RowMapper {
   map(value: Readonly<Record<string, unknown>>): MappedRow {
     const fields: Record<string, unknown> = {};
     try {
-      for (const [field, template] of this.templates) fields[field] = template.render(value);
-      // An optional family that renders empty means "no family": the row is its own (the id).
-      if (fields.family === '') delete fields.family;
+      for (const [field, template] of this.templates) {
+        const text = template.render(value);
+        // An optional field whose columns are all absent is left out, so the row schema's default applies.
+        if (text !== '' || !template.optional) fields[field] = text;
+      }
       for (const [field, column] of this.plainColumns) {
         const cell = value[column];
         if (cell !== undefined && cell !== null && cell !== '') fields[field] = field === 'tags' ? tagsOf(cell) : cell;

@@ -23,6 +23,8 @@ describe('Template', () => {
   it('renders an optional hole as nothing where the row lacks its column, and does not require the column', () => {
     const template = Template.compile('{family?}', 'mapping.family');
     assert.deepEqual(template.columns, []);
+    assert.equal(template.optional, true);
+    assert.equal(Template.compile('{family?}-x', 'mapping.family').optional, false);
     assert.equal(template.render({}), '');
     assert.equal(template.render({ family: 'humaneval-0' }), 'humaneval-0');
     assert.throws(() => Template.compile('{ ?}', 'mapping.family'), /empty column name/);

@@ -62,6 +62,11 @@ export class Template {
     return new Template(source, parts);
   }
 
+  /** Only optional holes: renders as nothing when the row has none of them, which means "not given". */
+  get optional(): boolean {
+    return this.parts.length > 0 && this.parts.every((part) => 'column' in part && part.optional);
+  }
+
   /** Columns the template needs (its optional holes left out). */
   get columns(): string[] {
     return this.parts.flatMap((part) => ('column' in part && !part.optional ? [part.column] : []));

@@ -3,9 +3,9 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import '../../envs/index.js';
-import { catalogTopics, createKafka, ensureTopics, readTopic } from '../../connectors/kafka/index.js';
+import { createKafka, readTopic } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
-import type { ProcessorContext } from '../../pipelines/runtime/index.js';
+import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
 import { stackUp } from '../../stack/index.js';
 
@@ -18,10 +18,7 @@ export async function ensureStack(): Promise<void> {
 export async function freshContext(label: string): Promise<ProcessorContext> {
   const names = topicNames(`it-${label}-${randomUUID().slice(0, 8)}.`);
   const context = { kafka: createKafka({ clientId: `it-${label}` }), serde: new TopicSerde(names), names };
-  const admin = context.kafka.admin();
-  await admin.connect();
-  await ensureTopics(admin, catalogTopics(names)).finally(() => admin.disconnect());
-  await context.serde.register();
+  await prepareTopics(context);
   return context;
 }
 
