@@ -83,7 +83,9 @@ test('a poison record on every input topic ends in the dead-letter topic with it
     await publishTasks(context.kafka, context.serde, context.names, [task!]);
     await eventually('a reward for the good task', async () => (await readAll(context, 'rewards', { skipInvalid: true })).length >= 2, 240_000);
 
-    const letters = await readAll(context, 'deadLetters');
+    // A dead letter is logged when made and readable once its transaction commits: wait for all 15.
+    let letters: DeadLetter[] = [];
+    await eventually('every poison record dead-lettered', async () => (letters = await readAll(context, 'deadLetters')).length >= 15, 60_000);
     assertDeadLettered(letters, 'rollout-worker', context.names.name('tasks'), poisoned.tasks);
     assertDeadLettered(letters, 'verifier', context.names.name('trajectories'), poisoned.trajectories);
     assertDeadLettered(letters, 'learner', context.names.name('trajectories'), poisoned.trajectories);
