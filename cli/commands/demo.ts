@@ -33,6 +33,7 @@ export const demoCommand: Command = {
     'batch-size': { type: 'string', default: '16' },
     'max-turns': { type: 'string', default: '14' },
     workers: { type: 'string', default: '2' },
+    verifiers: { type: 'string', default: '2' },
     policy: { type: 'string', default: 'linear-repair' },
   },
   help: {
@@ -42,6 +43,7 @@ export const demoCommand: Command = {
     'batch-size': 'samples per learner update',
     'max-turns': 'tool calls per episode',
     workers: 'rollout worker instances',
+    verifiers: 'verifier instances',
     policy: 'policy kind: linear-repair or onnx-repair',
   },
   async run(values) {
@@ -66,6 +68,7 @@ export const demoCommand: Command = {
         batchSize: intOption(values, 'batch-size'),
         maxTurns: intOption(values, 'max-turns'),
         rolloutWorkers: intOption(values, 'workers'),
+        verifiers: intOption(values, 'verifiers'),
         signal: interrupt.signal,
         onProgress: (p) => printProgress(progressLine('[demo] rewarded', p.rewarded, p.expected, p.elapsedMs, `rolled out ${p.rolledOut}, verified ${p.verified}, policy v${p.policyVersion}`)),
       });

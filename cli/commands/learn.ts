@@ -51,6 +51,7 @@ export const learnCommand: Command = {
     'batch-size': { type: 'string', default: '8' },
     'max-turns': { type: 'string', default: '8' },
     workers: { type: 'string', default: '2' },
+    verifiers: { type: 'string', default: '2' },
     'learning-rate': { type: 'string', default: '0.1' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
   },
@@ -63,6 +64,7 @@ export const learnCommand: Command = {
     'batch-size': 'samples per learner update',
     'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
     workers: 'rollout worker instances',
+    verifiers: 'verifier instances',
     'learning-rate': 'the learner\'s Adam step size',
     policy: 'policy kind to train',
   },
@@ -129,6 +131,7 @@ export const learnCommand: Command = {
         learningRate,
         maxTurns,
         rolloutWorkers: intOption(values, 'workers'),
+        verifiers: intOption(values, 'verifiers'),
         onProgress: (p) => printProgress(progressLine(`[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
       });
       endProgress();

@@ -36,6 +36,12 @@ export interface LoopOptions {
   maxTurns?: number;
   /** Rollout worker instances (each a group member with its own transactional producer). @default 2 */
   rolloutWorkers?: number;
+  /**
+   * Verifier instances (group members, each with its own transactional producer, splitting the trajectory
+   * partitions). Verification runs the hidden tests several times per trajectory and is the loop's slowest
+   * stage; one instance per core keeps the rollout workers from waiting on it. @default 2
+   */
+  verifiers?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
   /** The learner's Adam step size. @default the policy kind's own */
@@ -132,12 +138,14 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId });
   const rolloutWorkers = options.rolloutWorkers ?? 2;
+  const verifierCount = options.verifiers ?? 2;
+  if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
   const maxInFlight = options.maxInFlight ?? Math.max(2 * (options.batchSize ?? 16), groupSize * rolloutWorkers);
   if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
   // Called by the workers only once every processor below exists and runs.
   // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
-  const inFlight = (): number => rolledOut() - committed(reward, 'rewards') - verifier.metrics.deadLettered - reward.metrics.deadLettered;
+  const inFlight = (): number => rolledOut() - committed(reward, 'rewards') - verifiersDeadLettered() - reward.metrics.deadLettered;
   const rolledOut = (): number => workers.reduce((sum, w) => sum + committed(w, 'trajectories'), 0);
   const admit = async (signal: AbortSignal): Promise<void> => {
     while (inFlight() + groupSize > maxInFlight) await sleep(100, signal);
@@ -145,11 +153,14 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
     createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1, admit }),
   );
-  const verifier = createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable });
+  const verifiers = Array.from({ length: verifierCount }, (_, i) =>
+    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i) }),
+  );
+  const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context);
   const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
-  const processors = [...workers, verifier, reward, learner, sink];
+  const processors = [...workers, ...verifiers, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
   const publishEpoch = async (): Promise<void> => {
     await publishTasks(context.kafka, context.serde, context.names, tasks);
@@ -161,7 +172,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     expected: expected(),
     epochs,
     rolledOut: rolledOut(),
-    verified: verifier.metrics.outputs,
+    verified: verifiers.reduce((sum, v) => sum + v.metrics.outputs, 0),
     rewarded: reward.metrics.outputs,
     policyVersion: policies.current().version,
     elapsedMs: performance.now() - started,
@@ -186,7 +197,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       const trajectoriesDue = rolloutsStopped
         ? rolledOut()
         : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
-      const verificationsDue = trajectoriesDue - verifier.metrics.deadLettered;
+      const verificationsDue = trajectoriesDue - verifiersDeadLettered();
       const rewardsDue = verificationsDue - reward.metrics.deadLettered;
       if (
         landed('trajectories') >= trajectoriesDue &&
