@@ -108,6 +108,8 @@ export class AnalyticsSink {
   readonly metrics = new ProcessorMetrics();
   /** Rows landed per table since start. */
   readonly rowsWritten = new Map<string, number>();
+  /** Rows landed since start per table and run (lineage.runId), keyed `table/runId`. */
+  private readonly rowsWrittenByRun = new Map<string, number>();
   filesWritten = 0;
   bytesWritten = 0;
   private readonly options: ResolvedSinkOptions;
@@ -154,6 +156,11 @@ export class AnalyticsSink {
     let count = 0;
     for (const buffer of this.buffers.values()) if (!buffer.empty) count += Number(buffer.last - buffer.first!) + 1;
     return count;
+  }
+
+  /** Rows of one run (lineage.runId) landed in a table since start. */
+  rowsLanded(table: string, runId: string): number {
+    return this.rowsWrittenByRun.get(`${table}/${runId}`) ?? 0;
   }
 
   async start(): Promise<void> {
@@ -353,6 +360,12 @@ export class AnalyticsSink {
     writeLedger(this.options.dataDir, topic, partition, range.last);
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
+    for (const rows of buffer.buckets.values()) {
+      for (const row of rows) {
+        const key = `${spec.table}/${(row.record as { lineage: { runId: string } }).lineage.runId}`;
+        this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + 1);
+      }
+    }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);
     buffer.clear();

@@ -1,7 +1,7 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
-import { StateStore, StreamProcessor, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, StreamProcessor, type Accept, type ProcessorContext } from '../runtime/index.js';
 
 export interface LearnerOptions {
   runId: string;
@@ -19,6 +19,8 @@ export interface LearnerOptions {
   learningRate?: number;
   /** PPO clip range. @default 0.2 */
   clip?: number;
+  /** Which trajectories and rewards this learner trains on; the others are committed past. @default all */
+  accept?: Accept<'trajectories' | 'rewards'>;
 }
 
 /** A trajectory's learned choices and its reward, joined by trajectory id as each side arrives. */
@@ -71,7 +73,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50 },
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept },
     async ({ record }) => {
       const id = record.value.trajectoryId;
       const sample = { ...(pending.get(id) ?? {}) };

@@ -130,8 +130,12 @@ export async function landEvaluation(context: ProcessorContext, episodes: readon
   await sink.start();
   try {
     const deadline = Date.now() + (options.timeoutMs ?? 120_000);
-    const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
-    while (landed('trajectories') < episodes.length || landed('verifications') < episodes.length) {
+    // Counted per run: records an earlier, interrupted landing left on these topics may land first.
+    const expected = new Map<string, number>();
+    for (const { trajectory } of episodes) expected.set(trajectory.lineage.runId, (expected.get(trajectory.lineage.runId) ?? 0) + 1);
+    const allLanded = (): boolean =>
+      [...expected].every(([runId, count]) => sink.rowsLanded('trajectories', runId) >= count && sink.rowsLanded('verifications', runId) >= count);
+    while (!allLanded()) {
       if (Date.now() > deadline) throw new TimeoutError(`landing ${episodes.length} evaluation episodes in ${options.dataDir}`, options.timeoutMs ?? 120_000);
       await new Promise((resolve) => setTimeout(resolve, 200));
     }

@@ -2,14 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
-import { readTopic } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../rollout-worker/index.js';
-import { GlobalTable, prepareTopics, sleep, type ProcessorContext } from '../runtime/index.js';
+import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 
@@ -104,10 +103,15 @@ export interface LoopSummary {
   readonly elapsedMs: number;
 }
 
-async function countTopic(context: ProcessorContext, key: TopicKey): Promise<number> {
-  let count = 0;
-  await readTopic(context.kafka, { topic: context.names.name(key), onRecord: () => void count++ });
-  return count;
+/** The offset the next record of each partition of a topic will get (its last stable offset). */
+async function topicEnds(context: ProcessorContext, key: TopicKey): Promise<Map<number, bigint>> {
+  const admin = context.kafka.admin();
+  await admin.connect();
+  try {
+    return new Map((await admin.fetchTopicOffsets(context.names.name(key))).map((p) => [p.partition, BigInt(p.high)]));
+  } finally {
+    await admin.disconnect();
+  }
 }
 
 /**
@@ -150,15 +154,21 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const admit = async (signal: AbortSignal): Promise<void> => {
     while (inFlight() + groupSize > maxInFlight) await sleep(100, signal);
   };
+  // The topics and consumer groups outlive a run: an interrupted run leaves tasks, trajectories and
+  // verifications behind that the next run's groups would otherwise pick up as their own. This run takes
+  // the tasks it publishes (past the ends below) and the records its lineage names.
+  const ownTasksFrom = await topicEnds(context, 'tasks');
+  const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
+  const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1, admit }),
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
-    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i) }),
+    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
-  const reward = createRewardProcessor(context);
-  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate });
+  const reward = createRewardProcessor(context, { accept: ownRecord });
+  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate, accept: ownRecord });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const processors = [...workers, ...verifiers, reward, learner, sink];
   await Promise.all(processors.map((p) => p.start()));
@@ -177,7 +187,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     policyVersion: policies.current().version,
     elapsedMs: performance.now() - started,
   });
-  const landed = (table: string): number => sink.rowsWritten.get(table) ?? 0;
+  const landed = (table: string): number => sink.rowsLanded(table, runId);
   let rolloutsStopped = false;
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
@@ -185,7 +195,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   try {
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
-      const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.processed, 0);
+      const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.handled, 0);
       const elapsed = performance.now() - started;
       if (!rolloutsStopped && elapsed >= (options.stopRolloutsAfterMs ?? Number.POSITIVE_INFINITY)) {
         await Promise.all(workers.map((w) => w.stop()));
@@ -203,7 +213,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         landed('trajectories') >= trajectoriesDue &&
         landed('verifications') >= verificationsDue &&
         landed('rewards') >= rewardsDue &&
-        learner.metrics.processed >= trajectoriesDue + rewardsDue &&
+        learner.metrics.handled >= trajectoriesDue + rewardsDue &&
         landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered
       )
         break;
@@ -244,7 +254,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       checkpoints: recordsPerTopic[TOPICS.policyCheckpoints.name] ?? 0,
       sandboxSeconds: (await scalar(`SELECT sum(sandbox_ms) FROM trajectories WHERE run_id = ${run}`)) / 1000 + (await scalar(`SELECT sum(duration_ms) FROM verifications WHERE run_id = ${run}`)) / 1000,
       recordsPerTopic,
-      deadLetters: await countTopic(context, 'deadLetters'),
+      deadLetters: processors.reduce((sum, p) => sum + p.metrics.deadLettered, 0),
       dataDir: options.dataDir,
       rejectsFile,
       elapsedMs: performance.now() - started,

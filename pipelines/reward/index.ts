@@ -11,4 +11,4 @@ export {
   type GroupScoringOptions,
   type ResolvedGroupScoring,
 } from './groups.js';
-export { createRewardProcessor, resolveRewardOptions, type RewardOptions } from './reward.js';
+export { createRewardProcessor, resolveRewardOptions, type RewardOptions, type RewardProcessorOptions } from './reward.js';

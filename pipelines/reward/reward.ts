@@ -1,4 +1,4 @@
-import { StateStore, StreamProcessor, type Output, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, StreamProcessor, type Accept, type Output, type ProcessorContext } from '../runtime/index.js';
 import { groupKey, lateReward, memberOf, resolveGroupScoring, scoreGroup, type ClosedGroup, type GroupClosure, type GroupMember, type GroupScoringOptions } from './groups.js';
 
 export interface RewardOptions extends GroupScoringOptions {
@@ -47,7 +47,12 @@ export function resolveRewardOptions(options: RewardOptions = {}): Readonly<Requ
  * late) say so in `disposition` and the learner skips them. Verifications written by a re-scoring run
  * are rewarded by that run, not here.
  */
-export function createRewardProcessor(context: ProcessorContext, options: RewardOptions = {}): StreamProcessor<'verifications'> {
+export interface RewardProcessorOptions extends RewardOptions {
+  /** Which verifications this processor scores; the others are committed past. @default all */
+  accept?: Accept<'verifications'>;
+}
+
+export function createRewardProcessor(context: ProcessorContext, options: RewardProcessorOptions = {}): StreamProcessor<'verifications'> {
   const settings = resolveRewardOptions(options);
   const groups = new StateStore<OpenGroup>('groups', context.names.changelog('reward', 'groups'));
   const closed = new StateStore<ClosedEntry>('closed', context.names.changelog('reward', 'closed'));
@@ -62,7 +67,7 @@ export function createRewardProcessor(context: ProcessorContext, options: Reward
 
   return new StreamProcessor(
     context,
-    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50 },
+    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept },
     async ({ record }) => {
       const verification = record.value;
       if ((verification.rescoreId ?? null) !== null) return [];

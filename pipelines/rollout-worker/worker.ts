@@ -2,7 +2,7 @@ import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type Environment } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
 import { nowIso, type Trajectory } from '../../schemas/index.js';
-import { SANDBOX_RETRY, StreamProcessor, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
+import { SANDBOX_RETRY, StreamProcessor, type Accept, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
 import type { PolicyTracker } from './policy-tracker.js';
 
@@ -29,6 +29,8 @@ export interface RolloutWorkerOptions {
    * reaches the learner within its staleness bound. @default none: roll out as fast as tasks come
    */
   admit?: (signal: AbortSignal) => Promise<void>;
+  /** Which tasks this worker is for; the others are committed past (ProcessorOptions.accept). @default every task */
+  accept?: Accept<'tasks'>;
 }
 
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -67,6 +69,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       priority: (task) => task.priority,
       retry: options.retry ?? SANDBOX_RETRY,
       timeoutMs: options.timeoutMs ?? 600_000,
+      accept: options.accept,
     },
     async ({ record, signal }) => {
       const task = record.value;

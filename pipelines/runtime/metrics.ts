@@ -2,8 +2,10 @@ import type { Middleware } from './types.js';
 
 /** Counters and latencies of one processor, read by progress displays and the demo summary. */
 export class ProcessorMetrics {
-  /** Input records handled, dead-lettered ones included. */
+  /** Input records taken off the topics: handled, dead-lettered or skipped. */
   processed = 0;
+  /** Input records committed past unhandled because the processor is not for them (ProcessorOptions.accept). */
+  skipped = 0;
   failed = 0;
   /** Records written, a dead letter included. */
   outputs = 0;
@@ -13,6 +15,11 @@ export class ProcessorMetrics {
   readonly committed = new Map<string, number>();
   private readonly latenciesMs: number[] = [];
   private readonly startedAt = Date.now();
+
+  /** Input records the processor was for: handled or dead-lettered. */
+  get handled(): number {
+    return this.processed - this.skipped;
+  }
 
   record(latencyMs: number, outputs: number): void {
     this.processed++;

@@ -9,7 +9,7 @@ import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, ne
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
-import { compose, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
+import { compose, type Accept, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
 
 /** The connections a processor runs on; one per process, shared by its processors. */
 export interface ProcessorContext {
@@ -42,11 +42,18 @@ export interface ProcessorOptions<K extends TopicKey> {
    * unhandled record and marks the records handled above it in the offset metadata. @default offset order
    */
   priority?: (value: TopicValue<K>) => number;
+  /**
+   * Which records this processor is for. The others are committed past without reaching the handler and
+   * counted in `metrics.skipped`; a loop run uses it to leave records of other runs on shared topics alone.
+   * A record that cannot be decoded never gets here: it is dead-lettered as always. @default every record
+   */
+  accept?: Accept<K>;
 }
 
-interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority'>> {
+interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept'>> {
   retry: RetryOptions;
   priority: ((value: TopicValue<K>) => number) | null;
+  accept: Accept<K> | null;
 }
 
 function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
@@ -60,6 +67,7 @@ function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K
     stores: [],
     fromBeginning: true,
     priority: null,
+    accept: null,
     onDeadLetter: (letter: DeadLetter) =>
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
@@ -109,8 +117,17 @@ export class StreamProcessor<K extends TopicKey> {
     this.options = resolveProcessorOptions(options);
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
+    const { accept } = this.options;
+    const accepted: Handler<TypedRecord<K>, Output> =
+      accept === null
+        ? handler
+        : async (payload) => {
+            if (accept(payload.record)) return handler(payload);
+            this.metrics.skipped++;
+            return [];
+          };
     this.chain = compose(
-      typed(serde, names, handler),
+      typed(serde, names, accepted),
       metrics(this.metrics),
       deadLetter(this.options.name, serde, names, (letter) => {
         this.metrics.deadLettered++;

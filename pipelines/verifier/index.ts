@@ -13,6 +13,7 @@ export {
   type TaskAdmission,
   type TaskLookup,
   type VerifierOptions,
+  type VerifierProcessorOptions,
 } from './verifier.js';
 export { verifierCodeDigest, verifierVersion } from './version.js';
 export {

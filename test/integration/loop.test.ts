@@ -5,9 +5,11 @@ import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
+import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
+import { nowIso, type Verification } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';
-import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
+import { ensureStack, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
 const pool = new DockerSandboxPool();
 before(ensureStack, { timeout: 900_000 });
@@ -84,4 +86,29 @@ test('the whole loop over a few tasks lands consistent records in every topic an
   } finally {
     catalog.close();
   }
+});
+
+test('a run leaves alone what an interrupted run left on the shared topics', { timeout: 600_000 }, async () => {
+  const context = await freshContext('loop-leftovers');
+  const taskFile = join(repoRoot(), 'tasks', 'repair-bundle.jsonl');
+  // What an interrupted run leaves: tasks no worker took yet, and a verification no reward processor scored.
+  const prepared = await prepareTasks({ file: taskFile, rejectsDir: tempDir('rejects'), jobRunId: 'interrupted' });
+  await publishTasks(context.kafka, context.serde, context.names, prepared.tasks.slice(0, 2));
+  const stale: Verification = {
+    verificationId: 'interrupted-v', trajectoryId: 'interrupted-t', groupId: 'interrupted-g', groupSize: 1, passed: true,
+    tests: [], testsPassed: 1, testsTotal: 1, fractionPassed: 1, failure: null, durationMs: 1,
+    lineage: { taskId: prepared.tasks[0]!.taskId, attempt: 0, runId: 'interrupted', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
+  };
+  await sendRaw(context, 'verifications', [{ key: stale.groupId, value: await context.serde.encode('verifications', stale) }]);
+
+  const summary = await runLoop(context, {
+    taskFile, dataDir: tempDir('loop-leftovers'), pool, imageFor, checkpoints: new LocalCheckpointStore(tempDir('checkpoints')),
+    limitTasks: 1, groupSize: 2, batchSize: 2, maxTurns: 5,
+  });
+  assert.equal(summary.trajectories, 2, 'only the task this run published was rolled out');
+  const trajectories = await readAll(context, 'trajectories');
+  assert.deepEqual(trajectories.map((t) => t.lineage.runId), [summary.runId, summary.runId]);
+  const rewards = await readAll(context, 'rewards');
+  assert.ok(rewards.every((r) => r.lineage.runId === summary.runId), 'the other run\'s verification was not scored');
+  assert.equal(rewards.length, 2);
 });
