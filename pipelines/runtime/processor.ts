@@ -67,10 +67,11 @@ function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K
     stores: [],
     fromBeginning: true,
     priority: null,
-    accept: null,
     onDeadLetter: (letter: DeadLetter) =>
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
+    // Factories pass their own optional `accept` straight through, undefined included.
+    accept: options.accept ?? null,
   };
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
     throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
