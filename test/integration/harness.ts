@@ -25,36 +25,14 @@ export async function freshContext(label: string): Promise<ProcessorContext> {
 export const tempDir = (label: string): string => mkdtempSync(join(tmpdir(), `trialrun-${label}-`));
 
 /**
- * Waits until the topic's last stable offsets stop moving. A transaction's commit returns once the
- * coordinator logged it; the markers that make its records visible reach the partitions a little later,
- * so a read straight after a commit can miss a partition's share (seen: 5 of 6 tasks).
- */
-async function committedEndSettled(context: ProcessorContext, topic: string): Promise<void> {
-  const admin = context.kafka.admin();
-  await admin.connect();
-  try {
-    const ends = async (): Promise<string> => JSON.stringify((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, p.high]).sort());
-    let last = await ends();
-    for (let stable = 0, polls = 0; stable < 2 && polls < 50; polls++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      const now = await ends();
-      stable = now === last ? stable + 1 : 0;
-      last = now;
-    }
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-/**
  * Every committed record of a topic, decoded and contract-checked. A record that fails to decode throws,
  * unless `skipInvalid` (for topics a test poisoned on purpose).
  */
 export async function readAll<K extends TopicKey>(context: ProcessorContext, key: K, options: { skipInvalid?: boolean } = {}): Promise<TopicValue<K>[]> {
   const values: TopicValue<K>[] = [];
   const raw: Buffer[] = [];
-  await committedEndSettled(context, context.names.name(key));
-  await readTopic(context.kafka, { topic: context.names.name(key), onRecord: ({ value }) => void (value && raw.push(value)) });
+  // Settled: tests read straight after the commits they check.
+  await readTopic(context.kafka, { topic: context.names.name(key), settle: true, onRecord: ({ value }) => void (value && raw.push(value)) });
   for (const bytes of raw) {
     try {
       values.push(await context.serde.decode(key, bytes));
