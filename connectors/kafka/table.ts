@@ -41,6 +41,8 @@ export async function readTopic(kafka: Kafka, options: TopicReaderOptions): Prom
   // A partition is caught up once a batch ending at (or past) its end offset was processed, control
   // records included: transactional topics end with a commit marker no handler ever sees.
   const pending = new Map(offsets.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high) - 1n]));
+  // Nothing to read and nothing to follow: joining a group would cost seconds (the broker's initial rebalance delay).
+  if (pending.size === 0 && !options.follow) return { stop: async () => undefined };
 
   // A throwaway group: nothing is committed, so every reader starts from the beginning.
   const consumer = kafka.consumer({ groupId: `trialrun-reader-${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
@@ -90,7 +92,7 @@ export async function readTopic(kafka: Kafka, options: TopicReaderOptions): Prom
 type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
 
 /** The topic's offsets once its last stable offsets have stopped moving (see TopicReaderOptions.settle). */
-export async function settledOffsets(admin: Admin, topic: string): Promise<TopicOffsets> {
+async function settledOffsets(admin: Admin, topic: string): Promise<TopicOffsets> {
   const ends = (offsets: TopicOffsets): string => JSON.stringify(offsets.map((p) => [p.partition, p.high]).sort());
   let last = await admin.fetchTopicOffsets(topic);
   for (let stable = 0, polls = 0; stable < 2 && polls < 50; polls++) {

@@ -360,11 +360,10 @@ export class AnalyticsSink {
     writeLedger(this.options.dataDir, topic, partition, range.last);
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
+    // A bucket is one run's (and hour's) rows.
     for (const rows of buffer.buckets.values()) {
-      for (const row of rows) {
-        const key = `${spec.table}/${(row.record as { lineage: { runId: string } }).lineage.runId}`;
-        this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + 1);
-      }
+      const key = `${spec.table}/${(rows[0]!.record as { lineage: { runId: string } }).lineage.runId}`;
+      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + rows.length);
     }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);

@@ -19,12 +19,12 @@ export interface RawRecord extends RecordMeta {
 }
 
 /** A decoded, contract-checked record; `topicKey` tells which variant `value` is. */
-/** Says whether a processor is for a record (see ProcessorOptions.accept). */
-export type Accept<K extends TopicKey = TopicKey> = (record: TypedRecord<K>) => boolean;
-
 export type TypedRecord<K extends TopicKey = TopicKey> = {
   [P in K]: RecordMeta & { readonly topicKey: P; readonly key: string | null; readonly value: TopicValue<P> };
 }[K];
+
+/** Says whether a processor is for a record (see ProcessorOptions.accept). */
+export type Accept<K extends TopicKey = TopicKey> = (record: TypedRecord<K>) => boolean;
 
 /** The small payload every handler gets. */
 export interface Payload<R> {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { inTransaction, readTopic, settledOffsets, type Kafka } from '../../connectors/kafka/index.js';
+import { inTransaction, readTopic, type Kafka } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import type { Task, TopicNames } from '../../schemas/index.js';
 
@@ -31,13 +31,8 @@ export function taskFingerprint(task: Task): string {
 
 /** The latest fingerprint of every task on the topic (compaction semantics: the newest record per key wins). */
 export async function publishedFingerprints(kafka: Kafka, serde: TopicSerde, names: TopicNames): Promise<Map<string, string>> {
-  // A reader joins a consumer group, which costs seconds (the broker's initial rebalance delay); an empty
-  // topic needs no reader. Settled: a job run straight after another must see that run's tasks (their
-  // commit markers may still be on the way), or it would publish them again.
-  const admin = kafka.admin();
-  await admin.connect();
-  const offsets = await settledOffsets(admin, names.name('tasks')).finally(() => admin.disconnect());
-  if (offsets.every((partition) => partition.high === partition.low)) return new Map();
+  // Settled: a job run straight after another must see that run's tasks (their commit markers may still be
+  // on the way), or it would publish them again.
   const latest = new Map<string, Buffer | null>();
   await readTopic(kafka, { topic: names.name('tasks'), settle: true, onRecord: ({ key, value }) => void (key !== null && latest.set(key, value)) });
   const fingerprints = new Map<string, string>();
