@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import { ConfigError } from '../../schemas/index.js';
+import { settledTopicOffsets } from './offsets.js';
 import type { TableRecord } from './table.js';
 
 /** A point in a topic: the start or end of what exists, a broker timestamp (ms), or one offset for every partition. */
@@ -24,7 +25,7 @@ export interface ReadRangeOptions {
   readonly topic: string;
   /** Inclusive start. */
   readonly from: Position;
-  /** Exclusive end, resolved once when the read starts. @default 'latest' */
+  /** Exclusive end, resolved once when the read starts ('latest' includes what was committed just before). @default 'latest' */
   readonly to?: Position;
   /**
    * The read's own consumer group; it commits progress, so reading the same range again under the same
@@ -77,7 +78,8 @@ async function resolveOffsets(kafka: Kafka, topic: string, position: Position): 
   const admin = kafka.admin();
   await admin.connect();
   try {
-    const watermarks = await admin.fetchTopicOffsets(topic);
+    // Settled, so 'latest' includes transactions committed just before the call (see settledTopicOffsets).
+    const watermarks = await (position === 'latest' ? settledTopicOffsets(admin, topic) : admin.fetchTopicOffsets(topic));
     const low = new Map(watermarks.map((p) => [p.partition, BigInt(p.low)]));
     const high = new Map(watermarks.map((p) => [p.partition, BigInt(p.high)]));
     if (position === 'earliest') return low;

@@ -31,9 +31,3 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
   });
   return missing.map((spec) => spec.topic);
 }
-
-/** Total records per topic (sum of high watermarks minus low watermarks over its partitions). */
-export async function countRecords(admin: Admin, topic: string): Promise<number> {
-  const offsets = await admin.fetchTopicOffsets(topic);
-  return offsets.reduce((sum, p) => sum + Number(p.high) - Number(p.low), 0);
-}

@@ -31,10 +31,10 @@ export function taskFingerprint(task: Task): string {
 
 /** The latest fingerprint of every task on the topic (compaction semantics: the newest record per key wins). */
 export async function publishedFingerprints(kafka: Kafka, serde: TopicSerde, names: TopicNames): Promise<Map<string, string>> {
-  // Settled: a job run straight after another must see that run's tasks (their commit markers may still be
-  // on the way), or it would publish them again.
+  // readTopic settles the end, so a job run straight after another sees that run's tasks (their commit
+  // markers may still be on the way) rather than publishing them again.
   const latest = new Map<string, Buffer | null>();
-  await readTopic(kafka, { topic: names.name('tasks'), settle: true, onRecord: ({ key, value }) => void (key !== null && latest.set(key, value)) });
+  await readTopic(kafka, { topic: names.name('tasks'), onRecord: ({ key, value }) => void (key !== null && latest.set(key, value)) });
   const fingerprints = new Map<string, string>();
   for (const [key, value] of latest) {
     if (value === null) continue; // a tombstone: the task was withdrawn

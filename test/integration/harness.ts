@@ -32,7 +32,7 @@ export async function readAll<K extends TopicKey>(context: ProcessorContext, key
   const values: TopicValue<K>[] = [];
   const raw: Buffer[] = [];
   // Settled: tests read straight after the commits they check.
-  await readTopic(context.kafka, { topic: context.names.name(key), settle: true, onRecord: ({ value }) => void (value && raw.push(value)) });
+  await readTopic(context.kafka, { topic: context.names.name(key), onRecord: ({ value }) => void (value && raw.push(value)) });
   for (const bytes of raw) {
     try {
       values.push(await context.serde.decode(key, bytes));

@@ -1,0 +1,24 @@
+import type { Admin } from 'kafkajs';
+
+export type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
+
+const SETTLE_POLL_MS = 100;
+const SETTLE_MAX_POLLS = 50;
+
+/**
+ * The topic's committed ends (last stable offsets) once they have stopped moving: two polls 100 ms apart
+ * agree, or 5 s have passed. A transaction's commit returns once the coordinator has logged it; the
+ * markers that make its records readable reach the partitions a little later, so a read that takes the
+ * end straight after a commit could stop short of it.
+ */
+export async function settledTopicOffsets(admin: Admin, topic: string): Promise<TopicOffsets> {
+  const ends = (offsets: TopicOffsets): string => JSON.stringify(offsets.map((p) => [p.partition, p.high]).sort());
+  let last = await admin.fetchTopicOffsets(topic);
+  for (let stable = 0, polls = 0; stable < 2 && polls < SETTLE_MAX_POLLS; polls++) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    const now = await admin.fetchTopicOffsets(topic);
+    stable = ends(now) === ends(last) ? stable + 1 : 0;
+    last = now;
+  }
+  return last;
+}
