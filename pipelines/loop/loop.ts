@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
+import { settledTopicOffsets } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
@@ -103,12 +104,12 @@ export interface LoopSummary {
   readonly elapsedMs: number;
 }
 
-/** The offset the next record of each partition of a topic will get (its last stable offset). */
+/** The offset the next record of each partition of a topic will get (its settled last stable offset). */
 async function topicEnds(context: ProcessorContext, key: TopicKey): Promise<Map<number, bigint>> {
   const admin = context.kafka.admin();
   await admin.connect();
   try {
-    return new Map((await admin.fetchTopicOffsets(context.names.name(key))).map((p) => [p.partition, BigInt(p.high)]));
+    return new Map((await settledTopicOffsets(admin, context.names.name(key))).map((p) => [p.partition, BigInt(p.high)]));
   } finally {
     await admin.disconnect();
   }

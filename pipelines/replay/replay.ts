@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { catalogTopics, ensureTopics, rangeGroupId, readRange, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
+import { catalogTopics, ensureTopics, rangeGroupId, readRange, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../schemas/index.js';
 import { sleep, type ProcessorContext } from '../runtime/index.js';
@@ -204,10 +204,11 @@ export async function replayIntoProcessor(context: ProcessorContext, options: Pr
     }
 
     // The copies end in a commit marker, which no consumer is handed: a partition is done once its
-    // committed offset reaches the marker, i.e. one short of the end.
+    // committed offset reaches the marker, i.e. one short of the end. Settled ends, since the last
+    // copy's markers may still be on the way.
     const inputTopics = options.inputs.map((key) => names.name(key));
     const ends = new Map<string, bigint>();
-    for (const topic of inputTopics) for (const p of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}:${p.partition}`, BigInt(p.high));
+    for (const topic of inputTopics) for (const p of await settledTopicOffsets(admin, topic)) ends.set(`${topic}:${p.partition}`, BigInt(p.high));
     const processor = options.create(replayContext);
     const startOffsets = await committedOffsets(admin, processor.groupId, inputTopics);
     const progress = async (): Promise<{ done: number; total: number; caughtUp: boolean }> => {
