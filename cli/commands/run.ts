@@ -27,12 +27,14 @@ export const runProcessorCommand: Command = {
     'run-id': { type: 'string' },
     'group-size': { type: 'string', default: '4' },
     'batch-size': { type: 'string', default: '16' },
+    'session-timeout-ms': { type: 'string', default: '45000' },
   },
   help: {
     instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',
     'run-id': 'run id stamped on records (default: random)',
     'group-size': 'rollout-worker: samples per task',
     'batch-size': 'learner: samples per update',
+    'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
   },
   async run(values, [name]) {
     if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number])) {
@@ -42,23 +44,24 @@ export const runProcessorCommand: Command = {
     const context = processorContext();
     const runId = (values['run-id'] as string | undefined) ?? randomUUID();
     const instanceId = String(values.instance);
+    const sessionTimeoutMs = intOption(values, 'session-timeout-ms');
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
     if (name === 'rollout-worker') {
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore() });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize: intOption(values, 'group-size') });
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize: intOption(values, 'group-size'), sessionTimeoutMs });
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
-      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId });
+      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs });
     } else if (name === 'reward') {
-      processor = createRewardProcessor(context);
+      processor = createRewardProcessor(context, { sessionTimeoutMs });
     } else if (name === 'learner') {
-      processor = createLearner(context, { runId, store: checkpointStore(), batchSize: intOption(values, 'batch-size') });
+      processor = createLearner(context, { runId, store: checkpointStore(), batchSize: intOption(values, 'batch-size'), sessionTimeoutMs });
     } else {
-      processor = new AnalyticsSink(context, { dataDir: dataDir() });
+      processor = new AnalyticsSink(context, { dataDir: dataDir(), sessionTimeoutMs });
     }
     await processor.start();
     process.stderr.write(`[${name}] running (instance ${instanceId}); stop with Ctrl-C\n`);

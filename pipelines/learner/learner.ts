@@ -1,9 +1,9 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
-import { StateStore, StreamProcessor, type Accept, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
-export interface LearnerOptions {
+export interface LearnerOptions extends MembershipOptions {
   runId: string;
   /** Where checkpoint artifacts are written. */
   store: CheckpointStore;
@@ -73,7 +73,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept },
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs },
     async ({ record }) => {
       const id = record.value.trajectoryId;
       const sample = { ...(pending.get(id) ?? {}) };

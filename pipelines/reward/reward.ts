@@ -1,4 +1,4 @@
-import { StateStore, StreamProcessor, type Accept, type Output, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext } from '../runtime/index.js';
 import { groupKey, lateReward, memberOf, resolveGroupScoring, scoreGroup, type ClosedGroup, type GroupClosure, type GroupMember, type GroupScoringOptions } from './groups.js';
 
 export interface RewardOptions extends GroupScoringOptions {
@@ -47,7 +47,7 @@ export function resolveRewardOptions(options: RewardOptions = {}): Readonly<Requ
  * late) say so in `disposition` and the learner skips them. Verifications written by a re-scoring run
  * are rewarded by that run, not here.
  */
-export interface RewardProcessorOptions extends RewardOptions {
+export interface RewardProcessorOptions extends RewardOptions, MembershipOptions {
   /** Which verifications this processor scores; the others are committed past. @default all */
   accept?: Accept<'verifications'>;
 }
@@ -67,7 +67,7 @@ export function createRewardProcessor(context: ProcessorContext, options: Reward
 
   return new StreamProcessor(
     context,
-    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept },
+    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs },
     async ({ record }) => {
       const verification = record.value;
       if ((verification.rescoreId ?? null) !== null) return [];

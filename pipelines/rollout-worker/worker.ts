@@ -2,11 +2,11 @@ import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type Environment } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
 import { nowIso, type Trajectory } from '../../schemas/index.js';
-import { SANDBOX_RETRY, StreamProcessor, type Accept, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
+import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
 import type { PolicyTracker } from './policy-tracker.js';
 
-export interface RolloutWorkerOptions {
+export interface RolloutWorkerOptions extends MembershipOptions {
   runId: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
@@ -70,6 +70,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       retry: options.retry ?? SANDBOX_RETRY,
       timeoutMs: options.timeoutMs ?? 600_000,
       accept: options.accept,
+      sessionTimeoutMs: options.sessionTimeoutMs,
     },
     async ({ record, signal }) => {
       const task = record.value;

@@ -2,7 +2,7 @@ export { typed } from './codec.js';
 export { deadLetter, toDeadLetter } from './dead-letter.js';
 export { GlobalTable } from './global-table.js';
 export { metrics, ProcessorMetrics } from './metrics.js';
-export { prepareTopics, StreamProcessor, type ProcessorContext, type ProcessorOptions } from './processor.js';
+export { prepareTopics, StreamProcessor, type MembershipOptions, type ProcessorContext, type ProcessorOptions } from './processor.js';
 export { retry, SANDBOX_RETRY } from './retry.js';
 export { attemptsOf, backoffDelay, resolveRetryOptions, sleep, type RetryOptions } from '../../schemas/index.js';
 export { StateStore } from './state-store.js';

@@ -18,7 +18,17 @@ export interface ProcessorContext {
   readonly names: TopicNames;
 }
 
-export interface ProcessorOptions<K extends TopicKey> {
+/** How a processor instance takes part in its consumer group. */
+export interface MembershipOptions {
+  /**
+   * How long the group waits for an instance that stopped heartbeating before its partitions move on; an
+   * instance restarted after a crash waits about this long to get them back. The broker allows 6000 at least
+   * (group.min.session.timeout.ms). Heartbeats go every third of it, 3 s at most. @default 45000
+   */
+  sessionTimeoutMs?: number;
+}
+
+export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions {
   /** Names the consumer group (`<prefix><name>`) and the transactional id (`<prefix><name>-<instanceId>`). */
   name: string;
   inputs: readonly K[];
@@ -50,13 +60,13 @@ export interface ProcessorOptions<K extends TopicKey> {
   accept?: Accept<K>;
 }
 
-interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept'>> {
+export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept'>> {
   retry: RetryOptions;
   priority: ((value: TopicValue<K>) => number) | null;
   accept: Accept<K> | null;
 }
 
-function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
+export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
   if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new Error(`ProcessorOptions.name "${options.name}" must be kebab-case`);
   if (options.inputs.length === 0) throw new Error(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
   const resolved = {
@@ -70,9 +80,13 @@ function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K
     onDeadLetter: (letter: DeadLetter) =>
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
-    // Factories pass their own optional `accept` straight through, undefined included.
+    // Factories pass their own optional settings straight through, undefined included.
     accept: options.accept ?? null,
+    sessionTimeoutMs: options.sessionTimeoutMs ?? 45_000,
   };
+  if (!Number.isInteger(resolved.sessionTimeoutMs) || resolved.sessionTimeoutMs < 1) {
+    throw new Error(`ProcessorOptions.sessionTimeoutMs of ${options.name} must be a whole number >= 1, got ${resolved.sessionTimeoutMs}`);
+  }
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
     throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
   }
@@ -109,6 +123,7 @@ export class StreamProcessor<K extends TopicKey> {
   private producer: Producer | undefined;
   /** Reads committed offsets and their metadata back, for priority order. */
   private admin: Admin | undefined;
+  private readonly heartbeatMs: number;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -116,6 +131,7 @@ export class StreamProcessor<K extends TopicKey> {
     handler: Handler<TypedRecord<K>, Output>,
   ) {
     this.options = resolveProcessorOptions(options);
+    this.heartbeatMs = Math.min(3_000, Math.floor(this.options.sessionTimeoutMs / 3));
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
     const { accept } = this.options;
@@ -172,8 +188,8 @@ export class StreamProcessor<K extends TopicKey> {
       groupId: this.groupId,
       readUncommitted: false,
       allowAutoTopicCreation: false,
-      sessionTimeout: 45_000,
-      heartbeatInterval: 3_000,
+      sessionTimeout: this.options.sessionTimeoutMs,
+      heartbeatInterval: this.heartbeatMs,
     });
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
@@ -212,7 +228,7 @@ export class StreamProcessor<K extends TopicKey> {
    * stores drop their uncommitted changes.
    */
   private async inTransaction(heartbeat: () => Promise<void>, work: () => Promise<void>): Promise<boolean> {
-    const beat = setInterval(() => void heartbeat().catch(() => undefined), 3_000);
+    const beat = setInterval(() => void heartbeat().catch(() => undefined), this.heartbeatMs);
     try {
       await work();
     } catch (error) {

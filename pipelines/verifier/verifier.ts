@@ -13,7 +13,7 @@ import {
   type Trajectory,
   type Verification,
 } from '../../schemas/index.js';
-import { SANDBOX_RETRY, StreamProcessor, type Accept, type ProcessorContext } from '../runtime/index.js';
+import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
 import { judge, RunnerResult, type Judgement } from './judge.js';
 import { BOOTSTRAP_SOURCE, RUNNER_SOURCE, WITNESS_SOURCE } from './sandbox-scripts.js';
@@ -262,17 +262,17 @@ export function describeFailure(checked: Pick<Judgement, 'failure' | 'hacks' | '
   return `${failing.length} test(s) not passed: ${failing.slice(0, 3).map((t) => `${t.id} ${t.outcome}`).join(', ')}`;
 }
 
-export interface VerifierProcessorOptions extends VerifierOptions {
+export interface VerifierProcessorOptions extends VerifierOptions, MembershipOptions {
   /** Which trajectories this processor verifies; the others are committed past. @default all */
   accept?: Accept<'trajectories'>;
 }
 
 export function createVerifierProcessor(context: ProcessorContext, options: VerifierProcessorOptions): StreamProcessor<'trajectories'> {
-  const { accept, ...verifierOptions } = options;
+  const { accept, sessionTimeoutMs, ...verifierOptions } = options;
   const verifier = new Verifier(verifierOptions);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];

@@ -11,7 +11,7 @@ before(ensureStack, { timeout: 900_000 });
 
 /** The verifier as its own process, the way an operator runs it, on the test's topics. */
 function startVerifier(prefix: string): ChildProcess {
-  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'verifier', '--instance', '0'], {
+  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'verifier', '--instance', '0', '--session-timeout-ms', '10000'], {
     env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix },
     stdio: ['ignore', 'inherit', 'pipe'],
   });

@@ -29,8 +29,12 @@ function samplePair(i: number, policyVersion = Math.floor(i / 4)): { trajectory:
   return { trajectory, reward };
 }
 
+/**
+ * The learner as its own process. A SIGKILLed instance stays in the group until its session times out, and
+ * the next one waits that long for the partitions (longer when several died mid-join): 10 s, not 45.
+ */
 function startLearner(prefix: string, checkpoints: string): ChildProcess {
-  return spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'learner', '--batch-size', '4'], {
+  return spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'learner', '--batch-size', '4', '--session-timeout-ms', '10000'], {
     env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix, TRIALRUN_CHECKPOINTS: checkpoints },
     stdio: 'ignore',
   });
