@@ -16,12 +16,14 @@ export interface Command {
 
 export function helpText(prefix: string, command: Command): string {
   const lines = [`Usage: ${prefix} ${command.name}${command.usage ? ` ${command.usage}` : ''} [options]`, '', command.summary, '', 'Options:'];
-  for (const [name, spec] of Object.entries(command.options)) {
-    const flag = `--${name}${spec.type === 'string' ? ' <value>' : ''}`;
+  const flags = Object.entries(command.options).map(([name, spec]) => ({ name, spec, flag: `--${name}${spec.type === 'string' ? ' <value>' : ''}` }));
+  // Wide enough for the longest flag, so its help never runs into it.
+  const width = Math.max(26, ...flags.map(({ flag }) => flag.length + 2));
+  for (const { name, spec, flag } of flags) {
     const fallback = spec.default !== undefined ? ` (default: ${String(spec.default)})` : '';
-    lines.push(`  ${flag.padEnd(26)}${command.help[name] ?? ''}${fallback}`);
+    lines.push(`  ${flag.padEnd(width)}${command.help[name] ?? ''}${fallback}`);
   }
-  lines.push(`  ${'--help'.padEnd(26)}Show this help`);
+  lines.push(`  ${'--help'.padEnd(width)}Show this help`);
   return lines.join('\n');
 }
 

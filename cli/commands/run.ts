@@ -4,7 +4,7 @@ import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
-import { GlobalTable } from '../../pipelines/runtime/index.js';
+import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
 import { imageFor } from '../../stack/index.js';
 import { intOption, type Command } from '../command.js';
@@ -27,7 +27,7 @@ export const runProcessorCommand: Command = {
     'run-id': { type: 'string' },
     'group-size': { type: 'string', default: '4' },
     'batch-size': { type: 'string', default: '16' },
-    'session-timeout-ms': { type: 'string', default: '45000' },
+    'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
   },
   help: {
     instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',

@@ -23,7 +23,10 @@ import {
   type EncodedOutput,
   type ProcessorContext,
   type RawHandler,
+  resolveMembership,
+  type MembershipOptions,
   type RawRecord,
+  type ResolvedMembership,
   type RetryOptions,
 } from '../runtime/index.js';
 import { PartitionBuffer } from './buffer.js';
@@ -31,7 +34,7 @@ import { PartitionBuffer } from './buffer.js';
 const MiB = 1024 * 1024;
 const DEFAULT_TOPICS: readonly TopicKey[] = ['tasks', 'trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
 
-export interface AnalyticsSinkOptions {
+export interface AnalyticsSinkOptions extends MembershipOptions {
   /** Root of the Parquet folders, one sub-folder per table. */
   dataDir: string;
   /** @default every topic that feeds an analytics table: tasks, trajectories, verifications, rewards, policyCheckpoints */
@@ -42,25 +45,18 @@ export interface AnalyticsSinkOptions {
   rollAgeMs?: number;
   /** Bound on all buffers together; past it the largest buffer is written early. @default 134217728 (128 MiB) */
   maxBufferedBytes?: number;
-  /**
-   * How long the group waits for a sink that stopped heartbeating before its partitions move on; after a
-   * crash the restarted sink waits about this long to get them back. The broker allows 6000 at least.
-   * @default 45000
-   */
-  sessionTimeoutMs?: number;
   /** Retries of retriable decode failures (registry unreachable). @default the runtime's { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2 } */
   retry?: RetryOptions;
   /** Called for every dead letter. @default logs one line to stderr */
   onDeadLetter?: (letter: DeadLetter) => void;
 }
 
-interface ResolvedSinkOptions {
+interface ResolvedSinkOptions extends ResolvedMembership {
   readonly dataDir: string;
   readonly topics: readonly TopicKey[];
   readonly rollBytes: number;
   readonly rollAgeMs: number;
   readonly maxBufferedBytes: number;
-  readonly sessionTimeoutMs: number;
   readonly retry: RetryOptions;
   readonly onDeadLetter: (letter: DeadLetter) => void;
 }
@@ -73,7 +69,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
     rollBytes: options.rollBytes ?? 32 * MiB,
     rollAgeMs: options.rollAgeMs ?? 5000,
     maxBufferedBytes: options.maxBufferedBytes ?? 128 * MiB,
-    sessionTimeoutMs: options.sessionTimeoutMs ?? 45_000,
+    ...resolveMembership(options, 'AnalyticsSinkOptions.sessionTimeoutMs'),
     retry: options.retry ?? {},
     onDeadLetter:
       options.onDeadLetter ??
@@ -81,7 +77,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
   };
   if (resolved.topics.length === 0) throw new ConfigError('AnalyticsSinkOptions.topics: at least one topic is required');
   for (const topic of resolved.topics) if (!tableForTopic(topic)) throw new ConfigError(`AnalyticsSinkOptions.topics: no analytics table is fed by ${topic}`);
-  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes', 'sessionTimeoutMs'] as const) {
+  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes'] as const) {
     if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`AnalyticsSinkOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
   }
   if (resolved.maxBufferedBytes < resolved.rollBytes) {
@@ -169,7 +165,7 @@ export class AnalyticsSink {
     await this.admin.connect();
     this.producer = kafka.producer({ transactionalId: `${this.groupId}-0`, idempotent: true, maxInFlightRequests: 1 });
     await this.producer.connect();
-    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: Math.min(3_000, Math.floor(this.options.sessionTimeoutMs / 3)) });
+    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: this.options.heartbeatIntervalMs });
     // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
     this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()));
     await this.consumer.connect();

@@ -4,6 +4,7 @@ import type { TopicSerde } from '../../connectors/registry/index.js';
 import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
+import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { retry } from './retry.js';
@@ -16,16 +17,6 @@ export interface ProcessorContext {
   readonly kafka: Kafka;
   readonly serde: TopicSerde;
   readonly names: TopicNames;
-}
-
-/** How a processor instance takes part in its consumer group. */
-export interface MembershipOptions {
-  /**
-   * How long the group waits for an instance that stopped heartbeating before its partitions move on; an
-   * instance restarted after a crash waits about this long to get them back. The broker allows 6000 at least
-   * (group.min.session.timeout.ms). Heartbeats go every third of it, 3 s at most. @default 45000
-   */
-  sessionTimeoutMs?: number;
 }
 
 export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions {
@@ -60,7 +51,7 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
   accept?: Accept<K>;
 }
 
-export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept'>> {
+export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept' | 'sessionTimeoutMs'>>, ResolvedMembership {
   retry: RetryOptions;
   priority: ((value: TopicValue<K>) => number) | null;
   accept: Accept<K> | null;
@@ -82,11 +73,8 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     ...options,
     // Factories pass their own optional settings straight through, undefined included.
     accept: options.accept ?? null,
-    sessionTimeoutMs: options.sessionTimeoutMs ?? 45_000,
+    ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
-  if (!Number.isInteger(resolved.sessionTimeoutMs) || resolved.sessionTimeoutMs < 1) {
-    throw new Error(`ProcessorOptions.sessionTimeoutMs of ${options.name} must be a whole number >= 1, got ${resolved.sessionTimeoutMs}`);
-  }
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
     throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
   }
@@ -123,7 +111,6 @@ export class StreamProcessor<K extends TopicKey> {
   private producer: Producer | undefined;
   /** Reads committed offsets and their metadata back, for priority order. */
   private admin: Admin | undefined;
-  private readonly heartbeatMs: number;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -131,7 +118,6 @@ export class StreamProcessor<K extends TopicKey> {
     handler: Handler<TypedRecord<K>, Output>,
   ) {
     this.options = resolveProcessorOptions(options);
-    this.heartbeatMs = Math.min(3_000, Math.floor(this.options.sessionTimeoutMs / 3));
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
     const { accept } = this.options;
@@ -189,7 +175,7 @@ export class StreamProcessor<K extends TopicKey> {
       readUncommitted: false,
       allowAutoTopicCreation: false,
       sessionTimeout: this.options.sessionTimeoutMs,
-      heartbeatInterval: this.heartbeatMs,
+      heartbeatInterval: this.options.heartbeatIntervalMs,
     });
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
@@ -228,7 +214,7 @@ export class StreamProcessor<K extends TopicKey> {
    * stores drop their uncommitted changes.
    */
   private async inTransaction(heartbeat: () => Promise<void>, work: () => Promise<void>): Promise<boolean> {
-    const beat = setInterval(() => void heartbeat().catch(() => undefined), this.heartbeatMs);
+    const beat = setInterval(() => void heartbeat().catch(() => undefined), this.options.heartbeatIntervalMs);
     try {
       await work();
     } catch (error) {

@@ -31,7 +31,7 @@ export const tempDir = (label: string): string => mkdtempSync(join(tmpdir(), `tr
 export async function readAll<K extends TopicKey>(context: ProcessorContext, key: K, options: { skipInvalid?: boolean } = {}): Promise<TopicValue<K>[]> {
   const values: TopicValue<K>[] = [];
   const raw: Buffer[] = [];
-  // Settled: tests read straight after the commits they check.
+  // readTopic settles the end first: tests read straight after the commits they check.
   await readTopic(context.kafka, { topic: context.names.name(key), onRecord: ({ value }) => void (value && raw.push(value)) });
   for (const bytes of raw) {
     try {
