@@ -1,5 +1,5 @@
 import type { SandboxPool } from '../connectors/sandbox/index.js';
-import type { FileTree, Task, ToolCall, ToolResult } from '../schemas/index.js';
+import type { FileTree, Task, ToolCall, ToolResult, WorkspaceExtras } from '../schemas/index.js';
 
 /** One transition, Gymnasium-style: what the tool returned, what the agent now sees, and whether it is over. */
 export interface EnvStep<Obs> {
@@ -8,6 +8,8 @@ export interface EnvStep<Obs> {
   readonly done: boolean;
   /** Set on the final step: the files the verifier will score. */
   readonly finalFiles: FileTree | null;
+  /** Set with finalFiles when the workspace holds names or symlinks a FileTree cannot carry; none when absent. */
+  readonly finalExtras?: WorkspaceExtras;
   /** Time this step spent in the sandbox. */
   readonly sandboxMs: number;
 }

@@ -9,3 +9,4 @@ export * from './task.js';
 export * from './topics.js';
 export * from './trajectory.js';
 export * from './verification.js';
+export * from './workspace.js';

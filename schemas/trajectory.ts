@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FileTree, Lineage } from './lineage.js';
+import { WorkspaceExtras } from './workspace.js';
 
 /** What the policy chose among discrete candidates, kept so the learner can compute gradients from the stream. */
 export const PolicyDecision = z.object({
@@ -68,6 +69,8 @@ export const Trajectory = z.object({
   steps: z.array(Step),
   /** The agent's files at the end of the episode; what the verifier scores. */
   finalFiles: FileTree,
+  /** Non-UTF-8 names and symlinks of the final workspace (empty for records written before it existed). */
+  finalExtras: WorkspaceExtras.default({ escapedPaths: [], symlinks: [] }),
   outcome: TrajectoryOutcome,
   error: z.string().nullable(),
   totalMs: z.number().min(0),

@@ -74,7 +74,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
         const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns });
         const played = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
         const trajectory: Trajectory = {
-          trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles,
+          trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles, finalExtras: played.finalExtras,
           outcome: played.outcome, error: null, totalMs: played.totalMs, sandboxMs: played.sandboxMs,
           lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: played.imageDigest, verifierVersion: null, createdAt: nowIso() },
         };

@@ -1,10 +1,11 @@
 import type { Environment } from '../../envs/index.js';
 import type { Policy } from '../../policies/index.js';
-import { nowIso, type FileTree, type Step, type TrajectoryOutcome } from '../../schemas/index.js';
+import { NO_WORKSPACE_EXTRAS, nowIso, type FileTree, type Step, type TrajectoryOutcome, type WorkspaceExtras } from '../../schemas/index.js';
 
 export interface EpisodeResult {
   readonly steps: Step[];
   readonly finalFiles: FileTree;
+  readonly finalExtras: WorkspaceExtras;
   readonly outcome: TrajectoryOutcome;
   readonly imageDigest: string | null;
   readonly totalMs: number;
@@ -49,6 +50,7 @@ export async function runEpisode<Obs>(
         return {
           steps,
           finalFiles: transition.finalFiles ?? {},
+          finalExtras: transition.finalExtras ?? NO_WORKSPACE_EXTRAS,
           outcome: action.name === 'submit' ? 'submitted' : 'max-turns',
           imageDigest: env.imageDigest,
           totalMs: performance.now() - started,

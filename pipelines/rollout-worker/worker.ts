@@ -93,6 +93,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
             policyId: policy.policyId,
             steps: episode.steps,
             finalFiles: episode.finalFiles,
+            finalExtras: episode.finalExtras,
             outcome: episode.outcome,
             error: null,
             totalMs: episode.totalMs,

@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
-import { nowIso, type Trajectory } from '../../schemas/index.js';
+import { NO_WORKSPACE_EXTRAS, nowIso, type Trajectory } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -36,6 +36,7 @@ test('a verifier killed mid-stream and restarted verifies every trajectory exact
       policyId: 'linear-repair',
       steps: [],
       finalFiles: attempt % 2 === 0 ? task.referenceSolution! : task.files,
+      finalExtras: NO_WORKSPACE_EXTRAS,
       outcome: 'submitted' as const,
       error: null,
       totalMs: 1,

@@ -6,7 +6,7 @@ import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { FEATURE_NAMES } from '../../policies/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { PolicyTracker } from '../../pipelines/rollout-worker/index.js';
-import { nowIso, type Reward, type Trajectory } from '../../schemas/index.js';
+import { NO_WORKSPACE_EXTRAS, nowIso, type Reward, type Trajectory } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -20,7 +20,7 @@ function samplePair(i: number, policyVersion = Math.floor(i / 4)): { trajectory:
   const trajectory: Trajectory = {
     trajectoryId: `t-${i}`, groupId: `g-${Math.floor(i / 4)}`, groupSize: 4, envId: 'program-repair/v1', policyId: 'linear-repair',
     steps: [{ index: 0, observation: 'o', toolCall: { name: 'apply_edit', arguments: { id: i % 3 } }, toolResult: { ok: true, output: '', truncated: false, exitCode: 0 }, decision: { features, chosen: i % 3, logprob: Math.log(1 / 3) }, llm: null, startedAt: nowIso(), durationMs: 1, sandboxMs: 1 }],
-    finalFiles: {}, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i, policyVersion),
+    finalFiles: {}, finalExtras: NO_WORKSPACE_EXTRAS, outcome: 'submitted', error: null, totalMs: 1, sandboxMs: 1, lineage: lineage(i, policyVersion),
   };
   const reward: Reward = {
     rewardId: `r-${i}`, trajectoryId: `t-${i}`, verificationId: `v-${i}`, groupId: trajectory.groupId, reward: i % 2, advantage: i % 2 ? 1 : -1,
