@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
-# The whole test suite against the real stack: lint, unit tests beside the code, integration tests in
-# test/integration. Brings up whatever the tests need first.
+# The whole test suite against the real stack: lint, Python checks, unit tests beside the code, integration
+# tests in test/integration. Brings up whatever the tests need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 npm run --silent lint
+
+# Python: pytest over the in-sandbox tools and helpers, then the bundled tasks' own consistency check.
+python_status=0
+python3 -m pytest -q -p no:cacheprovider sandbox-images pipelines tasks || python_status=$?
+python3 tasks/check_bundle.py tasks/repair-bundle.jsonl || python_status=$?
+
+# The test files are the compiled *.test.ts sources, named one by one: given a folder, node's runner would
+# also run every helper module under test/ as if it were a test.
+mapfile -t tests < <(find schemas connectors envs policies pipelines stack cli test -name '*.test.ts' | sed 's#^#dist/#; s#\.ts$#.js#' | sort)
+node_status=0
 # One file at a time: integration tests share two cores, a broker and a Docker engine.
-exec node --test --test-concurrency=1 dist/
+node --test --test-concurrency=1 "${tests[@]}" || node_status=$?
+# Node's summary stays the last thing printed; a Python failure still fails the run.
+exit $((node_status != 0 ? node_status : python_status))

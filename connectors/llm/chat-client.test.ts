@@ -59,9 +59,15 @@ test('retries 429 and 5xx, honouring Retry-After, then succeeds', async () => {
 
 test('a slow server times out and is retried', async () => {
   let calls = 0;
-  handler = (_body, res) => (++calls === 1 ? setTimeout(() => reply(res), 500) : reply(res));
-  const completion = await new ChatClient({ baseUrl, model: 'tiny', timeoutMs: 100, retry: fast }).complete([{ role: 'user', content: 'x' }], []);
-  assert.equal(completion.attempts, 2);
+  // The first call is never answered (until the test ends), so it times out however slow the machine is.
+  const unanswered: Array<Parameters<typeof reply>[0]> = [];
+  handler = (_body, res) => (++calls === 1 ? void unanswered.push(res) : reply(res));
+  try {
+    const completion = await new ChatClient({ baseUrl, model: 'tiny', timeoutMs: 2_000, retry: fast }).complete([{ role: 'user', content: 'x' }], []);
+    assert.equal(completion.attempts, 2);
+  } finally {
+    for (const res of unanswered) res.destroy();
+  }
 });
 
 test('a 400 is not retried and names the server error', async () => {

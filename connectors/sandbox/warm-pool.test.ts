@@ -9,13 +9,13 @@ interface Item {
   destroyed: number;
 }
 
-function fakeHooks(options: { failFirst?: number; createMs?: number } = {}) {
+function fakeHooks(options: { failFirst?: number; gate?: Promise<void> } = {}) {
   const created: Item[] = [];
   const warnings: string[] = [];
   let failures = options.failFirst ?? 0;
   const hooks: WarmPoolHooks<string, Item> = {
     async create() {
-      await sleep(options.createMs ?? 1);
+      await (options.gate ?? sleep(1));
       if (failures > 0) {
         failures--;
         throw new Error('engine down');
@@ -108,11 +108,16 @@ describe('WarmPool', () => {
   });
 
   it('close waits for creations in flight and destroys what they produce', async () => {
-    const { hooks, created } = fakeHooks({ createMs: 100 });
+    // Creations wait on a gate, so they are surely in flight when close starts, however slow the machine.
+    let open = (): void => undefined;
+    const gate = new Promise<void>((resolve) => (open = resolve));
+    const { hooks, created } = fakeHooks({ gate });
     const pool = new WarmPool(hooks, { size: 3, maxIdleMs: 60_000 });
     const first = pool.take('k', 'spec');
-    await sleep(20);
-    await pool.close();
+    await until('the refills to be in flight', () => pool.stats.creating >= 3);
+    const closing = pool.close();
+    open();
+    await closing;
     const item = await first;
     await until('the cold item is destroyed too', () => item.destroyed === 1);
     assert.ok(created.every((c) => c.destroyed === 1), `${created.filter((c) => c.destroyed !== 1).length} items leaked`);

@@ -64,7 +64,7 @@ test('shutdown is never retried', async () => {
     controller.abort();
     throw new ConnectionError('x');
   };
-  await assert.rejects(retry(fast)(handler)({ record, signal: controller.signal }));
+  await assert.rejects(retry(fast)(handler)({ record, signal: controller.signal }), ConnectionError);
   assert.equal(calls, 1);
   await assert.rejects(retry(fast)(async () => { throw new ShutdownError(); })(payload()), ShutdownError);
 });

@@ -5,7 +5,7 @@ import { before, test } from 'node:test';
 import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Trajectory } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';
-import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
+import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
 before(ensureStack, { timeout: 900_000 });
 
@@ -56,8 +56,8 @@ test('a verifier killed mid-stream and restarted verifies every trajectory exact
   verifier = startVerifier(context.names.prefix);
   try {
     await eventually('every trajectory verified', async () => (await readAll(context, 'verifications')).length >= trajectories.length, 240_000);
-    // Give a duplicate, if the restart produced one, time to show up.
-    await new Promise((resolve) => setTimeout(resolve, 3000));
+    // Once the verifier has committed past every trajectory, any duplicate the restart produced is visible.
+    await eventually('the verifier to commit past every trajectory', () => committedPastEnd(context, `${context.names.prefix}verifier`, 'trajectories'), 240_000);
     const verifications = await readAll(context, 'verifications');
     assert.equal(verifications.length, trajectories.length, 'no trajectory verified twice');
     assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), trajectories.map((t) => t.trajectoryId).sort(), 'none lost');

@@ -44,12 +44,32 @@ export async function readAll<K extends TopicKey>(context: ProcessorContext, key
 }
 
 /** Polls `probe` until it returns true or the deadline passes. */
-export async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
+export async function eventually(what: string, probe: () => Promise<boolean>, timeoutMs = 120_000, intervalMs = 500): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await probe()) return;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/**
+ * True once consumer group `groupId` has committed past every committed record of the topic. Under
+ * exactly-once processing the outputs of those records committed with those offsets: from then on no
+ * output of theirs, duplicate or not, can appear, so a test can count them without waiting "a while".
+ */
+export async function committedPastEnd(context: ProcessorContext, groupId: string, key: TopicKey): Promise<boolean> {
+  const topic = context.names.name(key);
+  // Past the last record, not the end offset: a transactional topic ends with a marker no consumer commits past.
+  const needed = new Map<number, number>();
+  await readTopic(context.kafka, { topic, onRecord: ({ partition, offset }) => void needed.set(partition, Number(offset) + 1) });
+  const admin = context.kafka.admin();
+  await admin.connect();
+  try {
+    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    return [...needed].every(([partition, offset]) => Number(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1) >= offset);
+  } finally {
+    await admin.disconnect();
   }
 }
 

@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import Docker from 'dockerode';
@@ -93,6 +92,7 @@ describe('sandbox lifecycle under churn and failure', () => {
     const log = (line: string): void => console.log(`# [docker] ${line}`);
     const pool = new DockerSandboxPool({ warmSize: 2 });
     const attempts = new Map<number, number>();
+    const marker = `restart-${uniqueMarker()}`;
     const outputs = new Map<number, string>();
     // Tasks go through the runtime's own retry middleware, exactly as a stream processor's handler would.
     const handler = retry({ retries: 10, initialDelayMs: 500, maxDelayMs: 5_000 })(async ({ record }) => {
@@ -101,7 +101,7 @@ describe('sandbox lifecycle under churn and failure', () => {
       const sandbox = await pool.acquire({ image: sandboxImage(), runId: 'restart', taskId: `restart-${task}` });
       try {
         // Long enough to outlast dockerd's stop grace (StopTimeout 1 s): a task in flight at the restart dies.
-        const result = await sandbox.exec(['sh', '-c', `sleep 4; echo task-${task}`], { timeoutMs: 30_000 });
+        const result = await sandbox.exec(['sh', '-c', `sleep 4; echo task-${task}`, marker], { timeoutMs: 30_000 });
         if (result.exitCode !== 0) throw new SandboxError(`task ${task} ended with ${result.status} ${String(result.exitCode)}`, { retriable: true });
         outputs.set(task, result.stdout);
       } finally {
@@ -117,9 +117,8 @@ describe('sandbox lifecycle under churn and failure', () => {
     const workers = [1, 2].map(async () => {
       for (let task = queue.shift(); task !== undefined; task = queue.shift()) await handler({ record: record(task), signal });
     });
-    // Restart once the second round of tasks is running, so that some task is surely mid-command.
-    while (attempts.size < 3) await sleep(50);
-    await sleep(1_500);
+    // Restart once a task of the second round is mid-command (seen on the host), so that one surely dies.
+    await eventually('a second-round task to be mid-command', async () => attempts.size >= 3 && hostProcessesWith(marker).length > 0, 120_000, 50);
     const stopped = await engine.stop(log);
     assert.equal(stopped, 'stopped', 'the test restarts the dockerd that `trialrun stack up` started; this one is not ours');
     await engine.ensure(log);

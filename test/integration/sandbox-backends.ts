@@ -15,6 +15,15 @@ export const sandboxImage = (): string => imageFor('python-repair');
 /** A number no other process uses as an argument, to find a sandbox's processes from the host. */
 export const uniqueMarker = (): string => `${1000 + Math.floor(Math.random() * 8000)}.${randomUUID().replace(/\D/g, '').slice(0, 8)}`;
 
+/**
+ * A shell script for command `n` of `count` meeting under `tag`: it marks itself started, waits until all
+ * `count` have, then prints `n`. Commands run one after another would wait forever (until their timeout).
+ */
+export function rendezvous(tag: string, n: number, count: number): string {
+  const dir = `/tmp/rendezvous-${tag}`;
+  return `mkdir -p ${dir} && touch ${dir}/${n} && while [ "$(ls ${dir} | wc -l)" -lt ${count} ]; do sleep 0.05; done; echo ${n}`;
+}
+
 /** Host pids whose command line contains `text` (NUL-separated arguments). */
 export function hostProcessesWith(text: string): number[] {
   const found: number[] = [];

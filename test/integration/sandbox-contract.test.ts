@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import type { AgentSandboxPool, Sandbox } from '../../connectors/sandbox/index.js';
 import { isRetriable } from '../../schemas/index.js';
-import { ensureStack } from './harness.js';
-import { BACKENDS, hostProcessesWith, killFromOutside, sandboxImage, uniqueMarker } from './sandbox-backends.js';
+import { ensureStack, eventually } from './harness.js';
+import { BACKENDS, hostProcessesWith, killFromOutside, rendezvous, sandboxImage, uniqueMarker } from './sandbox-backends.js';
 
 // One contract, both backends: whatever a caller can observe through Sandbox must not depend on the backend.
 for (const backend of BACKENDS) {
@@ -60,9 +59,14 @@ for (const backend of BACKENDS) {
     });
 
     it('cancels a command when its AbortSignal fires', async () => {
-      const result = await sandbox.exec(['sleep', '30'], { signal: AbortSignal.timeout(300) });
+      const marker = uniqueMarker();
+      const controller = new AbortController();
+      const running = sandbox.exec(['sleep', marker], { signal: controller.signal });
+      await eventually('the command to run', async () => hostProcessesWith(`sleep\0${marker}`).length === 1, 30_000, 50);
+      controller.abort();
+      const result = await running;
       assert.equal(result.status, 'timeout');
-      assert.ok(result.durationMs < 5_000, `${result.durationMs} ms`);
+      assert.deepEqual(hostProcessesWith(`sleep\0${marker}`), [], 'the cancelled command is gone');
     });
 
     it('caps each stream, keeping head and tail', async () => {
@@ -84,10 +88,10 @@ for (const backend of BACKENDS) {
     });
 
     it('runs commands in one sandbox concurrently', async () => {
-      const started = performance.now();
-      const results = await Promise.all([1, 2, 3].map((n) => sandbox.exec(['sh', '-c', `sleep 1; echo ${n}`])));
-      assert.deepEqual(results.map((r) => r.stdout), ['1\n', '2\n', '3\n']);
-      assert.ok(performance.now() - started < 2_500);
+      // Each command waits until all three have started: run one after another, the first would time out.
+      const tag = uniqueMarker();
+      const results = await Promise.all([1, 2, 3].map((n) => sandbox.exec(['sh', '-c', rendezvous(tag, n, 3)], { timeoutMs: 60_000 })));
+      assert.deepEqual(results.map((r) => `${r.status} ${r.stdout}`), ['exited 1\n', 'exited 2\n', 'exited 3\n']);
     });
 
     it('never hands a released sandbox out again; the next one starts clean', async () => {
@@ -104,11 +108,12 @@ for (const backend of BACKENDS) {
     it('fails commands with a retriable error when the sandbox dies under them', async () => {
       const doomed = await acquire('contract-doomed');
       // Caught at once: the rejection may land while the kill itself is still being awaited.
-      const pending = doomed.exec(['sleep', '30']).then(
+      const marker = uniqueMarker();
+      const pending = doomed.exec(['sleep', marker]).then(
         () => null,
         (error: Error) => error,
       );
-      await sleep(200);
+      await eventually('the command to run', async () => hostProcessesWith(`sleep\0${marker}`).length === 1, 30_000, 50);
       await killFromOutside(backend.name, doomed.id);
       const error = await pending;
       assert.ok(error && isRetriable(error) && /is gone/.test(error.message), String(error));

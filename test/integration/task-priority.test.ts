@@ -5,7 +5,7 @@ import { prepareTasks } from '../../pipelines/task-job/index.js';
 import { StreamProcessor } from '../../pipelines/runtime/index.js';
 import { nowIso, type Task } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';
-import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
+import { committedPastEnd, ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
 
 before(ensureStack, { timeout: 900_000 });
 
@@ -53,7 +53,8 @@ it('a priority-ordered processor (as the rollout worker runs) commits higher pri
   await second.start();
   try {
     await eventually('every task to be committed', async () => (await readAll(context, 'deadLetters')).length >= tasks.length, 60_000);
-    await new Promise((resolve) => setTimeout(resolve, 2000)); // room for a duplicate to show up
+    // Past every task, no further (or duplicate) output can appear.
+    await eventually('the second instance to commit past every task', () => committedPastEnd(context, `${context.names.prefix}priority-probe`, 'tasks'), 60_000);
   } finally {
     await second.stop();
   }
