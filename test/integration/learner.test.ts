@@ -34,10 +34,13 @@ function samplePair(i: number, policyVersion = Math.floor(i / 4)): { trajectory:
  * the next one waits that long for the partitions (longer when several died mid-join): 10 s, not 45.
  */
 function startLearner(prefix: string, checkpoints: string): ChildProcess {
-  return spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'learner', '--batch-size', '4', '--session-timeout-ms', '10000'], {
+  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'learner', '--batch-size', '4', '--session-timeout-ms', '10000'], {
     env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix, TRIALRUN_CHECKPOINTS: checkpoints },
-    stdio: 'ignore',
+    stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // What a learner says on its way (errors, rebalances) is what explains a slow or failed run.
+  child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`# learner ${child.pid}: ${chunk.toString()}`));
+  return child;
 }
 
 const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
