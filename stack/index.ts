@@ -1,12 +1,16 @@
+import { appendFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { errorMessage } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { imagesComponent, resolveImageTag } from './images.js';
 import { kafkaComponent } from './kafka.js';
 import { registryComponent } from './registry.js';
+import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
-export { stackPaths } from './state.js';
+export { setupLogFile, stackPaths } from './state.js';
 
 /** The parts in start order: the registry keeps its schemas in Kafka, images need the engine. */
 export function stackComponents(): StackComponent[] {
@@ -20,11 +24,27 @@ export interface StackReport {
   readonly seconds: number;
 }
 
-export async function stackUp(log: StackLog, components = stackComponents()): Promise<StackReport[]> {
+/**
+ * Ensures each component in order. The terminal (`log`) gets one line per component with its time; the
+ * steps and the output of what set-up ran go to the component's set-up log, which a failure names.
+ */
+export async function stackUp(log: StackLog, components = stackComponents(), stateDir = stackPaths().stateDir): Promise<StackReport[]> {
   const reports: StackReport[] = [];
   for (const component of components) {
     const started = performance.now();
-    const result = await component.ensure((line) => log(`[${component.name}] ${line}`));
+    const setupLog = setupLogFile(stateDir, component.name);
+    ensureDir(dirname(setupLog));
+    const note: StackLog = (line) => appendFileSync(setupLog, `${new Date().toISOString()} ${line}\n`);
+    const seconds = (): string => ((performance.now() - started) / 1000).toFixed(1);
+    let result: 'reused' | 'started';
+    try {
+      result = await component.ensure(note);
+    } catch (error) {
+      note(`failed: ${errorMessage(error)}`);
+      log(`[${component.name}] failed after ${seconds()}s (set-up log: ${setupLog})`);
+      throw error;
+    }
+    log(`[${component.name}] ${result} ${component.endpoint()} (${seconds()}s${result === 'started' ? `; set-up log: ${setupLog}` : ''})`);
     reports.push({ name: component.name, endpoint: component.endpoint(), result, seconds: (performance.now() - started) / 1000 });
   }
   return reports;

@@ -222,7 +222,8 @@ export async function waitUntil(probe: () => Promise<boolean>, options: WaitOpti
   }
 }
 
-function logHint(logFile: string | undefined): string {
+/** "; see <file>, which ends with: <its last lines>", for an error about a command whose output went there. */
+export function logHint(logFile: string | undefined): string {
   if (logFile === undefined) return '';
   let tail = '';
   try {

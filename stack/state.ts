@@ -19,6 +19,12 @@ export function stackPaths(env: NodeJS.ProcessEnv = process.env): StackPaths {
   return { stateDir, cacheDir };
 }
 
+/**
+ * Where `stack up` keeps what setting up one component printed (downloads, apt, debootstrap, image builds)
+ * and the steps it took, so that the terminal shows one line per component and a failure names this file.
+ */
+export const setupLogFile = (stateDir: string, component: string): string => join(stateDir, 'logs', `setup-${component}.log`);
+
 /** Creates (if needed) and returns a sub-folder of the state or cache folder. */
 export function ensureDir(...parts: string[]): string {
   const dir = join(...parts);
