@@ -472,11 +472,18 @@ def write_files(request):
         except UnicodeEncodeError:
             raise Refused('not-utf8', 'content of %s is not valid Unicode text' % relative) from None
     for relative, path, data in planned:
+        # Written beside and renamed into place: a write that fails (a full disk) leaves the old file as it was.
+        staged = os.path.join(os.path.dirname(path), '.trialrun-write-%s' % os.urandom(6).hex())
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, 'wb') as f:
+            with open(staged, 'wb') as f:
                 f.write(data)
+            os.replace(staged, path)
         except OSError as error:
+            try:
+                os.unlink(staged)
+            except OSError:
+                pass
             raise refusal(error, relative) from None
     return {}
 

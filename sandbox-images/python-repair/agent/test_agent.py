@@ -123,3 +123,16 @@ def test_snapshot_stops_carrying_at_its_byte_budget(root):
     result = agent.snapshot({'dir': root, 'maxFileBytes': 1000, 'maxBytes': 350})
     assert len(result['files']) < 10
     assert len(result['files']) + len(result['skipped']) == 10
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_scraps(root, monkeypatch):
+    agent.write_files({'dir': root, 'files': {'keep.py': 'old\n'}})
+
+    def full(*_):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(agent.os, 'replace', full)
+    assert refused(agent.write_files, {'dir': root, 'files': {'keep.py': 'new\n'}})[0] == 'no-space'
+    assert os.listdir(root) == ['keep.py']
+    with open(os.path.join(root, 'keep.py')) as f:
+        assert f.read() == 'old\n'
