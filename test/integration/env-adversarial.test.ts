@@ -23,6 +23,9 @@ if not _os.path.lexists('link'):
         _f.write('not utf-8 name')
     with open('binary.dat', 'wb') as _f:
         _f.write(b'\\xff\\x00\\xfe')
+    _os.makedirs('locked/inner')
+    _os.chmod('locked', 0)
+    _os.mkfifo('pipe')
 `;
 
 const call = (name: string, args: Record<string, unknown> = {}): ToolCall => ({ name, arguments: args });
@@ -118,6 +121,9 @@ for (const backend of BACKENDS) {
         const submitted = await step(call('submit'));
         assert.equal(submitted.done, true);
         assert.equal(submitted.result.ok, true, submitted.result.output);
+        assert.match(submitted.result.output, /^submitted; not carried to the verifier:\n/);
+        assert.match(submitted.result.output, /"locked": unreadable folder: Permission denied/);
+        assert.match(submitted.result.output, /"pipe": not a regular file, folder or symlink/);
         const files = submitted.finalFiles!;
         for (const path of WEIRD_NAMES) assert.equal(files[path], `content of ${path}`, `${JSON.stringify(path)} reached the verifier`);
         assert.ok(Object.hasOwn(files, '__proto__'));

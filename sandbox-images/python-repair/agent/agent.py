@@ -54,6 +54,8 @@ READ_CHUNK = 65536
 # Linux's limits on one name and on a whole path, in bytes.
 NAME_MAX = 255
 PATH_MAX = 4096
+# Folders a snapshot enters below its root; each is opened from the root down, so depth costs time squared.
+SNAPSHOT_MAX_DEPTH = 64
 KILL_SWEEP_S = 0.02
 # Signals the agent ignores; an ignored disposition survives execve, so commands get the defaults back.
 IGNORED = (signal.SIGPIPE, signal.SIGXFSZ)
@@ -536,20 +538,19 @@ def read_files(request):
 
 
 def open_folder(root_fd, parts):
-    """A descriptor of the folder `parts` below `root_fd`, opened one name at a time without following symlinks.
-
-    Only two descriptors are open at once however deep the tree is, and no path string ever gets near PATH_MAX.
-    """
+    """A descriptor to list the folder `parts` below `root_fd`, opened one name at a time without following
+    symlinks: at most two descriptors are open at once, and no path string ever gets near PATH_MAX."""
     fd = os.dup(root_fd)
     try:
         for name in parts:
-            child = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            child = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             os.close(fd)
             fd = child
-    except OSError:
+        # Only the folder to list needs read permission; the way to it needs search permission alone.
+        listable = os.open('.', os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=fd)
+    finally:
         os.close(fd)
-        raise
-    return fd
+    return listable
 
 
 def snapshot(request):
@@ -557,9 +558,10 @@ def snapshot(request):
 
     Regular files up to `maxFileBytes` come with their text (UTF-8, undecodable bytes replaced); symlinks with
     their target; anything else, or what does not fit `maxBytes` in all, is listed in `skipped` with the reason.
-    Folders named in `skipDirs` are not entered.
+    Folders named in `skipDirs` are not entered, nor folders more than SNAPSHOT_MAX_DEPTH deep.
     """
-    root_fd = os.open(request['dir'], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    # O_PATH: a root the agent made unreadable (chmod 000) is reported as skipped, like any other folder.
+    root_fd = os.open(request['dir'], os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     max_file = int(request.get('maxFileBytes') or 1024 * 1024)
     budget = int(request.get('maxBytes') or 64 * 1024 * 1024)
     skip_dirs = {os.fsencode(name) for name in request.get('skipDirs') or []}
@@ -583,7 +585,9 @@ def snapshot(request):
                     if budget < 0:
                         skipped.append({'path': b64(relative), 'reason': 'over the snapshot\'s byte budget'})
                     elif is_dir:
-                        if name not in skip_dirs:
+                        if len(parts) + 1 > SNAPSHOT_MAX_DEPTH:
+                            skipped.append({'path': b64(relative), 'reason': 'nested more than %d folders deep' % SNAPSHOT_MAX_DEPTH})
+                        elif name not in skip_dirs:
                             pending.append(parts + [name])
                     elif is_link:
                         target = os.fsencode(os.readlink(name, dir_fd=fd))

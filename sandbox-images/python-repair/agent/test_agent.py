@@ -136,3 +136,14 @@ def test_a_failed_write_leaves_the_old_file_and_no_scraps(root, monkeypatch):
     assert os.listdir(root) == ['keep.py']
     with open(os.path.join(root, 'keep.py')) as f:
         assert f.read() == 'old\n'
+
+
+def test_snapshot_reports_folders_too_deep_as_skipped(root):
+    deep = os.path.join(root, *(['d'] * (agent.SNAPSHOT_MAX_DEPTH + 3)))
+    os.makedirs(deep)
+    with open(os.path.join(deep, 'leaf.py'), 'w') as f:
+        f.write('x')
+    result = agent.snapshot({'dir': root})
+    reasons = {base64.b64decode(e['path']): e['reason'] for e in result['skipped']}
+    assert reasons == {b'/'.join([b'd'] * (agent.SNAPSHOT_MAX_DEPTH + 1)): 'nested more than 64 folders deep'}
+    assert result['files'] == []
