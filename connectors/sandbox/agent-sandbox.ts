@@ -1,4 +1,4 @@
-import { ConfigError, SandboxError, pathFromBytes, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
+import { ConfigError, SandboxError, WorkspaceFileError, pathFromBytes, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
 import type { AgentChannel } from './agent-channel.js';
 import {
   resolveExecOptions,
@@ -33,6 +33,8 @@ const AGENT_GRACE_MS = 10_000;
 /** Most bytes one readFiles or snapshot call returns. */
 const MAX_READ_BYTES = 64 * 1024 * 1024;
 const DEFAULT_SNAPSHOT_FILE_BYTES = 1024 * 1024;
+/** Most bytes of paths and content one writeFiles call sends. */
+const MAX_WRITE_BYTES = 64 * 1024 * 1024;
 
 /** A snapshot as the agent sends it: names and targets as base64 of their raw bytes. */
 interface AgentSnapshot {
@@ -101,6 +103,9 @@ export class AgentSandbox implements Sandbox {
   }
 
   async writeFiles(files: FileTree, dir: string = WORKSPACE): Promise<void> {
+    // The agent parses the request in the sandbox's memory: a huge one would end in its OOM killer, not an error.
+    const bytes = Object.entries(files).reduce((sum, [path, content]) => sum + Buffer.byteLength(path) + (typeof content === 'string' ? Buffer.byteLength(content) : 0), 0);
+    if (bytes > MAX_WRITE_BYTES) throw new WorkspaceFileError(`the files to write are ${bytes} bytes, over the ${MAX_WRITE_BYTES} bytes one write may take`, 'too-large');
     this.assertHeld();
     await this.handle.channel.request('write', { dir, files }).result;
   }

@@ -22,7 +22,7 @@ export const REPAIR_TOOL_SPECS: ReadonlyArray<{ name: RepairTool; description: s
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
 const MAX_OBSERVED_OUTPUT = 4_000;
-/** Largest file read_file returns and the verifier is given. */
+/** Largest file read_file returns, write_file writes and the verifier is given. */
 const MAX_FILE_BYTES = 1024 * 1024;
 
 /**
@@ -88,7 +88,10 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
           break;
         }
         case 'write_file': {
-          await sandbox.writeFiles({ [stringArg(action, 'path')]: stringArg(action, 'content') });
+          const content = stringArg(action, 'content');
+          const bytes = Buffer.byteLength(content);
+          if (bytes > MAX_FILE_BYTES) throw new ConfigError(`tool write_file: content is ${bytes} bytes; files up to ${MAX_FILE_BYTES} bytes can be written (and reach the verifier)`);
+          await sandbox.writeFiles({ [stringArg(action, 'path')]: content });
           result = ok('written');
           break;
         }

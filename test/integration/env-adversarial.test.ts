@@ -91,7 +91,18 @@ for (const backend of BACKENDS) {
         await refused(call('read_file', {}), /argument "path" must be a string, got nothing/);
         await refused(call('read_file', { path: module, extra: 1 }), /takes no argument "extra" \(it takes path\)/);
         await refused(call('write_file', { path: 'x.py', content: 7 }), /argument "content" must be a string/);
-        await refused(call('write_file', { path: 'huge.txt', content: 'x'.repeat(9 * MiB) }), /no space left in the sandbox for huge\.txt/);
+        await refused(call('write_file', { path: 'huge.txt', content: 'x'.repeat(MiB + 1) }), /content is 1048577 bytes; files up to 1048576 bytes can be written/);
+        // Fill the 8 MiB workspace file by file: the write that does not fit says so, then the space is freed.
+        const fills: string[] = [];
+        for (let full = false; !full; ) {
+          assert.ok(fills.length < 12, 'an 8 MiB workspace is full after a few 1 MiB files');
+          const path = `fill-${fills.length}.txt`;
+          fills.push(path);
+          const written = await step(call('write_file', { path, content: 'x'.repeat(MiB) }));
+          full = !written.result.ok;
+          if (full) assert.match(written.result.output, new RegExp(`^no space left in the sandbox for ${path} \\(its size or file-count limit\\)$`));
+        }
+        for (const path of fills.slice(0, -1)) assert.equal((await step(call('write_file', { path, content: '' }))).result.ok, true);
         await refused(call('write_file', { path: 'lone.py', content: '\udc80' }), /content of lone\.py is not valid Unicode text/);
         await refused(call('write_file', { path: `${module}/inner.py`, content: 'x' }), /a file of that name is in the way/);
         await refused(call('apply_edit', { id: 99_999 }), /edit id 99999 out of range/);
@@ -129,6 +140,7 @@ for (const backend of BACKENDS) {
         assert.ok(Object.hasOwn(files, '__proto__'));
         assert.equal(files['bad%FF%FE.py'], 'not utf-8 name');
         assert.equal(files[module], task.files[module]);
+        assert.equal(files[fills.at(-1)!], undefined, 'the write that did not fit left no partial file');
         for (const path of Object.keys(task.visibleTests)) assert.equal(Object.hasOwn(files, path), false, 'the verifier brings the visible tests');
         const extras = WorkspaceExtras.parse(submitted.finalExtras);
         assert.deepEqual(extras.escapedPaths, ['bad%FF%FE.py']);

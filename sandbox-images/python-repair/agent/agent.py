@@ -467,6 +467,8 @@ def write_files(request):
     # Everything is checked before anything is written, so a refused request changes nothing.
     for relative, content in files.items():
         path = checked_path(root, relative)
+        if path == root:
+            raise Refused('directory', '%s is the folder itself, not a file' % relative)
         if not isinstance(content, str):
             raise Refused('bad-content', 'content of %s must be text, got %s' % (relative, type(content).__name__))
         try:

@@ -88,6 +88,7 @@ def test_write_failures_say_why(root):
     assert refused(agent.write_files, {'dir': root, 'files': {'file/inner.py': 'x'}})[0] == 'not-a-file'
     os.mkdir(os.path.join(root, 'dir'))
     assert refused(agent.write_files, {'dir': root, 'files': {'dir': 'x'}})[0] == 'directory'
+    assert refused(agent.write_files, {'dir': root, 'files': {'.': 'x'}}) == ('directory', '. is the folder itself, not a file')
 
 
 def test_snapshot_carries_every_name_as_bytes_and_symlinks_unfollowed(root):
