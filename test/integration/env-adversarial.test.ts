@@ -155,5 +155,25 @@ for (const backend of BACKENDS) {
         await env.close();
       }
     });
+
+    it('goes on when the agent locks itself out of its workspace (chmod 000), and still submits', { timeout: 120_000 }, async () => {
+      const env = makeEnv(task.envId, { pool, runId: 'env-adversarial', imageFor, maxTurns: 20 }) as Environment<RepairObservation>;
+      const module = moduleOf(task);
+      try {
+        await env.init(task);
+        assert.equal((await env.step(call('write_file', { path: module, content: `${task.files[module]}\nimport os as _os\n_os.chmod('.', 0)\n` }))).result.ok, true);
+        await env.step(call('run_tests'));
+        const read = await env.step(call('read_file', { path: module }));
+        assert.deepEqual([read.result.ok, read.result.output], [false, `permission denied: ${module}`]);
+        const written = await env.step(call('write_file', { path: 'x.py', content: '' }));
+        assert.deepEqual([written.result.ok, written.result.output], [false, 'permission denied: x.py']);
+        const submitted = await env.step(call('submit'));
+        assert.equal(submitted.done, true);
+        assert.deepEqual(submitted.finalFiles, {});
+        assert.match(submitted.result.output, /not carried to the verifier:\n"": unreadable folder: Permission denied/);
+      } finally {
+        await env.close();
+      }
+    });
   });
 }
