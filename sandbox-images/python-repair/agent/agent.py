@@ -432,8 +432,9 @@ def checked_path(root, relative):
     longest = max(parts, key=len)
     if len(longest) > NAME_MAX:
         raise Refused('bad-path', 'path has a name of %d bytes, over the %d-byte limit of a file name: %s...' % (len(longest), NAME_MAX, relative[:80]))
-    if len(os.path.join(root, relative).encode('utf-8')) >= PATH_MAX:
-        raise Refused('bad-path', 'path is %d bytes, over the %d-byte limit of a path: %s...' % (len(encoded), PATH_MAX, relative[:80]))
+    full = len(os.path.join(root, relative).encode('utf-8'))
+    if full >= PATH_MAX:
+        raise Refused('bad-path', 'path is %d bytes under %s, over the %d-byte limit of a path: %s...' % (full, root, PATH_MAX, relative[:80]))
     path = os.path.realpath(os.path.join(root, relative))
     if path != root and not path.startswith(root + os.sep):
         raise Refused('bad-path', 'path must stay inside the workspace: %s resolves outside %s through a symlink (to %s)' % (relative, root, path))
