@@ -35,6 +35,23 @@ export class TimeoutError extends TrialrunError {
 /** The Docker engine, a container or the in-sandbox tooling failed (not the agent's code). */
 export class SandboxError extends TrialrunError {}
 
+/** Why a sandbox turned a file request down: what was asked is wrong, the sandbox is fine. */
+export type WorkspaceRefusal = 'bad-path' | 'bad-content' | 'missing' | 'directory' | 'not-a-file' | 'too-large' | 'not-utf8' | 'no-space' | 'denied' | 'io';
+
+/**
+ * A sandbox refused a file request for what it asked: a path that is absolute, goes up with '..' or through a
+ * symlink out of the workspace, a missing file, a directory, a file too large or not UTF-8, a full disk.
+ * Never retried (the same request fails the same way); an environment shows the message to the agent.
+ */
+export class WorkspaceFileError extends TrialrunError {
+  constructor(
+    message: string,
+    readonly reason: WorkspaceRefusal,
+  ) {
+    super(message);
+  }
+}
+
 /** A broker, registry or engine did not answer; usually transient. */
 export class ConnectionError extends TrialrunError {
   constructor(message: string, cause?: unknown) {

@@ -1,8 +1,8 @@
 import type { Readable, Writable } from 'node:stream';
-import { SandboxError, errorMessage } from '../../schemas/index.js';
+import { SandboxError, WorkspaceFileError, errorMessage, type WorkspaceRefusal } from '../../schemas/index.js';
 
 /** The protocol version spoken by sandbox-images/python-repair/agent/agent.py (its docstring describes it). */
-export const AGENT_PROTOCOL = 1;
+export const AGENT_PROTOCOL = 2;
 
 /** An answer line longer than this is not something our agent writes: the channel is treated as broken. */
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
@@ -19,7 +19,11 @@ interface AgentMessage {
   ok?: boolean;
   result?: unknown;
   error?: string;
+  /** Set when the agent turned a file request down for what it asked (see WorkspaceFileError). */
+  refused?: string;
 }
+
+const REFUSALS: ReadonlySet<string> = new Set<WorkspaceRefusal>(['bad-path', 'bad-content', 'missing', 'directory', 'not-a-file', 'too-large', 'not-utf8', 'no-space', 'denied', 'io']);
 
 /**
  * The executor's end of one sandbox agent: JSON lines to its stdin, JSON lines back from its stdout, requests
@@ -36,12 +40,13 @@ export class AgentChannel {
   private readonly closeListeners: Array<(error: SandboxError) => void> = [];
   private markReady!: () => void;
   private failReady!: (error: Error) => void;
+  private holder: string | null = null;
 
   constructor(
     private readonly input: Writable,
     output: Readable,
     /** Names the sandbox in errors. */
-    private readonly label: string,
+    private readonly name: string,
   ) {
     this.ready = new Promise<void>((resolve, reject) => {
       this.markReady = resolve;
@@ -54,6 +59,16 @@ export class AgentChannel {
     output.on('close', () => this.close('its agent connection was closed'));
     output.on('error', (error: Error) => this.close(`its agent connection failed: ${error.message}`));
     input.on('error', (error: Error) => this.close(`writing to its agent failed: ${error.message}`));
+  }
+
+  /** How errors name the sandbox: its name and the task that holds it now. */
+  get label(): string {
+    return this.holder === null ? this.name : `${this.name} (task ${this.holder})`;
+  }
+
+  /** Records the task that holds the sandbox now, for every later error (a warm one had none when it started). */
+  assign(taskId: string): void {
+    this.holder = taskId;
   }
 
   get closed(): boolean {
@@ -127,6 +142,7 @@ export class AgentChannel {
     }
     this.pending.delete(message.id as number);
     if (message.ok) pending.resolve(message.result);
+    else if (message.refused !== undefined && REFUSALS.has(message.refused)) pending.reject(new WorkspaceFileError(message.error ?? message.refused, message.refused as WorkspaceRefusal));
     else pending.reject(new SandboxError(`sandbox ${this.label}: ${message.error ?? 'the agent gave no reason'}`));
   }
 }

@@ -1,13 +1,26 @@
-import { SandboxError, type FileTree } from '../../schemas/index.js';
+import { ConfigError, SandboxError, WorkspaceFileError, pathFromBytes, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
 import type { AgentChannel } from './agent-channel.js';
-import { resolveExecOptions, WORKSPACE, type ExecOptions, type ExecResult, type Sandbox } from './types.js';
+import {
+  resolveExecOptions,
+  WORKSPACE,
+  type ExecOptions,
+  type ExecResult,
+  type ReadOptions,
+  type Sandbox,
+  type SkippedEntry,
+  type SnapshotOptions,
+  type WorkspaceSnapshot,
+} from './types.js';
 
 /** What a backend hands the pool: one started sandbox whose agent is ready. */
 export interface SandboxHandle {
   readonly id: string;
   readonly imageDigest: string;
   readonly channel: AgentChannel;
-  /** Records which task holds the sandbox now (a warm one was started before the task was known). */
+  /**
+   * Tags the sandbox on the host with the task that holds it now (a warm one was started before its task was
+   * known); the pool has already told the channel, which names the task in every error.
+   */
   assign(taskId: string): Promise<void>;
   /** `oom` when the out-of-memory killer took the whole sandbox (its agent included), else null. */
   diagnose(): Promise<'oom' | null>;
@@ -17,8 +30,24 @@ export interface SandboxHandle {
 
 /** How long past a command's deadline the agent may stay silent before the sandbox is declared broken. */
 const AGENT_GRACE_MS = 10_000;
-/** Most bytes one readFiles call returns. */
+/** Most bytes one readFiles or snapshot call returns. */
 const MAX_READ_BYTES = 64 * 1024 * 1024;
+const DEFAULT_SNAPSHOT_FILE_BYTES = 1024 * 1024;
+/** Most bytes of paths and content one writeFiles call sends. */
+const MAX_WRITE_BYTES = 64 * 1024 * 1024;
+
+/** A snapshot as the agent sends it: names and targets as base64 of their raw bytes. */
+interface AgentSnapshot {
+  readonly files: ReadonlyArray<{ readonly path: string; readonly text: string }>;
+  readonly symlinks: ReadonlyArray<{ readonly path: string; readonly target: string }>;
+  readonly skipped: ReadonlyArray<{ readonly path: string; readonly reason: string }>;
+}
+
+function byteLimit(value: number | undefined, fallback: number, what: string): number {
+  const limit = value ?? fallback;
+  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_READ_BYTES) throw new ConfigError(`${what} must be a whole number in [0, ${MAX_READ_BYTES}], got ${limit}`);
+  return limit;
+}
 
 /** The sandbox a caller holds: every call is one request to the agent inside. */
 export class AgentSandbox implements Sandbox {
@@ -74,19 +103,33 @@ export class AgentSandbox implements Sandbox {
   }
 
   async writeFiles(files: FileTree, dir: string = WORKSPACE): Promise<void> {
+    // The agent parses the request in the sandbox's memory: a huge one would end in its OOM killer, not an error.
+    const bytes = Object.entries(files).reduce((sum, [path, content]) => sum + Buffer.byteLength(path) + (typeof content === 'string' ? Buffer.byteLength(content) : 0), 0);
+    if (bytes > MAX_WRITE_BYTES) throw new WorkspaceFileError(`the files to write are ${bytes} bytes, over the ${MAX_WRITE_BYTES} bytes one write may take`, 'too-large');
     this.assertHeld();
     await this.handle.channel.request('write', { dir, files }).result;
   }
 
-  async readFiles(paths: readonly string[], dir: string = WORKSPACE): Promise<FileTree> {
+  async readFiles(paths: readonly string[], dir: string = WORKSPACE, options: ReadOptions = {}): Promise<FileTree> {
+    const maxBytes = byteLimit(options.maxBytes, MAX_READ_BYTES, 'ReadOptions.maxBytes');
     this.assertHeld();
-    const { files } = await this.handle.channel.request<{ files: FileTree }>('read', { dir, paths, maxBytes: MAX_READ_BYTES }).result;
+    const { files } = await this.handle.channel.request<{ files: FileTree }>('read', { dir, paths, maxBytes }).result;
     return files;
   }
 
-  async readFile(path: string, dir: string = WORKSPACE): Promise<string> {
-    const files = await this.readFiles([path], dir);
-    return files[path] ?? '';
+  async readFile(path: string, dir: string = WORKSPACE, options: ReadOptions = {}): Promise<string> {
+    const files = await this.readFiles([path], dir, options);
+    return Object.hasOwn(files, path) ? files[path]! : '';
+  }
+
+  async snapshot(options: SnapshotOptions = {}): Promise<WorkspaceSnapshot> {
+    const maxFileBytes = byteLimit(options.maxFileBytes, DEFAULT_SNAPSHOT_FILE_BYTES, 'SnapshotOptions.maxFileBytes');
+    const maxBytes = byteLimit(options.maxBytes, MAX_READ_BYTES, 'SnapshotOptions.maxBytes');
+    const dir = options.dir ?? WORKSPACE;
+    if (!dir.startsWith('/')) throw new ConfigError(`SnapshotOptions.dir must be an absolute path, got ${dir}`);
+    this.assertHeld();
+    const raw = await this.handle.channel.request<AgentSnapshot>('snapshot', { dir, maxFileBytes, maxBytes, skipDirs: options.skipDirs ?? [] }).result;
+    return fromAgentSnapshot(raw);
   }
 
   async release(): Promise<void> {
@@ -96,6 +139,32 @@ export class AgentSandbox implements Sandbox {
   }
 
   private assertHeld(): void {
-    if (this.released) throw new SandboxError(`sandbox ${this.id} was released; acquire a new one`);
+    if (this.released) throw new SandboxError(`sandbox ${this.handle.channel.label} was released; acquire a new one`);
   }
+}
+
+/** FileTree keys and WorkspaceExtras from the agent's raw names: UTF-8 names as they are, others escaped and flagged. */
+function fromAgentSnapshot(raw: AgentSnapshot): WorkspaceSnapshot {
+  const name = (base64: string) => pathFromBytes(Buffer.from(base64, 'base64'));
+  const skipped: SkippedEntry[] = raw.skipped.map((entry) => ({ ...name(entry.path), reason: entry.reason }));
+  const entries = [...raw.files.map((file) => ({ ...name(file.path), file })), ...raw.symlinks.map((link) => ({ ...name(link.path), link }))];
+  // Escaping is reversible, but an escaped name can spell a real UTF-8 name ('a%FF'): the real one keeps the key.
+  const plain = new Set(entries.filter((entry) => !entry.escaped).map((entry) => entry.path));
+  // Entries, not assignment: a file may be called '__proto__'.
+  const files: Array<[string, string]> = [];
+  const escapedPaths: string[] = [];
+  const symlinks: WorkspaceSymlink[] = [];
+  for (const entry of entries) {
+    const { path, escaped } = entry;
+    if (escaped && plain.has(path)) {
+      skipped.push({ path, escaped, reason: 'its escaped name is the name of another entry' });
+    } else if ('file' in entry) {
+      files.push([path, entry.file.text]);
+      if (escaped) escapedPaths.push(path);
+    } else {
+      const target = name(entry.link.target);
+      symlinks.push({ path, target: target.path, pathEscaped: escaped, targetEscaped: target.escaped });
+    }
+  }
+  return { files: Object.fromEntries(files), extras: { escapedPaths, symlinks }, skipped };
 }

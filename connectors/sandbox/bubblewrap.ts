@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import Docker from 'dockerode';
 import { ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
@@ -33,8 +33,12 @@ export interface ProcessPoolOptions extends PoolOptions {
   startTimeoutMs?: number;
 }
 
-/** Joins the cgroups named before `--` (as root, so cgroup v2's delegation rules allow it), then execs the rest. */
-const JOIN_CGROUPS = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 125; shift; done; shift; exec "$@"';
+/**
+ * Run as root before bwrap, in a mount namespace of the sandbox's own: for each `cgroup FILE` joins that cgroup
+ * (as root, so cgroup v2's delegation rules allow it), for each `tmpfs DIR OPTIONS` mounts a tmpfs there; then
+ * execs what follows `--`. The mounts die with the namespace, so nothing is left to unmount.
+ */
+const PRELUDE = 'while [ "$1" != -- ]; do case "$1" in cgroup) echo $$ > "$2" || exit 125; shift 2;; tmpfs) mount -t tmpfs -o "$3" trialrun "$2" || exit 125; shift 3;; *) exit 125;; esac; done; shift; exec "$@"';
 /** Where the agent finds its OOM counter: the sandbox's memory cgroup, bound read-only over the empty /sys. */
 const OOM_MOUNT = '/sys';
 
@@ -70,11 +74,17 @@ class BubblewrapBackend implements SandboxBackend {
       await reapCgroups(this.cgroups!, (_, sandbox) => sandbox === id).catch(() => undefined);
       throw error;
     }
-    const args = bwrapArgs(image.dir, image.env, spec.limits, cgroup);
+    // As root, /workspace and /tmp are tmpfs mounted by the prelude, which can cap their inodes (bwrap's own
+    // --tmpfs takes only a size); the sandbox binds them. Without root, bwrap's --tmpfs is all there is.
+    const mounts = this.ids.switchUser ? tmpfsMounts(image.dir, spec.limits, this.ids) : null;
+    const args = bwrapArgs(image.dir, image.env, spec.limits, cgroup, mounts !== null);
     const agent = [...image.agent, `--rlimit-nofile=${spec.limits.openFiles}`, `--rlimit-fsize=${spec.limits.fileSizeBytes}`];
     const sandboxed = [bwrap, ...args, '--', ...agent];
     const switchUser = this.ids.switchUser ? [findProgram('setpriv') ?? 'setpriv', `--reuid=${this.ids.uid}`, `--regid=${this.ids.gid}`, '--clear-groups', '--'] : [];
-    const [command, ...commandArgs] = cgroup ? ['/bin/sh', '-c', JOIN_CGROUPS, 'sh', ...cgroup.procsFiles, '--', ...switchUser, ...sandboxed] : [...switchUser, ...sandboxed];
+    const preludeArgs = [...(cgroup?.procsFiles.flatMap((file) => ['cgroup', file]) ?? []), ...(mounts ?? [])];
+    const prelude = ['/bin/sh', '-c', PRELUDE, 'sh', ...preludeArgs, '--'];
+    const unshare = mounts ? [findProgram('unshare') ?? 'unshare', '--mount', '--propagation', 'private', '--'] : [];
+    const [command, ...commandArgs] = preludeArgs.length > 0 ? [...unshare, ...prelude, ...switchUser, ...sandboxed] : [...switchUser, ...sandboxed];
 
     const errors = new CappedBuffer(4096);
     const proc = spawn(command!, commandArgs, { stdio: ['pipe', 'pipe', 'pipe'], env: {} });
@@ -163,7 +173,7 @@ export async function reapProcessSandboxes(options: { all?: boolean } = {}): Pro
  * sized tmpfs /workspace and /tmp; no capabilities, no further user namespaces; the agent is PID 1 and dies
  * with the executor.
  */
-function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits: ResolvedSandboxLimits, cgroup: SandboxCgroup | null): string[] {
+function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits: ResolvedSandboxLimits, cgroup: SandboxCgroup | null, premounted: boolean): string[] {
   const args = [
     '--unshare-user',
     '--unshare-pid',
@@ -181,8 +191,9 @@ function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits
     '--ro-bind', rootfs, '/',
     '--proc', '/proc',
     '--dev', '/dev',
-    '--size', String(limits.workspaceBytes), '--perms', '0755', '--tmpfs', WORKSPACE,
-    '--size', String(limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp',
+    ...(premounted
+      ? ['--bind', join(rootfs, WORKSPACE), WORKSPACE, '--bind', join(rootfs, 'tmp'), '/tmp']
+      : ['--size', String(limits.workspaceBytes), '--perms', '0755', '--tmpfs', WORKSPACE, '--size', String(limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp']),
     '--chdir', WORKSPACE,
     '--cap-drop', 'ALL',
     '--clearenv',
@@ -193,6 +204,18 @@ function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits
     args.push('--ro-bind', dir, OOM_MOUNT, '--setenv', 'TRIALRUN_AGENT_OOM_FILES', `${OOM_MOUNT}/${file}`);
   }
   return args;
+}
+
+/**
+ * The prelude's `tmpfs DIR OPTIONS` arguments for /workspace and /tmp, mounted over the image's own folders
+ * (in the sandbox's private mount namespace, so other sandboxes of the image never see them), sized and
+ * inode-capped, owned by the sandbox user.
+ */
+function tmpfsMounts(rootfs: string, limits: ResolvedSandboxLimits, ids: { uid: number; gid: number }): string[] {
+  return [
+    'tmpfs', join(rootfs, WORKSPACE), `nosuid,nodev,size=${limits.workspaceBytes},nr_inodes=${limits.workspaceInodes},mode=0755,uid=${ids.uid},gid=${ids.gid}`,
+    'tmpfs', join(rootfs, 'tmp'), `nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`,
+  ];
 }
 
 async function withDeadline<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {

@@ -126,8 +126,9 @@ class DockerBackend implements SandboxBackend {
               { Name: 'fsize', Soft: limits.fileSizeBytes, Hard: limits.fileSizeBytes },
             ],
             Tmpfs: {
-              [WORKSPACE]: `rw,nosuid,nodev,size=${limits.workspaceBytes},uid=1000,gid=1000,mode=0755`,
-              '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},mode=1777`,
+              // nr_inodes: a flood of empty files ends in ENOSPC, not in the OOM killer (their inodes cost memory).
+              [WORKSPACE]: `rw,nosuid,nodev,size=${limits.workspaceBytes},nr_inodes=${limits.workspaceInodes},uid=1000,gid=1000,mode=0755`,
+              '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`,
             },
           },
         });

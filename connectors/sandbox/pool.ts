@@ -51,7 +51,7 @@ export function resolvePoolOptions(options: PoolOptions, what: string): Resolved
 export interface StartSpec {
   readonly image: string;
   readonly runId: string;
-  /** Known when the sandbox is started for a waiting acquire; empty for a warm one. */
+  /** The task of the acquire it is started for; empty for a warm one (its task is assigned on acquire). */
   readonly taskId: string;
   readonly limits: ResolvedSandboxLimits;
 }
@@ -114,8 +114,11 @@ export class AgentSandboxPool implements SandboxPool {
     if (this.closed) throw new SandboxError('the sandbox pool is closed');
     const limits = options.limits ? resolveSandboxLimits({ ...this.options.limits, ...options.limits }) : this.options.limits;
     const key = JSON.stringify([options.image, options.runId, limits]);
-    const handle = await this.warm.take(key, { image: options.image, runId: options.runId, taskId: options.taskId, limits });
+    // Warm sandboxes start before their task is known, so they carry none until one acquires them.
+    const warm: StartSpec = { image: options.image, runId: options.runId, taskId: '', limits };
+    const handle = await this.warm.take(key, warm, { ...warm, taskId: options.taskId });
     this.held.add(handle);
+    handle.channel.assign(options.taskId);
     this.chore(handle.assign(options.taskId).catch((error: unknown) => this.options.onWarning(`labelling sandbox ${handle.id} with task ${options.taskId} failed: ${errorMessage(error)}`)));
     return new AgentSandbox(handle, (released) => {
       this.held.delete(released);

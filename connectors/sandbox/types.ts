@@ -1,4 +1,4 @@
-import { ConfigError, type FileTree } from '../../schemas/index.js';
+import { ConfigError, type FileTree, type WorkspaceExtras } from '../../schemas/index.js';
 
 /** Resource limits of one sandbox. */
 export interface SandboxLimits {
@@ -16,6 +16,15 @@ export interface SandboxLimits {
   workspaceBytes?: number;
   /** Size of /tmp (tmpfs). @default 64 MiB */
   tmpBytes?: number;
+  /**
+   * Files and folders /workspace may hold (tmpfs `nr_inodes`): past it, creating one fails with ENOSPC. Every
+   * inode costs kernel memory charged to the sandbox, so without this cap a loop creating empty files ends
+   * in the OOM killer taking the whole sandbox (about half a million files in 512 MiB) rather than in an
+   * error the code can see. The process backend applies it only as root (see docs/sandbox.md). @default 16384
+   */
+  workspaceInodes?: number;
+  /** Files and folders /tmp may hold (tmpfs `nr_inodes`), as workspaceInodes. @default 16384 */
+  tmpInodes?: number;
 }
 
 export type ResolvedSandboxLimits = Readonly<Required<SandboxLimits>>;
@@ -31,6 +40,8 @@ const DEFAULT_LIMITS: ResolvedSandboxLimits = {
   fileSizeBytes: 32 * 1024 * 1024,
   workspaceBytes: 64 * 1024 * 1024,
   tmpBytes: 64 * 1024 * 1024,
+  workspaceInodes: 16_384,
+  tmpInodes: 16_384,
 };
 
 /** Smallest accepted value per limit: below these the agent and a python3 cannot even start. */
@@ -42,6 +53,8 @@ const LIMIT_MINIMUMS: ResolvedSandboxLimits = {
   fileSizeBytes: 1024 * 1024,
   workspaceBytes: 1024 * 1024,
   tmpBytes: 1024 * 1024,
+  workspaceInodes: 64,
+  tmpInodes: 64,
 };
 
 export function resolveSandboxLimits(limits: SandboxLimits = {}): ResolvedSandboxLimits {
@@ -127,18 +140,61 @@ export interface ExecResult {
 }
 
 
+export interface ReadOptions {
+  /** Bytes one call returns in all; a file that would pass it is refused as `too-large`. @default 64 MiB */
+  maxBytes?: number;
+}
+
+export interface SnapshotOptions {
+  /** @default '/workspace' */
+  dir?: string;
+  /** Largest file whose text is carried; a larger one is listed in `skipped`. @default 1 MiB */
+  maxFileBytes?: number;
+  /** Bytes of names, link targets and text carried in all; entries past it are listed in `skipped`. @default 64 MiB */
+  maxBytes?: number;
+  /** Names of folders not entered wherever they are (`__pycache__`, say). @default [] */
+  skipDirs?: readonly string[];
+}
+
+/** An entry of the tree that a snapshot lists but does not carry, with the reason. */
+export interface SkippedEntry {
+  readonly path: string;
+  /** The path is in escaped form (its bytes are not UTF-8; see escapePathBytes). */
+  readonly escaped: boolean;
+  readonly reason: string;
+}
+
+/**
+ * A whole tree as it is, names read as bytes and symlinks never followed: files under FileTree keys (escaped,
+ * and listed in extras.escapedPaths, when a name is not UTF-8), symlinks with their targets in extras, and
+ * what could not be carried (special files, files over the size cap) in `skipped`.
+ */
+export interface WorkspaceSnapshot {
+  readonly files: FileTree;
+  readonly extras: WorkspaceExtras;
+  readonly skipped: readonly SkippedEntry[];
+}
+
 export interface Sandbox {
   readonly id: string;
   /** Digest of the image the sandbox runs, stamped on records as lineage. */
   readonly imageDigest: string;
   /** Runs a command; everything it starts is killed when it exits, times out or is cancelled. */
   exec(command: readonly string[], options?: ExecOptions): Promise<ExecResult>;
-  /** Writes files under `dir` (relative paths only). @default dir '/workspace' */
+  /**
+   * Writes files under `dir` (relative paths only). A bad path, bad content or a full disk is a
+   * WorkspaceFileError saying why, and nothing is written when a path or content is refused. @default dir '/workspace'
+   */
   writeFiles(files: FileTree, dir?: string): Promise<void>;
-  /** Reads files under `dir`; a missing file is an error naming it. */
-  readFiles(paths: readonly string[], dir?: string): Promise<FileTree>;
-  /** Reads one file under `dir`. */
-  readFile(path: string, dir?: string): Promise<string>;
+  /**
+   * Reads UTF-8 text files under `dir`. A bad path, a missing file, a directory, a file too large or not UTF-8 is
+   * a WorkspaceFileError naming the file and the reason.
+   */
+  readFiles(paths: readonly string[], dir?: string, options?: ReadOptions): Promise<FileTree>;
+  /** Reads one file under `dir`, as readFiles. */
+  readFile(path: string, dir?: string, options?: ReadOptions): Promise<string>;
+  /** Lists and reads a whole tree (by default /workspace), whatever its names hold. */
+  snapshot(options?: SnapshotOptions): Promise<WorkspaceSnapshot>;
   /**
    * Hands the sandbox back. It is never reused: it is destroyed with everything in it, in the background
    * (`SandboxPool.close` waits for that); commands still running get a retriable error.

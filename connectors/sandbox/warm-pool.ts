@@ -48,8 +48,11 @@ export class WarmPool<Spec, Item> {
     this.sweeper.unref();
   }
 
-  /** A ready item for `key` if one is waiting, else a freshly created one; either way the key is topped up behind it. */
-  async take(key: string, spec: Spec): Promise<Item> {
+  /**
+   * A ready item for `key` if one is waiting, else one created from `coldSpec`; either way the key is topped up
+   * behind it with items created from `spec` (the spec of the key's first take: what every item of the key shares).
+   */
+  async take(key: string, spec: Spec, coldSpec: Spec = spec): Promise<Item> {
     if (this.closed) throw new SandboxError('the sandbox pool is closed');
     let state = this.keys.get(key);
     if (!state) {
@@ -65,7 +68,7 @@ export class WarmPool<Spec, Item> {
       if (this.hooks.isUsable(item)) return item;
       this.retire(item);
     }
-    const created = this.hooks.create(spec);
+    const created = this.hooks.create(coldSpec);
     this.track(created.then(
       (item) => {
         if (this.closed) this.retire(item);

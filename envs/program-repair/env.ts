@@ -1,5 +1,5 @@
-import type { Sandbox } from '../../connectors/sandbox/index.js';
-import { ConfigError, SandboxError, type FileTree, type Task, type ToolCall, type ToolResult } from '../../schemas/index.js';
+import { WORKSPACE, type Sandbox } from '../../connectors/sandbox/index.js';
+import { ConfigError, WorkspaceFileError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
 import type { EnvDeps, EnvStep, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
 import { parsePytestOutput } from './pytest-output.js';
@@ -22,6 +22,8 @@ export const REPAIR_TOOL_SPECS: ReadonlyArray<{ name: RepairTool; description: s
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
 const MAX_OBSERVED_OUTPUT = 4_000;
+/** Largest file read_file returns, write_file writes and the verifier is given. */
+const MAX_FILE_BYTES = 1024 * 1024;
 
 /**
  * Program repair: the agent gets one buggy module and its visible tests in a fresh sandbox (the hidden
@@ -70,24 +72,26 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     const state = this.state;
     if (!sandbox || !state || !this.task) throw new Error('ProgramRepairEnv.step called before init');
     const started = performance.now();
-    const next = { ...state, turn: state.turn + 1, lastTool: action.name };
+    const next = { ...state, turn: state.turn + 1, lastTool: typeof action?.name === 'string' ? action.name : null };
     // A mutant can loop forever; a visible-test run that long is a failure, not something to wait for.
     const run = async (command: string[], timeoutMs = 10_000) => sandbox.exec(command, { timeoutMs, signal });
-    const tool = action.name as RepairTool;
     let result: ToolResult;
     let observation: RepairObservation = next;
-    let finalFiles: FileTree | null = null;
+    let final: FinalWorkspace | null = null;
 
     try {
+      const tool = checkedCall(action);
       switch (tool) {
         case 'read_file': {
           const path = stringArg(action, 'path');
-          const files = await sandbox.readFiles([path]).catch((error: unknown) => ({ error }));
-          result = 'error' in files ? fail(`cannot read ${path}`) : ok(files[path] ?? '');
+          result = ok(await sandbox.readFile(path, WORKSPACE, { maxBytes: MAX_FILE_BYTES }));
           break;
         }
         case 'write_file': {
-          await sandbox.writeFiles({ [stringArg(action, 'path')]: stringArg(action, 'content') });
+          const content = stringArg(action, 'content');
+          const bytes = Buffer.byteLength(content);
+          if (bytes > MAX_FILE_BYTES) throw new ConfigError(`tool write_file: content is ${bytes} bytes; files up to ${MAX_FILE_BYTES} bytes can be written (and reach the verifier)`);
+          await sandbox.writeFiles({ [stringArg(action, 'path')]: content });
           result = ok('written');
           break;
         }
@@ -101,6 +105,10 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         }
         case 'list_edits': {
           const listing = await this.repairTool(run, ['list', state.modulePath]);
+          if (typeof listing === 'string') {
+            result = fail(listing);
+            break;
+          }
           const edits = (listing.edits as CandidateEdit[]).map(({ id, kind, line, col, before, after }) => ({ id, kind, line, col, before, after }));
           observation = { ...next, edits };
           result = ok([`${edits.length} candidate edits (apply_edit with an id):`, ...edits.map((e) => `#${e.id} ${e.kind} line ${e.line}:${e.col} ${e.before || '(nothing)'} -> ${e.after || '(nothing)'}`)].join('\n'));
@@ -108,35 +116,51 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         }
         case 'apply_edit': {
           const id = numberArg(action, 'id');
-          if (state.applied) await this.repairTool(run, ['revert', state.modulePath]);
-          const applied = (await this.repairTool(run, ['apply', state.modulePath, String(id)])).applied as CandidateEdit;
-          observation = { ...next, applied: state.edits?.find((edit) => edit.id === id) ?? applied, lastTests: null };
+          if (state.applied) {
+            const reverted = await this.repairTool(run, ['revert', state.modulePath]);
+            if (typeof reverted === 'string') {
+              result = fail(reverted);
+              break;
+            }
+            // The earlier edit is undone whatever happens to this one.
+            observation = { ...next, applied: null, tried: [...state.tried, state.applied.id], lastTests: null };
+          }
+          const applying = await this.repairTool(run, ['apply', state.modulePath, String(id)]);
+          if (typeof applying === 'string') {
+            result = fail(applying);
+            break;
+          }
+          const applied = applying.applied as CandidateEdit;
+          observation = { ...observation, applied: state.edits?.find((edit) => edit.id === id) ?? applied, lastTests: null };
           result = ok(`applied edit ${id}: ${applied.kind} at line ${applied.line}: ${applied.before} -> ${applied.after}`);
           break;
         }
         case 'revert': {
-          await this.repairTool(run, ['revert', state.modulePath]);
+          const reverted = await this.repairTool(run, ['revert', state.modulePath]);
+          if (typeof reverted === 'string') {
+            result = fail(reverted);
+            break;
+          }
           observation = { ...next, applied: null, tried: state.applied ? [...state.tried, state.applied.id] : state.tried, lastTests: null };
           result = ok('reverted');
           break;
         }
         case 'submit': {
-          finalFiles = await this.finalFiles();
-          result = ok('submitted');
+          final = await this.finalWorkspace();
+          result = ok(final.skipped.length === 0 ? 'submitted' : `submitted; not carried to the verifier:\n${final.skipped.join('\n')}`);
           break;
         }
-        default:
-          result = fail(`unknown tool "${action.name}"; tools: ${REPAIR_TOOLS.join(', ')}`);
       }
     } catch (error) {
-      // A malformed call (from an LLM, say) is the agent's mistake: it sees the reason and the episode goes on.
-      if (!(error instanceof ConfigError)) throw error;
+      // What the agent asked for is wrong (a malformed call, a bad path, a missing file, a full disk): it sees
+      // the reason and the episode goes on. Anything else is the sandbox's or ours, and is not its to see.
+      if (!(error instanceof ConfigError || error instanceof WorkspaceFileError)) throw error;
       result = fail(error.message);
     }
-    if (!finalFiles && observation.turn >= observation.maxTurns) finalFiles = await this.finalFiles();
+    if (!final && observation.turn >= observation.maxTurns) final = await this.finalWorkspace();
     observation = { ...observation, lastResult: result };
     this.state = observation;
-    return { observation, result, done: finalFiles !== null, finalFiles, sandboxMs: performance.now() - started };
+    return { observation, result, done: final !== null, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
   }
 
   async close(): Promise<void> {
@@ -154,38 +178,72 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     return `turn ${observation.turn}/${observation.maxTurns}: ${tests}; ${edits}${applied}`;
   }
 
-  /** Every file the agent left in the workspace except the visible tests, whose pristine copies the verifier brings. */
-  private async finalFiles(): Promise<FileTree> {
-    const listing = await this.sandbox!.exec(['find', '.', '-type', 'f', '-size', '-1024k', '-not', '-path', '*/__pycache__/*', '-printf', '%P\\n']);
-    const paths = listing.stdout.split('\n').filter((path) => path && !(path in this.task!.visibleTests));
-    return this.sandbox!.readFiles(paths);
+  /**
+   * Everything the agent left in the workspace except the visible tests (the verifier brings pristine copies):
+   * names read as bytes, so any name survives, and symlinks recorded as symlinks.
+   */
+  private async finalWorkspace(): Promise<FinalWorkspace> {
+    const snapshot = await this.sandbox!.snapshot({ maxFileBytes: MAX_FILE_BYTES, skipDirs: ['__pycache__'] });
+    const visible = this.task!.visibleTests;
+    return {
+      files: Object.fromEntries(Object.entries(snapshot.files).filter(([path]) => !Object.hasOwn(visible, path))),
+      extras: { ...snapshot.extras, escapedPaths: snapshot.extras.escapedPaths.filter((path) => !Object.hasOwn(visible, path)) },
+      skipped: snapshot.skipped.map((entry) => `${JSON.stringify(entry.path)}: ${entry.reason}`),
+    };
   }
 
-  private async repairTool(run: (command: string[]) => ReturnType<Sandbox['exec']>, args: string[]): Promise<Record<string, unknown>> {
+  /** The repair tool's JSON answer, or why it failed: an edit id out of range, a module the agent broke, a timeout. */
+  private async repairTool(run: (command: string[]) => ReturnType<Sandbox['exec']>, args: string[]): Promise<Record<string, unknown> | string> {
     const exec = await run(['python3', REPAIR_TOOL, ...args]);
-    let parsed: Record<string, unknown>;
+    if (exec.status !== 'exited') return `${args[0]} did not finish: ${exec.status === 'timeout' ? 'it ran past its time limit' : 'it ran out of memory'}`;
+    let parsed: unknown;
     try {
-      parsed = JSON.parse(exec.stdout) as Record<string, unknown>;
+      parsed = JSON.parse(exec.stdout);
     } catch {
-      throw new SandboxError(`repair tool ${args[0]} gave no JSON (exit ${exec.exitCode}): ${exec.stderr.slice(0, 500)}`);
+      parsed = null;
     }
-    if (exec.exitCode !== 0) throw new SandboxError(`repair tool ${args.join(' ')} failed: ${String(parsed.error ?? exec.stderr)}`);
-    return parsed;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return `${args[0]} failed (exit ${exec.exitCode}): ${clip(exec.stderr.trim() || exec.stdout.trim() || 'no output')}`;
+    const answer = parsed as Record<string, unknown>;
+    if (exec.exitCode !== 0) return `${args[0]} failed: ${typeof answer.error === 'string' ? answer.error : clip(exec.stderr)}`;
+    return answer;
   }
+}
+
+interface FinalWorkspace {
+  readonly files: FileTree;
+  readonly extras: WorkspaceExtras;
+  /** What the snapshot could not carry, one line each (name and reason), for the submit result. */
+  readonly skipped: readonly string[];
 }
 
 const ok = (output: string): ToolResult => ({ ok: true, output: clip(output), truncated: output.length > MAX_OBSERVED_OUTPUT, exitCode: 0 });
 const fail = (output: string): ToolResult => ({ ok: false, output: clip(output), truncated: false, exitCode: null });
 const clip = (text: string): string => (text.length > MAX_OBSERVED_OUTPUT ? `${text.slice(0, MAX_OBSERVED_OUTPUT / 2)}\n...\n${text.slice(-MAX_OBSERVED_OUTPUT / 2)}` : text);
 
+/** The tool a call names, once its name and arguments have the right shape; a ConfigError says what is wrong. */
+function checkedCall(action: ToolCall): RepairTool {
+  if (typeof action !== 'object' || action === null) throw new ConfigError(`a tool call must be an object with a name and arguments, got ${JSON.stringify(action)}`);
+  const { name } = action;
+  const spec = REPAIR_TOOL_SPECS.find((tool) => tool.name === name);
+  if (!spec) throw new ConfigError(`unknown tool ${JSON.stringify(name)}; tools: ${REPAIR_TOOLS.join(', ')}`);
+  const args: unknown = action.arguments;
+  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new ConfigError(`tool ${name}: arguments must be an object, got ${JSON.stringify(args) ?? String(args)}`);
+  const known = Object.keys((spec.parameters.properties ?? {}) as Record<string, unknown>);
+  const unknown = Object.keys(args).filter((key) => !known.includes(key));
+  if (unknown.length > 0) throw new ConfigError(`tool ${name} takes no argument ${unknown.map((key) => JSON.stringify(key)).join(', ')} (it takes ${known.join(', ') || 'none'})`);
+  return spec.name;
+}
+
 function stringArg(action: ToolCall, name: string): string {
-  const value = action.arguments[name];
-  if (typeof value !== 'string') throw new ConfigError(`tool ${action.name}: argument "${name}" must be a string`);
+  const value = Object.hasOwn(action.arguments, name) ? action.arguments[name] : undefined;
+  if (typeof value !== 'string') throw new ConfigError(`tool ${action.name}: argument "${name}" must be a string, got ${describeValue(value)}`);
   return value;
 }
 
 function numberArg(action: ToolCall, name: string): number {
-  const value = action.arguments[name];
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new ConfigError(`tool ${action.name}: argument "${name}" must be a whole number`);
+  const value = Object.hasOwn(action.arguments, name) ? action.arguments[name] : undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new ConfigError(`tool ${action.name}: argument "${name}" must be a whole number, got ${describeValue(value)}`);
   return value;
 }
+
+const describeValue = (value: unknown): string => (value === undefined ? 'nothing' : clip(JSON.stringify(value) ?? String(value)).slice(0, 200));

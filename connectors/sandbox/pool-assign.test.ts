@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { PassThrough } from 'node:stream';
+import { test } from 'node:test';
+import { SandboxError } from '../../schemas/index.js';
+import { AgentChannel } from './agent-channel.js';
+import type { SandboxHandle } from './agent-sandbox.js';
+import { AgentSandboxPool, resolvePoolOptions, type SandboxBackend, type StartSpec } from './pool.js';
+
+/** A backend whose sandboxes are channels to nobody: enough to see what they were started for and told. */
+class FakeBackend implements SandboxBackend {
+  readonly owner = 'test-owner';
+  readonly started: StartSpec[] = [];
+  readonly assigned: string[] = [];
+  readonly channels: AgentChannel[] = [];
+
+  async start(spec: StartSpec): Promise<SandboxHandle> {
+    this.started.push(spec);
+    const output = new PassThrough();
+    const channel = new AgentChannel(new PassThrough(), output, `fake-${this.started.length}`);
+    output.write(`${JSON.stringify({ event: 'ready', protocol: 2 })}\n`);
+    await channel.ready;
+    this.channels.push(channel);
+    return {
+      id: `fake-${this.started.length}`,
+      imageDigest: 'sha256:none',
+      channel,
+      assign: async (taskId) => void this.assigned.push(taskId),
+      diagnose: async () => null,
+      destroy: async () => channel.close('it was released'),
+    };
+  }
+
+  async reap() {
+    return { removed: [], unknownOwner: [] };
+  }
+
+  async existing(): Promise<string[]> {
+    return [];
+  }
+}
+
+test('a warm sandbox starts with no task and, once acquired, names the task that holds it', async () => {
+  const backend = new FakeBackend();
+  const pool = new AgentSandboxPool(backend, resolvePoolOptions({ warmSize: 1, reapIntervalMs: 0 }, 'test'));
+  try {
+    const first = await pool.acquire({ image: 'img', runId: 'run', taskId: 'task-A' });
+    assert.equal(backend.started[0]!.taskId, 'task-A', 'a cold start knows its task');
+    for (let i = 0; i < 50 && backend.started.length < 2; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(backend.started[1]?.taskId, '', 'the warm refill is started for no task, not for task-A');
+
+    const second = await pool.acquire({ image: 'img', runId: 'run', taskId: 'task-B' });
+    assert.equal(second.id, 'fake-2', 'task-B got the warm sandbox');
+    assert.deepEqual(backend.assigned.slice(0, 2), ['task-A', 'task-B']);
+    const pending = second.exec(['sleep', '30']);
+    backend.channels[1]!.close('the engine went away');
+    await assert.rejects(pending, (error: unknown) => error instanceof SandboxError && /^sandbox fake-2 \(task task-B\) is gone/.test(error.message));
+    await second.release();
+    await assert.rejects(second.exec(['true']), /sandbox fake-2 \(task task-B\) was released/);
+    await first.release();
+  } finally {
+    await pool.close();
+  }
+});

@@ -1,0 +1,150 @@
+"""The agent's file requests: one judge of request paths, refusals with a reason, and snapshots of any names."""
+
+import base64
+import os
+
+import pytest
+
+import agent
+
+
+@pytest.fixture
+def root(tmp_path):
+    return os.path.realpath(tmp_path)
+
+
+def refused(call, *args):
+    with pytest.raises(agent.Refused) as caught:
+        call(*args)
+    return caught.value.reason, str(caught.value)
+
+
+@pytest.mark.parametrize(
+    'path, says',
+    [
+        ('/etc/x', 'path must be relative to the workspace: /etc/x is absolute'),
+        ('../x', "resolves outside"),
+        ('a/../../x', "it goes up with '..'"),
+        ('a/..', "it goes up with '..'"),
+        ('a\0b', 'must not contain a NUL byte'),
+        ('', 'must not be empty'),
+        ('x' * 256, 'name of 256 bytes, over the 255-byte limit'),
+        ('é' * 128, 'name of 256 bytes, over the 255-byte limit'),
+        ('/'.join(['d' * 200] * 21), 'over the 4096-byte limit of a path'),
+        ('\ud800.py', 'not valid Unicode text'),
+    ],
+)
+def test_bad_paths_are_refused_with_a_reason(root, path, says):
+    reason, message = refused(agent.checked_path, root, path)
+    assert reason == 'bad-path'
+    assert says in message
+
+
+def test_a_path_that_is_not_a_string_is_refused(root):
+    assert refused(agent.checked_path, root, 7) == ('bad-path', 'path must be a string, got int')
+
+
+def test_a_symlink_out_of_the_folder_is_refused_and_one_inside_is_followed(root):
+    os.symlink('/etc', os.path.join(root, 'out'))
+    os.mkdir(os.path.join(root, 'pkg'))
+    os.symlink('pkg', os.path.join(root, 'in'))
+    reason, message = refused(agent.checked_path, root, 'out/passwd')
+    assert reason == 'bad-path' and 'through a symlink (to /etc/passwd)' in message
+    assert agent.checked_path(root, 'in/mod.py') == os.path.join(root, 'pkg', 'mod.py')
+
+
+def test_names_with_any_text_are_fine(root):
+    for name in ('-rf', 'new\nline.py', ' spaced ', 'x' * 255, 'a/./b', '__proto__'):
+        assert agent.checked_path(root, name).startswith(root + os.sep)
+
+
+def test_reads_say_why_they_fail(root):
+    os.mkdir(os.path.join(root, 'dir'))
+    with open(os.path.join(root, 'bin'), 'wb') as f:
+        f.write(b'ok\xff')
+    with open(os.path.join(root, 'big'), 'wb') as f:
+        f.write(b'x' * 100)
+    os.mkfifo(os.path.join(root, 'fifo'))
+    read = lambda path, limit=1000: agent.read_files({'dir': root, 'paths': [path], 'maxBytes': limit})  # noqa: E731
+    assert refused(read, 'nope.py') == ('missing', 'no such file: nope.py')
+    assert refused(read, 'big/x') == ('missing', 'no such file: big/x')
+    assert refused(read, 'dir') == ('directory', 'dir is a directory, not a file')
+    assert refused(read, 'fifo') == ('not-a-file', 'fifo is not a regular file')
+    assert refused(read, 'big', 10)[0] == 'too-large'
+    assert refused(read, 'bin') == ('not-utf8', 'bin is not UTF-8 text (byte 2 is 0xff)')
+
+
+def test_a_refused_write_writes_nothing(root):
+    files = {'good.py': 'x = 1\n', '/etc/bad': 'y'}
+    reason, _ = refused(agent.write_files, {'dir': root, 'files': files})
+    assert reason == 'bad-path'
+    assert not os.path.exists(os.path.join(root, 'good.py'))
+    assert refused(agent.write_files, {'dir': root, 'files': {'a.py': '\udc80'}})[0] == 'not-utf8'
+    assert refused(agent.write_files, {'dir': root, 'files': {'a.py': 3}})[0] == 'bad-content'
+
+
+def test_write_failures_say_why(root):
+    agent.write_files({'dir': root, 'files': {'file': 'x'}})
+    assert refused(agent.write_files, {'dir': root, 'files': {'file/inner.py': 'x'}})[0] == 'not-a-file'
+    os.mkdir(os.path.join(root, 'dir'))
+    assert refused(agent.write_files, {'dir': root, 'files': {'dir': 'x'}})[0] == 'directory'
+    assert refused(agent.write_files, {'dir': root, 'files': {'.': 'x'}}) == ('directory', '. is the folder itself, not a file')
+
+
+def test_snapshot_carries_every_name_as_bytes_and_symlinks_unfollowed(root):
+    raw = os.fsencode(root)
+    names = [b'plain.py', b'new\nline.py', b'-rf', b'bad\xff\xfe.py', b'x' * 255, b'deep/' * 40 + b'leaf.py']
+    for name in names:
+        os.makedirs(os.path.dirname(os.path.join(raw, name)), exist_ok=True)
+        with open(os.path.join(raw, name), 'wb') as f:
+            f.write(b'text of ' + name.replace(b'\xff', b'').replace(b'\xfe', b''))
+    os.symlink(b'/etc/passwd', os.path.join(raw, b'link'))
+    os.symlink(b'target\xff', os.path.join(raw, b'odd-link'))
+    os.mkdir(os.path.join(raw, b'__pycache__'))
+    with open(os.path.join(raw, b'__pycache__', b'm.pyc'), 'wb') as f:
+        f.write(b'\0')
+    os.mkfifo(os.path.join(raw, b'fifo'))
+    with open(os.path.join(raw, b'big'), 'wb') as f:
+        f.write(b'x' * 2000)
+
+    result = agent.snapshot({'dir': root, 'maxFileBytes': 1000, 'skipDirs': ['__pycache__']})
+    decode = lambda entries: {base64.b64decode(e['path']): e for e in entries}  # noqa: E731
+    files, links, skipped = decode(result['files']), decode(result['symlinks']), decode(result['skipped'])
+    assert sorted(files) == sorted(names)
+    assert files[b'new\nline.py']['text'] == 'text of new\nline.py'
+    assert {name: base64.b64decode(e['target']) for name, e in links.items()} == {b'link': b'/etc/passwd', b'odd-link': b'target\xff'}
+    assert sorted(skipped) == [b'big', b'fifo']
+    assert 'over the 1000 bytes' in skipped[b'big']['reason']
+
+
+def test_snapshot_stops_carrying_at_its_byte_budget(root):
+    for n in range(10):
+        with open(os.path.join(root, 'f%d' % n), 'w') as f:
+            f.write('y' * 100)
+    result = agent.snapshot({'dir': root, 'maxFileBytes': 1000, 'maxBytes': 350})
+    assert len(result['files']) < 10
+    assert len(result['files']) + len(result['skipped']) == 10
+
+
+def test_a_failed_write_leaves_the_old_file_and_no_scraps(root, monkeypatch):
+    agent.write_files({'dir': root, 'files': {'keep.py': 'old\n'}})
+
+    def full(*_):
+        raise OSError(28, 'No space left on device')
+
+    monkeypatch.setattr(agent.os, 'replace', full)
+    assert refused(agent.write_files, {'dir': root, 'files': {'keep.py': 'new\n'}})[0] == 'no-space'
+    assert os.listdir(root) == ['keep.py']
+    with open(os.path.join(root, 'keep.py')) as f:
+        assert f.read() == 'old\n'
+
+
+def test_snapshot_reports_folders_too_deep_as_skipped(root):
+    deep = os.path.join(root, *(['d'] * (agent.SNAPSHOT_MAX_DEPTH + 3)))
+    os.makedirs(deep)
+    with open(os.path.join(deep, 'leaf.py'), 'w') as f:
+        f.write('x')
+    result = agent.snapshot({'dir': root})
+    reasons = {base64.b64decode(e['path']): e['reason'] for e in result['skipped']}
+    assert reasons == {b'/'.join([b'd'] * (agent.SNAPSHOT_MAX_DEPTH + 1)): 'nested more than 64 folders deep'}
+    assert result['files'] == []
