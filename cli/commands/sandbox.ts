@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { defaultRootfsDir, newOwner, reapDockerSandboxes, reapProcessSandboxes, RootfsStore } from '../../connectors/sandbox/index.js';
 import { imageFor } from '../../stack/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 
 export const sandboxCommand: Command = {
@@ -40,7 +41,6 @@ export const sandboxCommand: Command = {
       process.stdout.write(`${image} (${rootfs.digest}): ${rootfs.dir}\ncopy ${store.cacheDir} to the same place on the target host\n`);
       return 0;
     }
-    process.stderr.write(`trialrun sandbox: expected gc or rootfs <image>, got "${[action, target].filter(Boolean).join(' ')}"\n`);
-    return 2;
+    throw new ConfigError(`expected gc or rootfs <image>, got "${[action, target].filter(Boolean).join(' ')}"`);
   },
 };

@@ -3,6 +3,7 @@ export {
   replayIntoProcessor,
   replayIntoTopic,
   replayPrefix,
+  requireTopics,
   type ProcessorReplayOptions,
   type ProcessorReplayProgress,
   type ProcessorReplayReport,
