@@ -67,5 +67,7 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     return await runCommand('trialrun', command, rest);
   } catch (error) {
     return reportError(label, error, debug);
+  } finally {
+    process.off('unhandledRejection', fail).off('uncaughtException', fail);
   }
 }

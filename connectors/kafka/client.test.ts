@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { ConfigError, ConnectionError } from '../../schemas/index.js';
+import { asKafkaConnectionError, resolveKafkaOptions } from './client.js';
+
+test('broker addresses come from KAFKA_BROKERS and must be host:port', () => {
+  assert.deepEqual(resolveKafkaOptions({}, { KAFKA_BROKERS: 'a:1, b:2' }).brokers, ['a:1', 'b:2']);
+  assert.equal(resolveKafkaOptions({}, {}).brokersFrom, 'default');
+  assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: 'nonsense' }), (error: unknown) => error instanceof ConfigError && error.message === 'KAFKA_BROKERS: "nonsense" is not host:port');
+  assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: ' , ' }), /KAFKA_BROKERS: at least one broker address/);
+  assert.throws(() => resolveKafkaOptions({}, { KAFKAJS_LOG_LEVEL: 'loud' }), /KAFKAJS_LOG_LEVEL/);
+});
+
+test('a client connection failure anywhere in an error chain becomes one message naming KAFKA_BROKERS', () => {
+  // kafkajs wraps the connection error in its retry error; both are matched by name (it exports no classes to ES modules).
+  const connection = Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9'), { name: 'KafkaJSConnectionError' });
+  const retries = Object.assign(new Error('Connection error: connect ECONNREFUSED 127.0.0.1:9', { cause: connection }), { name: 'KafkaJSNumberOfRetriesExceeded' });
+  const previous = process.env.KAFKA_BROKERS;
+  process.env.KAFKA_BROKERS = '127.0.0.1:9';
+  try {
+    const converted = asKafkaConnectionError(retries);
+    assert.ok(converted instanceof ConnectionError);
+    assert.match(converted.message, /^cannot reach Kafka at KAFKA_BROKERS=127\.0\.0\.1:9: Connection error: connect ECONNREFUSED 127\.0\.0\.1:9; start it with `trialrun stack up`/);
+    assert.equal(asKafkaConnectionError(new Error('Binder Error: nope')), undefined);
+  } finally {
+    if (previous === undefined) delete process.env.KAFKA_BROKERS;
+    else process.env.KAFKA_BROKERS = previous;
+  }
+});
