@@ -47,7 +47,6 @@ export const notebookCommand: Command = {
     const out = resolve(stringOption(values, 'out') ?? join(stateDir(), 'reports'));
     // Refuses a missing folder, one without Parquet files and unknown run ids, before anything is written.
     const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
-    process.stderr.write(`[notebook] reading ${store}${runIds ? ` (runs ${runIds.join(', ')})` : ''}\n`);
     try {
       mkdirSync(out, { recursive: true });
       for (const notebookName of names) {
@@ -56,7 +55,7 @@ export const notebookCommand: Command = {
         const path = join(out, `${notebookName}.html`);
         writeFileSync(path, notebookHtml(notebook, results, { source: runIds ? `${store} (runs ${runIds.join(', ')})` : store, generatedAt: new Date() }));
         const charts = results.reduce((sum, r) => sum + r.svgs.length, 0);
-        process.stdout.write(`wrote ${path} (${results.length} queries, ${charts} charts)\n`);
+        process.stdout.write(`wrote ${path} (${results.length} queries, ${charts} charts) from ${store}\n`);
       }
       return 0;
     } finally {

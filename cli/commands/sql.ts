@@ -48,7 +48,8 @@ export const sqlCommand: Command = {
     // Refuses a missing folder, one without Parquet files and unknown run ids: an empty answer from the
     // wrong folder would look like a real one.
     const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
-    process.stderr.write(`[sql] reading ${store}${runIds ? ` (runs ${runIds.join(', ')})` : ''}\n`);
+    // Said once the query has run, so an error stays the only line.
+    const readFrom = (): void => void process.stderr.write(`[sql] read ${store}${runIds ? ` (runs ${runIds.join(', ')})` : ''}\n`);
     try {
       const statements = await userQuery(() => catalog.countStatements(query));
       if (statements === 0) throw new ConfigError(`no SQL statement in "${query}"`);
@@ -57,12 +58,14 @@ export const sqlCommand: Command = {
       if (format === 'parquet') {
         await userQuery(() => catalog.run(`COPY (${query.replace(/;\s*$/, '')}) TO ${sqlString(out!)} (FORMAT parquet)`));
         process.stderr.write(`wrote ${out}\n`);
+        readFrom();
         return 0;
       }
       const results: QueryResult[] = await userQuery(() => catalog.queryAll(query));
       const text = results.map((result) => formatResult(result, format as OutputFormat)).join('\n\n');
       if (out) writeFileSync(out, `${text}\n`);
       else process.stdout.write(`${text}\n`);
+      readFrom();
       return 0;
     } finally {
       catalog.close();
