@@ -1,4 +1,5 @@
-import { compactStore } from '../../connectors/analytics/index.js';
+import { ANALYTICS_TABLES, compactStore } from '../../connectors/analytics/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { existingDir, listOption, requiredInt } from '../options.js';
 import { dataDir, dataDirHelp } from '../paths.js';
@@ -26,8 +27,12 @@ export const compactCommand: Command = {
     'data-dir': dataDirHelp(),
   },
   async run(values) {
+    const tables = listOption(values, 'table');
+    const known = ANALYTICS_TABLES.map((spec) => spec.table as string);
+    const unknown = (tables ?? []).filter((table) => !known.includes(table));
+    if (unknown.length) throw new ConfigError(`--table ${unknown.join(', ')}: no such table; one of ${known.join(', ')}`);
     const options = {
-      tables: listOption(values, 'table'),
+      tables,
       smallFileBytes: requiredInt(values, 'small-file-mb') * MiB,
       targetFileBytes: requiredInt(values, 'target-file-mb') * MiB,
       dryRun: values['dry-run'] === true,

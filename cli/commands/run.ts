@@ -69,6 +69,7 @@ export const runProcessorCommand: Command = {
     } else if (name === 'learner') {
       processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs });
     } else {
+      process.stderr.write(`[${name}] landing Parquet files in ${dataDir()}\n`);
       processor = new AnalyticsSink(context, { dataDir: dataDir(), sessionTimeoutMs });
     }
     await processor.start();
