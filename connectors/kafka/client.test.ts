@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConfigError, ConnectionError } from '../../schemas/index.js';
-import { asKafkaConnectionError, resolveKafkaOptions } from './client.js';
+import { logLevel } from 'kafkajs';
+import { asKafkaConnectionError, kafkaLogCreator, resolveKafkaOptions, stderrKafkaLog, type KafkaLogLine } from './client.js';
 
 test('broker addresses come from KAFKA_BROKERS and must be host:port', () => {
   assert.deepEqual(resolveKafkaOptions({}, { KAFKA_BROKERS: 'a:1, b:2' }).brokers, ['a:1', 'b:2']);
@@ -26,4 +27,23 @@ test('a client connection failure anywhere in an error chain becomes one message
     if (previous === undefined) delete process.env.KAFKA_BROKERS;
     else process.env.KAFKA_BROKERS = previous;
   }
+});
+
+test("the client's log entries reach our logger as fields, and print as one plain line at warn, not JSON", () => {
+  const lines: KafkaLogLine[] = [];
+  const logger = kafkaLogCreator((line) => void lines.push(line))(logLevel.WARN);
+  const entry = (level: logLevel, message: string) => ({ namespace: 'Connection', level, label: 'ERROR', log: { message, timestamp: 't', logger: 'kafkajs', broker: '127.0.0.1:9', retryCount: 2 } });
+  logger(entry(logLevel.ERROR, 'Connection error: connect ECONNREFUSED 127.0.0.1:9'));
+  logger(entry(logLevel.WARN, 'KafkaJS v2.0.0 switched default partitioner.'));
+  assert.deepEqual(lines, [{ level: 'error', namespace: 'Connection', message: 'Connection error: connect ECONNREFUSED 127.0.0.1:9', fields: { broker: '127.0.0.1:9', retryCount: 2 } }], 'routine chatter is muted');
+
+  const written: string[] = [];
+  const write = process.stderr.write;
+  process.stderr.write = ((chunk: string) => written.push(String(chunk)) > 0) as typeof process.stderr.write;
+  try {
+    stderrKafkaLog(lines[0]!);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.deepEqual(written, ['kafka warn [Connection] Connection error: connect ECONNREFUSED 127.0.0.1:9 (broker=127.0.0.1:9, retryCount=2)\n']);
 });

@@ -87,7 +87,7 @@ const MUTED = [
 ];
 
 /** Hands kafkajs's entries to our logger as plain lines, never its JSON. */
-function logCreator(log: KafkaLog): NonNullable<KafkaConfig['logCreator']> {
+export function kafkaLogCreator(log: KafkaLog): NonNullable<KafkaConfig['logCreator']> {
   return () => ({ namespace, level, log: entry }: LogEntry) => {
     const { message = '', timestamp: _t, logger: _l, ...fields } = entry;
     const text = `${String(message)} ${JSON.stringify(fields)}`;
@@ -103,7 +103,7 @@ export function createKafka(options: KafkaOptions = {}): Kafka {
     brokers: [...resolved.brokers],
     connectionTimeout: resolved.connectionTimeoutMs,
     logLevel: LEVELS[resolved.logLevel],
-    logCreator: logCreator(resolved.log),
+    logCreator: kafkaLogCreator(resolved.log),
     // No client-wide retry override: kafkajs gives idempotent producers unlimited retries, which EOS needs.
   });
 }
