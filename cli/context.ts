@@ -1,11 +1,18 @@
 import { checkBrokers, createKafka } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
 import type { ProcessorContext } from '../pipelines/runtime/index.js';
-import { topicNames, type TopicNames } from '../schemas/index.js';
+import { ConfigError, errorMessage, topicNames, type TopicNames } from '../schemas/index.js';
 
 /** The catalog's topic names under TRIALRUN_TOPIC_PREFIX (default `trialrun.`); needs no connection. */
 export function topicNamesFromEnv(env: NodeJS.ProcessEnv = process.env): TopicNames {
-  return topicNames(env.TRIALRUN_TOPIC_PREFIX ?? 'trialrun.');
+  const prefix = env.TRIALRUN_TOPIC_PREFIX ?? 'trialrun.';
+  // Set but empty is a variable that expanded to nothing, not a wish for unprefixed topics.
+  if (prefix === '') throw new ConfigError('TRIALRUN_TOPIC_PREFIX is set but empty; unset it for the default trialrun., or give a prefix such as exp1.');
+  try {
+    return topicNames(prefix);
+  } catch (error) {
+    throw new ConfigError(`TRIALRUN_TOPIC_PREFIX: ${errorMessage(error)}`, { cause: error });
+  }
 }
 
 /**

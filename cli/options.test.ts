@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError } from '../schemas/index.js';
-import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, positionOption, requiredInt, stringOption } from './options.js';
+import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, outputFile, positionOption, requiredInt, stringOption } from './options.js';
 
 test('whole numbers: plain digits at or above the minimum, else a ConfigError naming the option and the value', () => {
   assert.equal(intOption({ n: '3' }, 'n'), 3);
@@ -42,6 +42,9 @@ test('files and folders must exist and be of their kind', () => {
   assert.equal(existingDir(dir, '--data-dir'), dir);
   assert.throws(() => existingDir(file, '--data-dir'), /is not a folder/);
   assert.throws(() => existingDir(join(dir, 'nope'), '--data-dir'), /--data-dir: no such folder/);
+  assert.equal(outputFile(join(dir, 'out.csv'), '--out'), join(dir, 'out.csv'));
+  assert.throws(() => outputFile(join(dir, 'nope', 'out.csv'), '--out'), (error: unknown) => error instanceof ConfigError && error.message === `--out: no folder ${join(dir, 'nope')} to write ${join(dir, 'nope', 'out.csv')} in`);
+  assert.throws(() => outputFile(dir, '--out'), /is a folder/);
 });
 
 test('positions name their option in errors', () => {

@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parsePosition, type Position } from '../connectors/kafka/index.js';
 import { ConfigError } from '../schemas/index.js';
 
@@ -95,4 +95,13 @@ export function positionOption(values: OptionValues, name: string, fallback?: Po
     if (error instanceof ConfigError) throw new ConfigError(`--${name}: ${error.message}`);
     throw error;
   }
+}
+
+/** The absolute path of a file to write: its folder must exist (a typo there would fail only at the end). */
+export function outputFile(path: string, what: string): string {
+  const absolute = resolve(path);
+  const folder = dirname(absolute);
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new ConfigError(`${what}: no folder ${folder} to write ${absolute} in`);
+  if (existsSync(absolute) && statSync(absolute).isDirectory()) throw new ConfigError(`${what}: ${absolute} is a folder`);
+  return absolute;
 }

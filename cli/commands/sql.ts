@@ -3,7 +3,7 @@ import { AnalyticsCatalog, sqlString, type QueryResult } from '../../connectors/
 import { ConfigError, errorMessage } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { formatResult, type OutputFormat } from '../format.js';
-import { choiceOption, listOption, stringOption } from '../options.js';
+import { choiceOption, listOption, outputFile, stringOption } from '../options.js';
 import { dataDir, dataDirHelp } from '../paths.js';
 
 const FORMATS = ['table', 'csv', 'json', 'parquet'] as const;
@@ -41,7 +41,8 @@ export const sqlCommand: Command = {
     const query = positionals.join(' ').trim();
     if (!query) throw new ConfigError('a query is required, e.g. trialrun sql "SELECT count(*) FROM trajectories"');
     const format = choiceOption(values, 'format', FORMATS);
-    const out = stringOption(values, 'out');
+    const outOption = stringOption(values, 'out');
+    const out = outOption === undefined ? undefined : outputFile(outOption, '--out');
     if (format === 'parquet' && !out) throw new ConfigError('--format parquet needs --out <file.parquet>');
     const store = dataDir(values);
     const runIds = listOption(values, 'run');

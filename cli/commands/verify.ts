@@ -10,7 +10,7 @@ import { ConfigError, NotFoundError, ShutdownError, type Task } from '../../sche
 import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { existingFile, intOption, positionOption, requiredInt, stringOption } from '../options.js';
+import { existingFile, intOption, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
 
 const JOB_FILE = /\.(ya?ml|json)$/i;
@@ -98,7 +98,8 @@ export const verifyCommand: Command = {
     }
     // Every option is checked before a sandbox pool or a connection exists.
     const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0) };
-    const json = stringOption(values, 'json');
+    const jsonOption = stringOption(values, 'json');
+    const json = jsonOption === undefined ? undefined : outputFile(jsonOption, '--json');
     const taskFile = file === undefined ? undefined : existingFile(file, 'the job or rows file');
     const calibration = { limit: intOption(values, 'limit'), mutants: requiredInt(values, 'mutants', 0), concurrency: requiredInt(values, 'concurrency') };
     const rescoring =
