@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
-import { checkBrokers, createKafka } from '../../connectors/kafka/index.js';
+import { createKafka } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { evaluatePolicy, landEvaluation, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
@@ -88,14 +88,14 @@ export const learnCommand: Command = {
   },
   async run(values) {
     const { taskFile, minutes, evalSamples, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policyId } = resolveLearnSettings(values);
-    await stackUp((line) => void process.stderr.write(`${line}\n`));
-    await checkBrokers();
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
+    // The task file needs no service: a file without both kinds of task stops before the stack comes up.
     const prepared = await prepareTasks({ file: taskFile, rejectsDir: join(data, 'rejects'), jobRunId: runId });
     const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
-    if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length}`);
+    if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);
     process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
+    await stackUp((line) => void process.stderr.write(`${line}\n`));
 
     const kind = policyKind(policyId);
     const pool = new DockerSandboxPool();
