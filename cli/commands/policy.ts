@@ -7,7 +7,7 @@ import { choiceOption } from '../options.js';
 import { checkpointStore } from '../paths.js';
 
 async function checkpointHistory(policyId: string): Promise<Map<number, PolicyCheckpoint>> {
-  const context = await processorContext();
+  const context = await processorContext(['policyCheckpoints']);
   const byVersion = new Map<number, PolicyCheckpoint>();
   await readRange(context.kafka, {
     topic: context.names.name('policyCheckpoints'),
@@ -24,7 +24,7 @@ async function checkpointHistory(policyId: string): Promise<Map<number, PolicyCh
 }
 
 async function publishPin(pin: PolicyPin): Promise<void> {
-  const context = await processorContext();
+  const context = await processorContext(['policyPins']);
   await context.serde.register(['policyPins']);
   const producer = context.kafka.producer({ idempotent: true });
   await producer.connect();

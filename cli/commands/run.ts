@@ -6,7 +6,7 @@ import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
@@ -52,7 +52,8 @@ export const runProcessorCommand: Command = {
     const sessionTimeoutMs = requiredInt(values, 'session-timeout-ms', MIN_SESSION_TIMEOUT_MS);
     const groupSize = requiredInt(values, 'group-size');
     const batchSize = requiredInt(values, 'batch-size');
-    const context = await processorContext();
+    // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
+    const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;

@@ -41,7 +41,7 @@ async function loadTasks(file: string | undefined, pool: DockerSandboxPool): Pro
     const report = await runTaskJob({ job, rejectsDir: join(dataDir(), 'rejects'), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
     return [...report.tasks];
   }
-  const context = await processorContext();
+  const context = await processorContext(['tasks']);
   const tasks = new Map<string, Task>();
   await readTopic(context.kafka, {
     topic: context.names.name('tasks'),
@@ -148,7 +148,7 @@ export const verifyCommand: Command = {
         return 0;
       }
 
-      const context = await processorContext();
+      const context = await processorContext(['tasks', 'trajectories', 'verifications', 'rewards']);
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
       const verifier = new Verifier({ ...options, runId, pool, imageFor, tasks });

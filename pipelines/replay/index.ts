@@ -3,7 +3,6 @@ export {
   replayIntoProcessor,
   replayIntoTopic,
   replayPrefix,
-  requireTopics,
   type ProcessorReplayOptions,
   type ProcessorReplayProgress,
   type ProcessorReplayReport,

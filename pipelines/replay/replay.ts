@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
+import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../schemas/index.js';
 import { sleep, type ProcessorContext } from '../runtime/index.js';
@@ -36,16 +36,9 @@ export interface TopicReplayReport {
 const describePosition = (position: Position): string =>
   typeof position === 'string' ? position : 'timestamp' in position ? `@${position.timestamp}` : String(position.offset);
 
-/** Throws a ConfigError naming every topic of `topics` that does not exist, before anything is created. */
-export async function requireTopics(admin: Admin, topics: readonly string[]): Promise<void> {
-  const existing = new Set(await admin.listTopics());
-  const missing = topics.filter((topic) => !existing.has(topic));
-  if (missing.length > 0) throw new ConfigError(`no topic ${missing.map((t) => `"${t}"`).join(', ')} (see trialrun topics list)`);
-}
-
 /** Creates `target` like `source` (partition count, cleanup and retention) unless it exists. */
 async function ensureCopyTopic(admin: Admin, source: string, target: string): Promise<void> {
-  await requireTopics(admin, [source]);
+  await requireTopics(admin, [source], 'see trialrun topics list');
   const metadata = await admin.fetchTopicMetadata({ topics: [source] });
   const partitions = metadata.topics[0]?.partitions.length ?? 0;
   if (partitions === 0) throw new ConfigError(`replay: topic ${source} has no partitions`);
@@ -197,7 +190,7 @@ export async function replayIntoProcessor(context: ProcessorContext, options: Pr
   await admin.connect();
   try {
     // A missing input is named before the replay's namespace is created.
-    await requireTopics(admin, options.inputs.map((key) => context.names.name(key)));
+    await requireTopics(admin, options.inputs.map((key) => context.names.name(key)), 'see trialrun topics list');
     await ensureTopics(admin, catalogTopics(names));
     await replayContext.serde.register();
     const copies: TopicReplayReport[] = [];

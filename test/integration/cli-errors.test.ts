@@ -169,6 +169,12 @@ test('replay refuses impossible ranges and missing topics before creating any, k
     assertOneLine(live, 'replay', new RegExp(`--into verifications is the live topic ${prefix.replaceAll('.', '\\.')}verifications`));
     assert.deepEqual(await topicsNow(), before, 'no topic was created by a refused replay');
 
+    // A processor on a prefix without its topics names them, instead of the broker's partition error.
+    const bare = `it-cli-bare-${randomUUID().slice(0, 8)}.`;
+    const processor = await trialrun(['run', 'reward'], { env: { TRIALRUN_TOPIC_PREFIX: bare } });
+    assert.equal(processor.code, 2);
+    assertOneLine(processor, 'run', new RegExp(`no topic "${bare.replaceAll('.', '\\.')}tasks", .*; create them with \`trialrun topics create\``));
+
     // Two transactions: their commit markers are offsets, not records, and must not hold progress short.
     const rewards = await Promise.all(Array.from({ length: 10 }, async (_, i) => ({ key: `k${i}`, value: await context.serde.encode('rewards', syntheticReward(i, { runId: 'cli' })) })));
     for (const half of [rewards.slice(0, 5), rewards.slice(5)]) {
