@@ -42,6 +42,10 @@ export async function runCommand(prefix: string, command: Command, argv: string[
     process.stdout.write(`${helpText(prefix, command)}\n`);
     return 0;
   }
+  // `trialrun demo limit 5` must not run the whole demo with the words ignored.
+  if (!command.usage && parsed.positionals.length > 0) {
+    throw new ConfigError(`takes no arguments, got "${parsed.positionals.join(' ')}" (options start with --; see ${prefix} ${command.name} --help)`);
+  }
   return command.run(parsed.values as OptionValues, parsed.positionals);
 }
 

@@ -45,6 +45,9 @@ test('main: unknown commands and malformed command lines are user errors', async
   const badFlag = await stderrOf(() => main(['sql', '--bogus', 'x'], {}));
   assert.equal(badFlag.result, EXIT_USER_ERROR);
   assert.match(badFlag.stderr, /^trialrun sql: Unknown option '--bogus'.*\(see trialrun sql --help\)\n$/s);
+  const words = await stderrOf(() => main(['compact', 'now'], {}));
+  assert.equal(words.result, EXIT_USER_ERROR);
+  assert.match(words.stderr, /^trialrun compact: takes no arguments, got "now"/);
   const debug = await stderrOf(() => main(['sql', '--bogus', 'x'], { TRIALRUN_DEBUG: '1' }));
   assert.match(debug.stderr, /\n\s+at /, 'TRIALRUN_DEBUG=1 shows the trace');
 });

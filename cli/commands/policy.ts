@@ -47,7 +47,8 @@ export const policyCommand: Command = {
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
   },
   help: { policy: `policy id (${policyIds().join(', ')})` },
-  async run(values, [action, version]) {
+  async run(values, [action, version, ...extra]) {
+    if (extra.length > 0 || (version !== undefined && action !== 'rollback')) throw new ConfigError(`expected list, rollback <version> or unpin, got "${[action, version, ...extra].join(' ')}"`);
     const policyId = choiceOption(values, 'policy', policyIds());
     const store = checkpointStore();
     if (action === 'list') {

@@ -20,7 +20,8 @@ export const sandboxCommand: Command = {
     all: 'gc: also remove the sandboxes of executors that are still running',
     'rootfs-dir': `rootfs: cache folder (default: ${defaultRootfsDir()})`,
   },
-  async run(values, [action, target]) {
+  async run(values, [action, target, ...extra]) {
+    if (extra.length > 0 || (target !== undefined && action !== 'rootfs')) throw new ConfigError(`expected gc or rootfs <image>, got "${[action, target, ...extra].join(' ')}"`);
     if (action === 'gc') {
       const all = values.all === true;
       const containers = await reapDockerSandboxes(new Docker(), { all });

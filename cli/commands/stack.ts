@@ -14,7 +14,8 @@ export const stackCommand: Command = {
   usage: 'up|down|status',
   options: {},
   help: {},
-  async run(_values, [action]) {
+  async run(_values, [action, ...extra]) {
+    if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (action === 'up') {
       const started = performance.now();
       for (const report of await stackUp(log)) log(`${report.name.padEnd(10)} ${report.result.padEnd(8)} ${report.endpoint} (${report.seconds.toFixed(1)}s)`);

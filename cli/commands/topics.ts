@@ -12,7 +12,8 @@ export const topicsCommand: Command = {
   usage: 'list|create',
   options: {},
   help: {},
-  async run(_values, [action]) {
+  async run(_values, [action, ...extra]) {
+    if (extra.length > 0) throw new ConfigError(`expected list or create alone, got "${[action, ...extra].join(' ')}"`);
     if (action === 'list') {
       const names = topicNamesFromEnv();
       for (const key of Object.keys(TOPICS) as TopicKey[]) {

@@ -8,6 +8,7 @@ test('broker addresses come from KAFKA_BROKERS and must be host:port', () => {
   assert.deepEqual(resolveKafkaOptions({}, { KAFKA_BROKERS: 'a:1, b:2' }).brokers, ['a:1', 'b:2']);
   assert.equal(resolveKafkaOptions({}, {}).brokersFrom, 'default');
   assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: 'nonsense' }), (error: unknown) => error instanceof ConfigError && error.message === 'KAFKA_BROKERS: "nonsense" is not host:port');
+  assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: 'localhost:99999' }), /"localhost:99999" is not host:port/);
   assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: ' , ' }), /KAFKA_BROKERS: at least one broker address/);
   assert.throws(() => resolveKafkaOptions({}, { KAFKAJS_LOG_LEVEL: 'loud' }), /KAFKAJS_LOG_LEVEL/);
 });

@@ -66,7 +66,8 @@ export function resolveKafkaOptions(options: KafkaOptions = {}, env: NodeJS.Proc
   const brokersFrom = options.brokers ? 'options' : env.KAFKA_BROKERS !== undefined ? 'KAFKA_BROKERS' : 'default';
   const brokers = options.brokers ?? (env.KAFKA_BROKERS ?? 'localhost:9092').split(',').map((b) => b.trim()).filter(Boolean);
   if (brokers.length === 0) throw new ConfigError(`${brokersFrom === 'KAFKA_BROKERS' ? 'KAFKA_BROKERS' : 'KafkaOptions.brokers'}: at least one broker address (host:port) is required`);
-  const malformed = brokers.filter((broker) => !/^[^\s:]+:\d{1,5}$/.test(broker) && !/^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(broker));
+  const port = (broker: string): number => Number(broker.slice(broker.lastIndexOf(':') + 1));
+  const malformed = brokers.filter((broker) => !(/^[^\s:]+:\d{1,5}$/.test(broker) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(broker)) || port(broker) < 1 || port(broker) > 65535);
   if (malformed.length > 0) throw new ConfigError(`${brokersFrom === 'KAFKA_BROKERS' ? 'KAFKA_BROKERS' : 'KafkaOptions.brokers'}: "${malformed.join('", "')}" is not host:port`);
   const level = options.logLevel ?? (env.KAFKAJS_LOG_LEVEL as KafkaLogLevel | undefined) ?? 'warn';
   if (!(level in LEVELS)) throw new ConfigError(`KafkaOptions.logLevel (KAFKAJS_LOG_LEVEL): "${level}" is not one of ${Object.keys(LEVELS).join(', ')}`);

@@ -54,7 +54,7 @@ async function ensureCopyTopic(admin: Admin, source: string, target: string): Pr
  * replay again copies nothing twice. Live consumer groups are never touched.
  */
 export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions): Promise<TopicReplayReport> {
-  if (options.source === options.target) throw new ConfigError(`replay: the target must differ from the source (${options.source})`);
+  if (options.source === options.target) throw new ConfigError(`a replay's target must differ from its source (${options.source})`);
   const to = options.to ?? 'latest';
   checkRange(options.from, to);
   const groupId = rangeGroupId(options.source, options.from, to, `into-topic:${options.target}`);
