@@ -30,4 +30,7 @@ test('replay settings are checked before anything connects: required options, ra
   refuse({ topic: ['rewards'], from: 'earliest', into: 'rewards' }, /is the live topic exp1.rewards/);
   refuse({ topic: ['tasks'], from: 'earliest', into: 'learner' }, /learner reads trajectories and rewards; it cannot replay tasks/);
   refuse({ from: 'earliest', into: 'learner', 'batch-size': '0' }, /--batch-size must be a whole number >= 1/);
+  // Names of Object's own properties are topic names like any other, not processors.
+  assert.equal(resolveReplaySettings({ topic: ['rewards'], from: 'earliest', to: 'latest', into: 'constructor' }, names, now).into, 'constructor');
+  assert.equal(targetTopic(names, 'constructor'), 'exp1.constructor');
 });

@@ -38,6 +38,9 @@ const PROCESSORS: Readonly<Record<string, ReplayableProcessor>> = {
   },
 };
 
+/** The replayable processor of that name; own keys only, so `--into constructor` is a topic name, not Object's. */
+const processorNamed = (name: string): ReplayableProcessor | undefined => (Object.hasOwn(PROCESSORS, name) ? PROCESSORS[name] : undefined);
+
 /** A catalog topic by key (`policyCheckpoints`) or name (`policy-checkpoints`), under the prefix. */
 const catalogKey = (text: string): TopicKey | undefined => (Object.keys(TOPICS) as TopicKey[]).find((k) => k === text || TOPICS[k].name === text);
 
@@ -85,7 +88,7 @@ export function resolveReplaySettings(values: OptionValues, names: TopicNames, n
   const to = positionOption(values, 'to', 'latest');
   checkRange(from, to, now);
   const topics = listOption(values, 'topic') ?? [];
-  const processor = PROCESSORS[into];
+  const processor = processorNamed(into);
   if (processor) {
     const unknown = topics.filter((text) => !processor.inputs.includes(catalogKey(text)!));
     if (unknown.length) throw new ConfigError(`${into} reads ${processor.inputs.map((key) => TOPICS[key].name).join(' and ')}; it cannot replay ${unknown.join(', ')}`);
@@ -123,7 +126,7 @@ export const replayCommand: Command = {
     topic: 'topic to re-read: a catalog name (rewards, policy-checkpoints, ...) or a physical name; a processor replay copies every input it needs',
     from: 'inclusive start on every partition: earliest, an offset, @<epoch ms>, or an ISO time',
     to: 'exclusive end, same forms',
-    into: `a processor (${Object.keys(PROCESSORS).join(', ')}) or a target topic (catalog or physical name)`,
+    into: `a processor (${Object.keys(PROCESSORS).join(', ')}) or a new topic, always under TRIALRUN_TOPIC_PREFIX (live catalog topics are refused)`,
     'batch-size': 'learner: samples per update (default: the learner\'s)',
     'run-id': 'run id stamped on what the replayed processor writes (default: replay-<prefix>)',
   },
@@ -134,7 +137,7 @@ export const replayCommand: Command = {
     const started = performance.now();
     const show = (label: string, done: number, total: number): void => printProgress(progressLine(label, done, total, performance.now() - started));
 
-    const processor = PROCESSORS[into];
+    const processor = processorNamed(into);
     if (processor) {
       let runId = settings.runId;
       const report = await replayIntoProcessor(context, {

@@ -11,6 +11,7 @@ test('broker addresses come from KAFKA_BROKERS and must be host:port', () => {
   assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: 'localhost:99999' }), /"localhost:99999" is not host:port/);
   assert.throws(() => resolveKafkaOptions({}, { KAFKA_BROKERS: ' , ' }), /KAFKA_BROKERS: at least one broker address/);
   assert.throws(() => resolveKafkaOptions({}, { KAFKAJS_LOG_LEVEL: 'loud' }), /KAFKAJS_LOG_LEVEL/);
+  assert.throws(() => resolveKafkaOptions({}, { KAFKAJS_LOG_LEVEL: 'constructor' }), /"constructor" is not one of/, 'inherited names are not levels');
 });
 
 test('a client connection failure anywhere in an error chain becomes one message naming KAFKA_BROKERS', () => {

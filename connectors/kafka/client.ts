@@ -70,7 +70,7 @@ export function resolveKafkaOptions(options: KafkaOptions = {}, env: NodeJS.Proc
   const malformed = brokers.filter((broker) => !(/^[^\s:]+:\d{1,5}$/.test(broker) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(broker)) || port(broker) < 1 || port(broker) > 65535);
   if (malformed.length > 0) throw new ConfigError(`${brokersFrom === 'KAFKA_BROKERS' ? 'KAFKA_BROKERS' : 'KafkaOptions.brokers'}: "${malformed.join('", "')}" is not host:port`);
   const level = options.logLevel ?? (env.KAFKAJS_LOG_LEVEL as KafkaLogLevel | undefined) ?? 'warn';
-  if (!(level in LEVELS)) throw new ConfigError(`KafkaOptions.logLevel (KAFKAJS_LOG_LEVEL): "${level}" is not one of ${Object.keys(LEVELS).join(', ')}`);
+  if (!Object.hasOwn(LEVELS, level)) throw new ConfigError(`KafkaOptions.logLevel (KAFKAJS_LOG_LEVEL): "${level}" is not one of ${Object.keys(LEVELS).join(', ')}`);
   const connectionTimeoutMs = options.connectionTimeoutMs ?? 3000;
   if (!Number.isInteger(connectionTimeoutMs) || connectionTimeoutMs < 1) throw new ConfigError(`KafkaOptions.connectionTimeoutMs must be a whole number >= 1, got ${connectionTimeoutMs}`);
   return { brokers, brokersFrom, clientId: options.clientId ?? 'trialrun', logLevel: level, connectionTimeoutMs, log: options.log ?? stderrKafkaLog };
