@@ -12,6 +12,7 @@ import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, intOption, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
+import { endProgress, printProgress, progressLine } from '../progress.js';
 
 const JOB_FILE = /\.(ya?ml|json)$/i;
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
@@ -149,6 +150,7 @@ export const verifyCommand: Command = {
       }
 
       const context = await processorContext(['tasks', 'trajectories', 'verifications', 'rewards']);
+      const started = performance.now();
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
       const verifier = new Verifier({ ...options, runId, pool, imageFor, tasks });
@@ -158,9 +160,9 @@ export const verifyCommand: Command = {
         expectVersion: rescoring!.expectVersion,
         scoring: { minGroupSize: rescoring!.minGroupSize },
         signal: interrupt.signal,
-        onProgress: (p) => void process.stderr.write(`\r[verify] re-scored ${p.verified} of ${p.total} (skipped ${p.skipped})`),
+        onProgress: (p) => printProgress(progressLine('[verify] re-scored', p.read, p.total, performance.now() - started, `${p.verified} re-verified, ${p.skipped} skipped`)),
       });
-      process.stderr.write('\n');
+      endProgress();
       if (json) writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
       process.stdout.write(
         [
