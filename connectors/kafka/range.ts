@@ -219,7 +219,7 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
           for (const [name, value] of Object.entries(message.headers ?? {})) if (value !== undefined) headers[name] = String(value);
           records.push({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, headers });
         }
-        // Count markers and aborted records too: progress is in offsets, and the range ends at an offset.
+        // The group's progress is in offsets, markers and aborted records included: the range ends at an offset.
         const reached = BigInt(batch.lastOffset()) + 1n;
         const next = reached < end ? reached : end;
         if (next > from) {
