@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError } from '../schemas/index.js';
-import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, outputFile, positionOption, requiredInt, stringOption } from './options.js';
+import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, outputFile, positionOption, requiredInt, stringOption, taskRowsFile } from './options.js';
 
 test('whole numbers: plain digits at or above the minimum, else a ConfigError naming the option and the value', () => {
   assert.equal(intOption({ n: '3' }, 'n'), 3);
@@ -45,6 +45,9 @@ test('files and folders must exist and be of their kind', () => {
   assert.equal(outputFile(join(dir, 'out.csv'), '--out'), join(dir, 'out.csv'));
   assert.throws(() => outputFile(join(dir, 'nope', 'out.csv'), '--out'), (error: unknown) => error instanceof ConfigError && error.message === `--out: no folder ${join(dir, 'nope')} to write ${join(dir, 'nope', 'out.csv')} in`);
   assert.throws(() => outputFile(dir, '--out'), /is a folder/);
+  writeFileSync(join(dir, 'job.yaml'), 'name: x\n');
+  assert.equal(taskRowsFile(file, '--tasks'), file);
+  assert.throws(() => taskRowsFile(join(dir, 'job.yaml'), '--tasks'), /--tasks takes a JSON Lines file of task rows; .*job\.yaml is a job file: run it with `trialrun tasks publish/);
 });
 
 test('positions name their option in errors', () => {

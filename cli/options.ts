@@ -105,3 +105,15 @@ export function outputFile(path: string, what: string): string {
   if (existsSync(absolute) && statSync(absolute).isDirectory()) throw new ConfigError(`${what}: ${absolute} is a folder`);
   return absolute;
 }
+
+/** Task job files (YAML or JSON specs); anything else is read as a file of task rows. */
+export const JOB_FILE = /\.(ya?ml|json)$/i;
+
+/** A task rows file (JSON Lines) for commands that take no job file: a job file there is named as such. */
+export function taskRowsFile(path: string, what: string): string {
+  const absolute = existingFile(path, what);
+  if (JOB_FILE.test(absolute)) {
+    throw new ConfigError(`${what} takes a JSON Lines file of task rows; ${absolute} is a job file: run it with \`trialrun tasks publish ${path} --dry-run --out tasks.jsonl\` and pass tasks.jsonl`);
+  }
+  return absolute;
+}

@@ -4,7 +4,7 @@ import { policyIds } from '../../policies/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { choiceOption, existingFile, intOption, requiredInt, stringOption, type OptionValues } from '../options.js';
+import { choiceOption, intOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, checkpointStore, dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -30,7 +30,7 @@ export type DemoSettings = Required<Pick<LoopOptions, 'taskFile' | 'dataDir' | '
 
 export function resolveDemoSettings(values: OptionValues): DemoSettings {
   return {
-    taskFile: existingFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
     dataDir: dataDir(),
     policyId: choiceOption(values, 'policy', policyIds()),
     limitTasks: intOption(values, 'limit'),

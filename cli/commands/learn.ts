@@ -11,7 +11,7 @@ import { ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.
 import { ConfigError, topicNames, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import type { Command } from '../command.js';
-import { choiceOption, existingFile, numberOption, requiredInt, stringOption, type OptionValues } from '../options.js';
+import { choiceOption, numberOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -40,7 +40,7 @@ const withoutRecords = ({ records, ...figures }: Evaluation): Omit<Evaluation, '
 /** The experiment's settings from the command line, every one checked before `stack up`. */
 export function resolveLearnSettings(values: OptionValues) {
   return {
-    taskFile: existingFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
     minutes: numberOption(values, 'minutes', { above: 0 }),
     evalSamples: requiredInt(values, 'eval-samples'),
     evalPercent: numberOption(values, 'eval-percent', { above: 0, below: 100 }),

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AnalyticsCatalog, notebookHtml, parseNotebook, runNotebook } from '../../connectors/analytics/index.js';
 import { ConfigError } from '../../schemas/index.js';
@@ -45,6 +45,7 @@ export const notebookCommand: Command = {
     const store = dataDir(values);
     const runIds = listOption(values, 'run');
     const out = resolve(stringOption(values, 'out') ?? join(stateDir(), 'reports'));
+    if (existsSync(out) && !statSync(out).isDirectory()) throw new ConfigError(`--out ${out} is a file; give a folder for the reports`);
     // Refuses a missing folder, one without Parquet files and unknown run ids, before anything is written.
     const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
     try {

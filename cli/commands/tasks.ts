@@ -7,10 +7,8 @@ import { imageFor } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { existingFile, stringOption } from '../options.js';
+import { existingFile, JOB_FILE, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
-
-const JOB_FILE = /\.(ya?ml|json)$/i;
 
 /** The report without the task records themselves, for --json. */
 function reportJson(report: TaskJobReport): string {

@@ -10,11 +10,10 @@ import { ConfigError, NotFoundError, ShutdownError, type Task } from '../../sche
 import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { existingFile, intOption, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
+import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
-const JOB_FILE = /\.(ya?ml|json)$/i;
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
 
 const percent = (rate: number): string => `${(rate * 100).toFixed(1)}%`;
