@@ -1,4 +1,6 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { ConfigError } from '../schemas/index.js';
+import type { OptionValues } from './options.js';
 
 export type Options = NonNullable<ParseArgsConfig['options']>;
 
@@ -11,7 +13,8 @@ export interface Command {
   readonly options: Options;
   /** Help text for each option, by name. */
   readonly help: Readonly<Record<string, string>>;
-  run(values: Record<string, string | boolean | undefined>, positionals: string[]): Promise<number>;
+  /** Returns the exit status; user errors are thrown as ConfigError and reported by the CLI's error boundary. */
+  run(values: OptionValues, positionals: string[]): Promise<number>;
 }
 
 export function helpText(prefix: string, command: Command): string {
@@ -27,25 +30,24 @@ export function helpText(prefix: string, command: Command): string {
   return lines.join('\n');
 }
 
+/** Parses a command's arguments and runs it; a malformed command line is a ConfigError that points at --help. */
 export async function runCommand(prefix: string, command: Command, argv: string[]): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
   } catch (error) {
-    process.stderr.write(`${prefix} ${command.name}: ${error instanceof Error ? error.message : String(error)}\n\n${helpText(prefix, command)}\n`);
-    return 2;
+    throw new ConfigError(`${error instanceof Error ? error.message : String(error)} (see ${prefix} ${command.name} --help)`);
   }
   if (parsed.values.help) {
     process.stdout.write(`${helpText(prefix, command)}\n`);
     return 0;
   }
-  return command.run(parsed.values as Record<string, string | boolean | undefined>, parsed.positionals);
+  // `trialrun demo limit 5` must not run the whole demo with the words ignored.
+  if (!command.usage && parsed.positionals.length > 0) {
+    throw new ConfigError(`takes no arguments, got "${parsed.positionals.join(' ')}" (options start with --; see ${prefix} ${command.name} --help)`);
+  }
+  return command.run(parsed.values as OptionValues, parsed.positionals);
 }
 
-export function intOption(values: Record<string, string | boolean | undefined>, name: string): number | undefined {
-  const raw = values[name];
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number >= 1, got "${String(raw)}"`);
-  return value;
-}
+// The benches parse their flags with the same checks.
+export { intOption } from './options.js';

@@ -1,16 +1,37 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
-import { stackPaths } from '../stack/index.js';
+import type { OptionValues } from './options.js';
 
 /** The checkout this CLI was built from (dist/cli/paths.js -> two levels up). */
 export const repoRoot = (): string => resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export const bundledTasks = (): string => join(repoRoot(), 'tasks', 'repair-bundle.jsonl');
 
-/** Parquet files and rejects live under the state folder unless TRIALRUN_DATA_DIR says otherwise. */
-export const dataDir = (env: NodeJS.ProcessEnv = process.env): string => resolve(env.TRIALRUN_DATA_DIR ?? join(stackPaths().stateDir, 'data'));
+/**
+ * The state folder (data, logs, pid files): TRIALRUN_STATE_DIR, else `.trialrun` in this checkout, so the
+ * CLI finds the same stack and data from whatever folder it is started in.
+ */
+export const stateDir = (env: NodeJS.ProcessEnv = process.env): string => resolve(env.TRIALRUN_STATE_DIR ?? join(repoRoot(), '.trialrun'));
+
+/**
+ * Pins TRIALRUN_STATE_DIR for this process and its children to `stateDir()`: the stack module's own
+ * default is the current folder, and the CLI must not depend on it.
+ */
+export function pinStateDir(env: NodeJS.ProcessEnv = process.env): void {
+  env.TRIALRUN_STATE_DIR = stateDir(env);
+}
+
+/** Parquet files and rejects: --data-dir, else TRIALRUN_DATA_DIR, else `data` under the state folder. */
+export function dataDir(values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): string {
+  const given = values['data-dir'];
+  return resolve(typeof given === 'string' && given !== '' ? given : (env.TRIALRUN_DATA_DIR ?? join(stateDir(env), 'data')));
+}
+
+/** Help text of every --data-dir option, with the folder it resolves to now. */
+export const dataDirHelp = (): string => `analytics store folder (default: $TRIALRUN_DATA_DIR, else ${dataDir()})`;
 
 /** Policy artifacts: a folder under the state folder unless TRIALRUN_CHECKPOINTS names another store. */
-export const checkpointStore = (env: NodeJS.ProcessEnv = process.env): CheckpointStore =>
-  openCheckpointStore(env.TRIALRUN_CHECKPOINTS ?? join(stackPaths().stateDir, 'checkpoints'));
+export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_CHECKPOINTS ?? join(stateDir(env), 'checkpoints');
+
+export const checkpointStore = (env: NodeJS.ProcessEnv = process.env): CheckpointStore => openCheckpointStore(checkpointsLocation(env));

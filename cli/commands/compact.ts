@@ -1,6 +1,8 @@
-import { compactStore } from '../../connectors/analytics/index.js';
-import { intOption, type Command } from '../command.js';
-import { dataDir } from '../paths.js';
+import { ANALYTICS_TABLES, compactStore } from '../../connectors/analytics/index.js';
+import { ConfigError } from '../../schemas/index.js';
+import type { Command } from '../command.js';
+import { existingDir, listOption, requiredInt } from '../options.js';
+import { dataDir, dataDirHelp } from '../paths.js';
 
 const MiB = 1024 * 1024;
 
@@ -22,15 +24,22 @@ export const compactCommand: Command = {
     'small-file-mb': 'files smaller than this are merged',
     'target-file-mb': 'a merged file stops taking inputs at about this size',
     'dry-run': 'report what would be merged, change nothing',
-    'data-dir': 'analytics store folder (default: $TRIALRUN_DATA_DIR or .trialrun/data)',
+    'data-dir': dataDirHelp(),
   },
   async run(values) {
-    const reports = await compactStore((values['data-dir'] as string | undefined) ?? dataDir(), {
-      tables: values.table as unknown as string[] | undefined,
-      smallFileBytes: intOption(values, 'small-file-mb')! * MiB,
-      targetFileBytes: intOption(values, 'target-file-mb')! * MiB,
+    const tables = listOption(values, 'table');
+    const known = ANALYTICS_TABLES.map((spec) => spec.table as string);
+    const unknown = (tables ?? []).filter((table) => !known.includes(table));
+    if (unknown.length) throw new ConfigError(`--table ${unknown.join(', ')}: no such table; one of ${known.join(', ')}`);
+    const options = {
+      tables,
+      smallFileBytes: requiredInt(values, 'small-file-mb') * MiB,
+      targetFileBytes: requiredInt(values, 'target-file-mb') * MiB,
       dryRun: values['dry-run'] === true,
-    });
+    };
+    const store = existingDir(dataDir(values), 'the analytics store (--data-dir)');
+    process.stderr.write(`[compact] ${store}\n`);
+    const reports = await compactStore(store, options);
     const mb = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;
     for (const r of reports) {
       process.stdout.write(

@@ -1,8 +1,10 @@
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { runLoop, type LoopSummary } from '../../pipelines/loop/index.js';
+import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
+import { policyIds } from '../../policies/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
-import { intOption, type Command } from '../command.js';
+import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { choiceOption, intOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, checkpointStore, dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -20,6 +22,24 @@ export function formatSummary(summary: LoopSummary): string {
     `dead letters      ${summary.deadLetters}`,
     `parquet files     ${summary.dataDir} (query with: trialrun sql "SELECT ...")`,
   ].join('\n');
+}
+
+/** The loop's settings from the command line, every one checked: a bad value stops before `stack up`. */
+export type DemoSettings = Required<Pick<LoopOptions, 'taskFile' | 'dataDir' | 'policyId' | 'groupSize' | 'batchSize' | 'maxTurns' | 'rolloutWorkers' | 'verifiers'>> &
+  Pick<LoopOptions, 'limitTasks'>;
+
+export function resolveDemoSettings(values: OptionValues): DemoSettings {
+  return {
+    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    dataDir: dataDir(),
+    policyId: choiceOption(values, 'policy', policyIds()),
+    limitTasks: intOption(values, 'limit'),
+    groupSize: requiredInt(values, 'group-size'),
+    batchSize: requiredInt(values, 'batch-size'),
+    maxTurns: requiredInt(values, 'max-turns'),
+    rolloutWorkers: requiredInt(values, 'workers'),
+    verifiers: requiredInt(values, 'verifiers'),
+  };
 }
 
 export const demoCommand: Command = {
@@ -44,11 +64,12 @@ export const demoCommand: Command = {
     'max-turns': 'tool calls per episode',
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
-    policy: 'policy kind: linear-repair or onnx-repair',
+    policy: `policy kind: ${policyIds().join(', ')}`,
   },
   async run(values) {
+    const settings = resolveDemoSettings(values);
     await stackUp((line) => void process.stderr.write(`${line}\n`));
-    const context = processorContext();
+    const context = await processorContext();
     const pool = new DockerSandboxPool();
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.
     const interrupt = new AbortController();
@@ -57,18 +78,10 @@ export const demoCommand: Command = {
     process.once('SIGTERM', stop);
     try {
       const summary = await runLoop(context, {
-        taskFile: (values.tasks as string | undefined) ?? bundledTasks(),
-        dataDir: dataDir(),
+        ...settings,
         pool,
         imageFor,
         checkpoints: checkpointStore(),
-        policyId: values.policy as string,
-        limitTasks: intOption(values, 'limit'),
-        groupSize: intOption(values, 'group-size'),
-        batchSize: intOption(values, 'batch-size'),
-        maxTurns: intOption(values, 'max-turns'),
-        rolloutWorkers: intOption(values, 'workers'),
-        verifiers: intOption(values, 'verifiers'),
         signal: interrupt.signal,
         onProgress: (p) => printProgress(progressLine('[demo] rewarded', p.rewarded, p.expected, p.elapsedMs, `rolled out ${p.rolledOut}, verified ${p.verified}, policy v${p.policyVersion}`)),
       });

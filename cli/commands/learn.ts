@@ -7,11 +7,12 @@ import { TopicSerde } from '../../connectors/registry/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { evaluatePolicy, landEvaluation, runLoop, type Evaluation } from '../../pipelines/loop/index.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
-import { ONNX_REPAIR_POLICY, policyKind } from '../../policies/index.js';
-import { topicNames, type Task } from '../../schemas/index.js';
-import { imageFor, stackPaths, stackUp } from '../../stack/index.js';
-import { intOption, type Command } from '../command.js';
-import { bundledTasks, dataDir } from '../paths.js';
+import { ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.js';
+import { ConfigError, topicNames, type Task } from '../../schemas/index.js';
+import { imageFor, stackUp } from '../../stack/index.js';
+import type { Command } from '../command.js';
+import { choiceOption, numberOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 /** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
@@ -35,6 +36,23 @@ function withinTurns(before: Evaluation, after: Evaluation, maxTurns: number): A
 
 /** The figures of an evaluation; its episodes are in the analytics store. */
 const withoutRecords = ({ records, ...figures }: Evaluation): Omit<Evaluation, 'records'> => figures;
+
+/** The experiment's settings from the command line, every one checked before `stack up`. */
+export function resolveLearnSettings(values: OptionValues) {
+  return {
+    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    minutes: numberOption(values, 'minutes', { above: 0 }),
+    evalSamples: requiredInt(values, 'eval-samples'),
+    evalPercent: numberOption(values, 'eval-percent', { above: 0, below: 100 }),
+    groupSize: requiredInt(values, 'group-size'),
+    batchSize: requiredInt(values, 'batch-size'),
+    maxTurns: requiredInt(values, 'max-turns'),
+    rolloutWorkers: requiredInt(values, 'workers'),
+    verifiers: requiredInt(values, 'verifiers'),
+    learningRate: numberOption(values, 'learning-rate', { above: 0 }),
+    policyId: choiceOption(values, 'policy', policyIds()),
+  };
+}
 
 export const learnCommand: Command = {
   name: 'learn',
@@ -69,24 +87,19 @@ export const learnCommand: Command = {
     policy: 'policy kind to train',
   },
   async run(values) {
-    await stackUp((line) => void process.stderr.write(`${line}\n`));
+    const { taskFile, minutes, evalSamples, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policyId } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
-    const minutes = Number(values.minutes);
-    if (!(minutes > 0)) throw new Error(`--minutes must be > 0, got "${String(values.minutes)}"`);
-    const evalPercent = Number(values['eval-percent']);
-    if (!(evalPercent > 0 && evalPercent < 100)) throw new Error(`--eval-percent must be within 0..100, got "${String(values['eval-percent'])}"`);
-    const maxTurns = intOption(values, 'max-turns') ?? 8;
-    const learningRate = Number(values['learning-rate']);
-    if (!(learningRate > 0)) throw new Error(`--learning-rate must be > 0, got "${String(values['learning-rate'])}"`);
     const data = dataDir();
-    const prepared = await prepareTasks({ file: (values.tasks as string | undefined) ?? bundledTasks(), rejectsDir: join(data, 'rejects'), jobRunId: runId });
+    // The task file needs no service: a file without both kinds of task stops before the stack comes up.
+    const prepared = await prepareTasks({ file: taskFile, rejectsDir: join(data, 'rejects'), jobRunId: runId });
     const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
-    if (train.length === 0 || held.length === 0) throw new Error(`need both training and held-out tasks, got ${train.length} and ${held.length}`);
+    if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);
     process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
+    await stackUp((line) => void process.stderr.write(`${line}\n`));
 
-    const kind = policyKind(String(values.policy));
+    const kind = policyKind(policyId);
     const pool = new DockerSandboxPool();
-    const store = new LocalCheckpointStore(join(stackPaths().stateDir, 'checkpoints', runId));
+    const store = new LocalCheckpointStore(join(stateDir(), 'checkpoints', runId));
     // Fresh topics: the run starts from the untrained policy and leaves the main topics alone.
     const names = topicNames(`${runId}.`);
     const kafka = createKafka();
@@ -103,7 +116,7 @@ export const learnCommand: Command = {
         imageFor,
         runId: heldOutRunId,
         maxTurns,
-        samplesPerTask: intOption(values, 'eval-samples'),
+        samplesPerTask: evalSamples,
         seed: runId,
         onProgress: (done, total) => printProgress(progressLine(`[${label}]`, done, total, performance.now() - started)),
       });
@@ -126,12 +139,12 @@ export const learnCommand: Command = {
         durationMs: minutes * 60_000,
         stopRolloutsAfterMs: minutes * 60_000,
         timeoutMs: minutes * 60_000 + 30 * 60_000,
-        groupSize: intOption(values, 'group-size'),
-        batchSize: intOption(values, 'batch-size'),
+        groupSize,
+        batchSize,
         learningRate,
         maxTurns,
-        rolloutWorkers: intOption(values, 'workers'),
-        verifiers: intOption(values, 'verifiers'),
+        rolloutWorkers,
+        verifiers,
         onProgress: (p) => printProgress(progressLine(`[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
       });
       endProgress();

@@ -1,9 +1,10 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { AnalyticsCatalog, notebookHtml, parseNotebook, runNotebook } from '../../connectors/analytics/index.js';
-import { stackPaths } from '../../stack/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
-import { dataDir, repoRoot } from '../paths.js';
+import { existingDir, listOption, stringOption } from '../options.js';
+import { dataDir, dataDirHelp, repoRoot, stateDir } from '../paths.js';
 
 export const notebooksDir = (): string => join(repoRoot(), 'notebooks');
 
@@ -24,46 +25,40 @@ export const notebookCommand: Command = {
     notebooks: { type: 'string' },
   },
   help: {
-    out: 'folder for <name>.html (default: .trialrun/reports)',
+    out: `folder for <name>.html (default: ${join(stateDir(), 'reports')})`,
     run: 'only this loop run\'s rows (repeatable; default: every run)',
-    'data-dir': 'analytics store folder (default: $TRIALRUN_DATA_DIR or .trialrun/data)',
+    'data-dir': dataDirHelp(),
     notebooks: 'folder of notebook .sql files (default: the notebooks/ of this checkout)',
   },
-  async run(values, [action, name]) {
-    const dir = resolve((values.notebooks as string | undefined) ?? notebooksDir());
+  async run(values, [action, name, ...extra]) {
+    const dir = existingDir(stringOption(values, 'notebooks') ?? notebooksDir(), '--notebooks');
     const available = notebookNames(dir);
     if (action === 'list') {
       for (const notebook of available) process.stdout.write(`${notebook.padEnd(24)} ${parseNotebook(notebook, readFileSync(join(dir, `${notebook}.sql`), 'utf8')).title}\n`);
       return 0;
     }
-    if (action !== 'run' || !name) {
-      process.stderr.write('trialrun notebook: use "list" or "run <name>|all"\n');
-      return 2;
-    }
+    if (action !== 'run' || !name || extra.length > 0) throw new ConfigError(`use "list" or "run <name>|all", got "${[action, name, ...extra].filter(Boolean).join(' ')}"`);
+    if (available.length === 0) throw new ConfigError(`no notebooks (.sql files) in ${dir}`);
     const names = name === 'all' ? available : [name];
     const missing = names.filter((n) => !available.includes(n));
-    if (missing.length) {
-      process.stderr.write(`trialrun notebook: no notebook "${missing.join('", "')}" in ${dir}; one of ${available.join(', ')}\n`);
-      return 2;
-    }
-    const store = (values['data-dir'] as string | undefined) ?? dataDir();
-    const runIds = values.run as unknown as string[] | undefined;
-    const out = resolve((values.out as string | undefined) ?? join(stackPaths().stateDir, 'reports'));
-    mkdirSync(out, { recursive: true });
-    const catalog = await AnalyticsCatalog.open(store, { runIds });
+    if (missing.length) throw new ConfigError(`no notebook "${missing.join('", "')}" in ${dir}; one of ${available.join(', ')}`);
+    const store = dataDir(values);
+    const runIds = listOption(values, 'run');
+    const out = resolve(stringOption(values, 'out') ?? join(stateDir(), 'reports'));
+    if (existsSync(out) && !statSync(out).isDirectory()) throw new ConfigError(`--out ${out} is a file; give a folder for the reports`);
+    // Refuses a missing folder, one without Parquet files and unknown run ids, before anything is written.
+    const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
     try {
+      mkdirSync(out, { recursive: true });
       for (const notebookName of names) {
         const notebook = parseNotebook(notebookName, readFileSync(join(dir, `${notebookName}.sql`), 'utf8'));
         const results = await runNotebook(catalog, notebook);
         const path = join(out, `${notebookName}.html`);
         writeFileSync(path, notebookHtml(notebook, results, { source: runIds ? `${store} (runs ${runIds.join(', ')})` : store, generatedAt: new Date() }));
         const charts = results.reduce((sum, r) => sum + r.svgs.length, 0);
-        process.stdout.write(`wrote ${path} (${results.length} queries, ${charts} charts)\n`);
+        process.stdout.write(`wrote ${path} (${results.length} queries, ${charts} charts) from ${store}\n`);
       }
       return 0;
-    } catch (error) {
-      process.stderr.write(`trialrun notebook: ${error instanceof Error ? error.message : String(error)}\n`);
-      return 1;
     } finally {
       catalog.close();
     }

@@ -1,12 +1,13 @@
 import { readRange } from '../../connectors/kafka/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds } from '../../policies/index.js';
-import { nowIso, type PolicyCheckpoint, type PolicyPin } from '../../schemas/index.js';
+import { ConfigError, nowIso, type PolicyCheckpoint, type PolicyPin } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { choiceOption } from '../options.js';
 import { checkpointStore } from '../paths.js';
 
 async function checkpointHistory(policyId: string): Promise<Map<number, PolicyCheckpoint>> {
-  const context = processorContext();
+  const context = await processorContext(['policyCheckpoints']);
   const byVersion = new Map<number, PolicyCheckpoint>();
   await readRange(context.kafka, {
     topic: context.names.name('policyCheckpoints'),
@@ -23,7 +24,7 @@ async function checkpointHistory(policyId: string): Promise<Map<number, PolicyCh
 }
 
 async function publishPin(pin: PolicyPin): Promise<void> {
-  const context = processorContext();
+  const context = await processorContext(['policyPins']);
   await context.serde.register(['policyPins']);
   const producer = context.kafka.producer({ idempotent: true });
   await producer.connect();
@@ -46,8 +47,9 @@ export const policyCommand: Command = {
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
   },
   help: { policy: `policy id (${policyIds().join(', ')})` },
-  async run(values, [action, version]) {
-    const policyId = String(values.policy);
+  async run(values, [action, version, ...extra]) {
+    if (extra.length > 0 || (version !== undefined && action !== 'rollback')) throw new ConfigError(`expected list, rollback <version> or unpin, got "${[action, version, ...extra].join(' ')}"`);
+    const policyId = choiceOption(values, 'policy', policyIds());
     const store = checkpointStore();
     if (action === 'list') {
       const history = await checkpointHistory(policyId);
@@ -60,14 +62,12 @@ export const policyCommand: Command = {
     }
     if (action === 'rollback') {
       const wanted = Number(version);
-      if (!Number.isInteger(wanted) || wanted < 1) {
-        process.stderr.write(`trialrun policy rollback: a version >= 1 is required, got "${version ?? ''}"\n`);
-        return 2;
-      }
-      const entry = (await store.list(policyId)).find((e) => e.version === wanted);
+      if (!/^\d+$/.test(version ?? '') || !Number.isSafeInteger(wanted) || wanted < 1) throw new ConfigError(`rollback needs a version >= 1, got "${version ?? ''}"`);
+      const versions = await store.list(policyId);
+      const entry = versions.find((e) => e.version === wanted);
       if (!entry) {
-        process.stderr.write(`trialrun policy rollback: ${policyId} v${wanted} is not in the checkpoint store\n`);
-        return 1;
+        const known = versions.map((e) => `v${e.version}`);
+        throw new ConfigError(`${policyId} v${wanted} is not in the checkpoint store; it has ${known.length ? known.join(', ') : 'no versions'} (see trialrun policy list)`);
       }
       await store.get(entry.artifact); // refuse to pin bytes that fail their digest
       const record = (await checkpointHistory(policyId)).get(wanted);
@@ -92,7 +92,6 @@ export const policyCommand: Command = {
       process.stdout.write(`${policyId} follows the newest version again\n`);
       return 0;
     }
-    process.stderr.write(`trialrun policy: expected list, rollback <version> or unpin, got "${action ?? ''}"\n`);
-    return 2;
+    throw new ConfigError(`expected list, rollback <version> or unpin, got "${action ?? ''}"`);
   },
 };

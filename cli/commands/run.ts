@@ -6,12 +6,17 @@ import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
+import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
-import { intOption, type Command } from '../command.js';
+import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { requiredInt, stringOption } from '../options.js';
 import { checkpointStore, dataDir } from '../paths.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
+
+/** The broker's group.min.session.timeout.ms: a shorter session is refused only when the instance joins. */
+const MIN_SESSION_TIMEOUT_MS = 6000;
 
 interface Runnable {
   start(): Promise<void>;
@@ -36,22 +41,26 @@ export const runProcessorCommand: Command = {
     'batch-size': 'learner: samples per update',
     'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
   },
-  async run(values, [name]) {
-    if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number])) {
-      process.stderr.write(`trialrun run: unknown processor "${name ?? ''}"; one of ${PROCESSORS.join(', ')}\n`);
-      return 2;
+  async run(values, [name, ...extra]) {
+    if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number]) || extra.length > 0) {
+      throw new ConfigError(`unknown processor "${[name, ...extra].filter(Boolean).join(' ')}"; one of ${PROCESSORS.join(', ')}`);
     }
-    const context = processorContext();
-    const runId = (values['run-id'] as string | undefined) ?? randomUUID();
-    const instanceId = String(values.instance);
-    const sessionTimeoutMs = intOption(values, 'session-timeout-ms');
+    const runId = stringOption(values, 'run-id') ?? randomUUID();
+    const instanceId = stringOption(values, 'instance') ?? '0';
+    // It becomes part of the transactional id and the consumer's client id.
+    if (!/^[A-Za-z0-9._-]{1,64}$/.test(instanceId)) throw new ConfigError(`--instance must be a short name of letters, digits, '.', '_' or '-', got "${instanceId}"`);
+    const sessionTimeoutMs = requiredInt(values, 'session-timeout-ms', MIN_SESSION_TIMEOUT_MS);
+    const groupSize = requiredInt(values, 'group-size');
+    const batchSize = requiredInt(values, 'batch-size');
+    // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
+    const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
     if (name === 'rollout-worker') {
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore() });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize: intOption(values, 'group-size'), sessionTimeoutMs });
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs });
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
@@ -59,8 +68,9 @@ export const runProcessorCommand: Command = {
     } else if (name === 'reward') {
       processor = createRewardProcessor(context, { sessionTimeoutMs });
     } else if (name === 'learner') {
-      processor = createLearner(context, { runId, store: checkpointStore(), batchSize: intOption(values, 'batch-size'), sessionTimeoutMs });
+      processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs });
     } else {
+      process.stderr.write(`[${name}] landing Parquet files in ${dataDir()}\n`);
       processor = new AnalyticsSink(context, { dataDir: dataDir(), sessionTimeoutMs });
     }
     await processor.start();

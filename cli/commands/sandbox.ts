@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { defaultRootfsDir, newOwner, reapDockerSandboxes, reapProcessSandboxes, RootfsStore } from '../../connectors/sandbox/index.js';
 import { imageFor } from '../../stack/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 
 export const sandboxCommand: Command = {
@@ -19,7 +20,8 @@ export const sandboxCommand: Command = {
     all: 'gc: also remove the sandboxes of executors that are still running',
     'rootfs-dir': `rootfs: cache folder (default: ${defaultRootfsDir()})`,
   },
-  async run(values, [action, target]) {
+  async run(values, [action, target, ...extra]) {
+    if (extra.length > 0 || (target !== undefined && action !== 'rootfs')) throw new ConfigError(`expected gc or rootfs <image>, got "${[action, target, ...extra].join(' ')}"`);
     if (action === 'gc') {
       const all = values.all === true;
       const containers = await reapDockerSandboxes(new Docker(), { all });
@@ -40,7 +42,6 @@ export const sandboxCommand: Command = {
       process.stdout.write(`${image} (${rootfs.digest}): ${rootfs.dir}\ncopy ${store.cacheDir} to the same place on the target host\n`);
       return 0;
     }
-    process.stderr.write(`trialrun sandbox: expected gc or rootfs <image>, got "${[action, target].filter(Boolean).join(' ')}"\n`);
-    return 2;
+    throw new ConfigError(`expected gc or rootfs <image>, got "${[action, target].filter(Boolean).join(' ')}"`);
   },
 };

@@ -1,4 +1,5 @@
 import { stackDown, stackStatus, stackUp } from '../../stack/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -13,7 +14,8 @@ export const stackCommand: Command = {
   usage: 'up|down|status',
   options: {},
   help: {},
-  async run(_values, [action]) {
+  async run(_values, [action, ...extra]) {
+    if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (action === 'up') {
       const started = performance.now();
       for (const report of await stackUp(log)) log(`${report.name.padEnd(10)} ${report.result.padEnd(8)} ${report.endpoint} (${report.seconds.toFixed(1)}s)`);
@@ -26,10 +28,10 @@ export const stackCommand: Command = {
     }
     if (action === 'status') {
       const status = await stackStatus();
-      for (const part of status) process.stdout.write(`${part.name.padEnd(10)} ${part.up ? 'up  ' : 'down'} ${part.endpoint}\n`);
+      const width = Math.max(...status.map((part) => part.name.length)) + 1;
+      for (const part of status) process.stdout.write(`${part.name.padEnd(width)} ${part.up ? 'up  ' : 'down'} ${part.endpoint}\n`);
       return status.every((part) => part.up) ? 0 : 1;
     }
-    process.stderr.write(`trialrun stack: expected up, down or status, got "${action ?? ''}"\n`);
-    return 2;
+    throw new ConfigError(`expected up, down or status, got "${action ?? ''}"`);
   },
 };

@@ -4,11 +4,11 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
 import { formatReport, loadJobFile, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
 import { imageFor } from '../../stack/index.js';
+import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { existingFile, JOB_FILE, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
-
-const JOB_FILE = /\.(ya?ml|json)$/i;
 
 /** The report without the task records themselves, for --json. */
 function reportJson(report: TaskJobReport): string {
@@ -40,28 +40,27 @@ export const tasksCommand: Command = {
     out: 'also write the selected tasks as a JSON Lines rows file (with family, split and priority), which `run`, `learn` and\n' +
       '`verify calibrate` read without deriving again',
   },
-  async run(values, [action, file]) {
-    if (action !== 'publish' || !file) {
-      process.stderr.write('trialrun tasks: usage: trialrun tasks publish <job.yaml | rows.jsonl> [--dry-run] [--json]\n');
-      return 2;
-    }
-    const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
+  async run(values, [action, file, ...extra]) {
+    if (action !== 'publish' || !file || extra.length > 0) throw new ConfigError('usage: trialrun tasks publish <job.yaml | rows.jsonl> [--dry-run] [--json]');
+    const path = existingFile(file, 'the job or rows file');
+    const job = JOB_FILE.test(path) ? loadJobFile(path) : rowsFileJob(path);
     const dryRun = Boolean(values['dry-run']);
-    const context = dryRun ? undefined : processorContext();
+    const out = stringOption(values, 'out');
+    const analyticsDir = stringOption(values, 'analytics') ?? dataDir();
+    const context = dryRun ? undefined : await processorContext();
     if (context) await prepareTopics(context);
     const pool = job.spec.derive ? new DockerSandboxPool() : undefined;
     try {
       const report = await runTaskJob({
         job,
         rejectsDir: join(dataDir(), 'rejects'),
-        analyticsDir: (values.analytics as string | undefined) ?? dataDir(),
+        analyticsDir,
         dryRun,
         context,
         pool,
         imageFor,
         onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`),
       });
-      const out = values.out as string | undefined;
       if (out) {
         mkdirSync(dirname(resolve(out)), { recursive: true });
         writeFileSync(out, report.rows.map((row) => `${JSON.stringify(row)}\n`).join(''));

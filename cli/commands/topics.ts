@@ -1,7 +1,7 @@
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
-import { TOPICS, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
 import type { Command } from '../command.js';
-import { processorContext } from '../context.js';
+import { processorContext, topicNamesFromEnv } from '../context.js';
 
 export const topicsCommand: Command = {
   name: 'topics',
@@ -12,19 +12,21 @@ export const topicsCommand: Command = {
   usage: 'list|create',
   options: {},
   help: {},
-  async run(_values, [action]) {
-    const context = processorContext();
+  async run(_values, [action, ...extra]) {
+    if (extra.length > 0) throw new ConfigError(`expected list or create alone, got "${[action, ...extra].join(' ')}"`);
     if (action === 'list') {
+      const names = topicNamesFromEnv();
       for (const key of Object.keys(TOPICS) as TopicKey[]) {
         const t = TOPICS[key];
         process.stdout.write(
-          `${context.names.name(key)}\n  key ${t.key} · ${t.partitions} partitions · ${Object.entries(t.config).map(([k, v]) => `${k}=${v}`).join(' ')}\n` +
+          `${names.name(key)}\n  key ${t.key} · ${t.partitions} partitions · ${Object.entries(t.config).map(([k, v]) => `${k}=${v}`).join(' ')}\n` +
             `  producers: ${t.producers.join(', ')} · consumers: ${t.consumers.join(', ')}\n  ${t.description}\n`,
         );
       }
       return 0;
     }
     if (action === 'create') {
+      const context = await processorContext();
       const admin = context.kafka.admin();
       await admin.connect();
       const created = await ensureTopics(admin, catalogTopics(context.names)).finally(() => admin.disconnect());
@@ -32,7 +34,6 @@ export const topicsCommand: Command = {
       process.stdout.write(`created ${created.length ? created.join(', ') : 'nothing (all exist)'}; schemas registered\n`);
       return 0;
     }
-    process.stderr.write(`trialrun topics: expected list or create, got "${action ?? ''}"\n`);
-    return 2;
+    throw new ConfigError(`expected list or create, got "${action ?? ''}"`);
   },
 };

@@ -1,18 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parsePosition, readTopic } from '../../connectors/kafka/index.js';
+import { checkRange, readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { loadJobFile, rowsFileJob, runTaskJob } from '../../pipelines/task-job/index.js';
 import { GlobalTable } from '../../pipelines/runtime/index.js';
 import { calibrate, rescore, Verifier, type CalibrationReport, type TaskLookup } from '../../pipelines/verifier/index.js';
 import { ConfigError, NotFoundError, ShutdownError, type Task } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
-import { intOption, type Command } from '../command.js';
+import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
 import { dataDir } from '../paths.js';
+import { endProgress, printProgress, progressLine } from '../progress.js';
 
-const JOB_FILE = /\.(ya?ml|json)$/i;
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
 
 const percent = (rate: number): string => `${(rate * 100).toFixed(1)}%`;
@@ -40,7 +41,7 @@ async function loadTasks(file: string | undefined, pool: DockerSandboxPool): Pro
     const report = await runTaskJob({ job, rejectsDir: join(dataDir(), 'rejects'), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
     return [...report.tasks];
   }
-  const context = processorContext();
+  const context = await processorContext(['tasks']);
   const tasks = new Map<string, Task>();
   await readTopic(context.kafka, {
     topic: context.names.name('tasks'),
@@ -91,10 +92,23 @@ export const verifyCommand: Command = {
     'min-group-size': 'rescore: fewest members a partly re-scored group needs to be rewarded',
     json: 'write the full report as JSON to this file',
   },
-  async run(values, [action, file]) {
-    if (!ACTIONS.includes(action as (typeof ACTIONS)[number])) {
-      process.stderr.write(`trialrun verify: one of ${ACTIONS.join(', ')} (see --help)\n`);
-      return 2;
+  async run(values, [action, file, ...extra]) {
+    if (!ACTIONS.includes(action as (typeof ACTIONS)[number]) || extra.length > 0 || (file !== undefined && action !== 'calibrate')) {
+      throw new ConfigError(`expected ${ACTIONS.join(', ')} (calibrate may name one file), got "${[action, file, ...extra].filter(Boolean).join(' ')}" (see trialrun verify --help)`);
+    }
+    // Every option is checked before a sandbox pool or a connection exists.
+    const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0) };
+    const jsonOption = stringOption(values, 'json');
+    const json = jsonOption === undefined ? undefined : outputFile(jsonOption, '--json');
+    const taskFile = file === undefined ? undefined : existingFile(file, 'the job or rows file');
+    const calibration = { limit: intOption(values, 'limit'), mutants: requiredInt(values, 'mutants', 0), concurrency: requiredInt(values, 'concurrency') };
+    const rescoring =
+      action === 'rescore'
+        ? { from: positionOption(values, 'from'), to: positionOption(values, 'to', 'latest'), expectVersion: stringOption(values, 'verifier'), minGroupSize: requiredInt(values, 'min-group-size') }
+        : undefined;
+    if (rescoring) {
+      if (!rescoring.expectVersion) throw new ConfigError('rescore needs --verifier <version> (see trialrun verify version)');
+      checkRange(rescoring.from, rescoring.to);
     }
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
@@ -103,8 +117,6 @@ export const verifyCommand: Command = {
     const stop = (): void => interrupt.abort(new ShutdownError());
     process.once('SIGINT', stop).once('SIGTERM', stop);
     try {
-      const options = { timeoutMs: intOption(values, 'timeout-ms'), referenceRuns: Number(values['reference-runs']) };
-      if (!Number.isInteger(options.referenceRuns) || options.referenceRuns < 0) throw new ConfigError(`--reference-runs must be a whole number >= 0, got "${String(values['reference-runs'])}"`);
       const runId = `verify-${action}-${randomUUID().slice(0, 8)}`;
 
       if (action === 'version') {
@@ -114,8 +126,8 @@ export const verifyCommand: Command = {
       }
 
       if (action === 'calibrate') {
-        const all = await loadTasks(file, pool);
-        const limit = intOption(values, 'limit');
+        const all = await loadTasks(taskFile, pool);
+        const { limit } = calibration;
         const tasks = limit === undefined ? all : all.slice(0, limit);
         if (tasks.length === 0) throw new ConfigError(file ? `${file} gave no tasks` : 'the tasks topic is empty: publish tasks first, or name a job or rows file');
         const byId = new Map(tasks.map((t) => [t.taskId, t]));
@@ -125,32 +137,32 @@ export const verifyCommand: Command = {
         let done = 0;
         const report = await calibrate(verifier, tasks, {
           referenceRuns: Math.max(1, options.referenceRuns),
-          mutantsPerTask: Number(values.mutants),
+          mutantsPerTask: calibration.mutants,
           hackVariants: !values['skip-hacks'],
-          concurrency: intOption(values, 'concurrency'),
+          concurrency: calibration.concurrency,
           signal: interrupt.signal,
           onTask: (t) => void process.stderr.write(`[verify] ${++done}/${tasks.length} ${t.taskId}: FN ${t.falseNegatives}/${t.goodRuns} FP ${t.falsePositives}/${t.badVariants}${t.skipped ? ` (skipped: ${t.skipped})` : ''}\n`),
         });
-        if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+        if (json) writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
         process.stdout.write(`${formatCalibration(report)}\n`);
         return 0;
       }
 
-      if (typeof values.from !== 'string' || typeof values.verifier !== 'string') throw new ConfigError('rescore needs --from <position> and --verifier <version>');
-      const context = processorContext();
+      const context = await processorContext(['tasks', 'trajectories', 'verifications', 'rewards']);
+      const started = performance.now();
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
       const verifier = new Verifier({ ...options, runId, pool, imageFor, tasks });
       const report = await rescore(context, verifier, {
-        from: parsePosition(values.from),
-        to: parsePosition(String(values.to)),
-        expectVersion: values.verifier,
-        scoring: { minGroupSize: intOption(values, 'min-group-size') },
+        from: rescoring!.from,
+        to: rescoring!.to,
+        expectVersion: rescoring!.expectVersion,
+        scoring: { minGroupSize: rescoring!.minGroupSize },
         signal: interrupt.signal,
-        onProgress: (p) => void process.stderr.write(`\r[verify] re-scored ${p.verified} of ${p.total} (skipped ${p.skipped})`),
+        onProgress: (p) => printProgress(progressLine('[verify] re-scored', p.read, p.total, performance.now() - started, `${p.verified} re-verified, ${p.skipped} skipped`)),
       });
-      process.stderr.write('\n');
-      if (typeof values.json === 'string') writeFileSync(values.json, `${JSON.stringify(report, null, 2)}\n`);
+      endProgress();
+      if (json) writeFileSync(json, `${JSON.stringify(report, null, 2)}\n`);
       process.stdout.write(
         [
           `rescore        ${report.rescoreId}`,
@@ -159,6 +171,8 @@ export const verifyCommand: Command = {
           ...report.skipped.slice(0, 10).map((s) => `  skipped ${s.partition}@${s.offset}: ${s.reason}`),
           `rewards        ${report.rewardsWritten} written, ${report.rewardsAlreadyWritten} already there`,
           `dispositions   ${Object.entries(report.dispositions).map(([k, n]) => `${k} ${n}`).join(', ')}`,
+          // The re-scored records are on the topics now; DuckDB reads what the sink has landed.
+          `analytics      the new verifications and rewards reach DuckDB once the analytics sink lands them (it runs in \`trialrun demo\`, or: trialrun run analytics-sink)`,
           `compare        trialrun sql "SELECT verifier_version, count(*), avg(reward) FROM rewards GROUP BY 1"`,
         ].join('\n') + '\n',
       );

@@ -1,7 +1,8 @@
+import { existsSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ConfigError } from '../../schemas/index.js';
-import { listDataFiles, partitionSuperseded, runFolder } from './layout.js';
+import { listDataFiles, partitionSuperseded, runFolder, type DataFile } from './layout.js';
 import { ANALYTICS_TABLES, duckdbType, STEP_FIELDS, type AnyTableSpec } from './tables.js';
 
 export interface QueryResult {
@@ -34,6 +35,14 @@ export interface CatalogOptions {
    * @default every run
    */
   runIds?: readonly string[];
+  /**
+   * Refuse a store with nothing to read: a missing folder, one without Parquet files, or a run id with no
+   * rows there (each a ConfigError naming the folder). For a user's query, where an empty answer from a
+   * wrong folder or a misspelt run would look like a real one. Off for the loop, which opens the catalog
+   * before its first file lands.
+   * @default false
+   */
+  requireData?: boolean;
 }
 
 /** Tables whose rows belong to a loop run (the tasks table's run is the data job's). */
@@ -49,6 +58,9 @@ export class AnalyticsCatalog {
 
   static async open(dataDir: string, options: CatalogOptions = {}): Promise<AnalyticsCatalog> {
     if (options.runIds && options.runIds.length === 0) throw new ConfigError('CatalogOptions.runIds: give at least one run id, or leave it out for every run');
+    const listed = new Map<string, DataFile[]>();
+    for (const spec of ANALYTICS_TABLES as readonly AnyTableSpec[]) listed.set(spec.table, partitionSuperseded(listDataFiles(join(dataDir, spec.table))).live);
+    if (options.requireData) requireData(dataDir, listed, options.runIds);
     const instance = await DuckDBInstance.create(':memory:');
     const connection = await instance.connect();
     const files = new Map<string, string[]>();
@@ -56,8 +68,9 @@ export class AnalyticsCatalog {
       for (const spec of ANALYTICS_TABLES as readonly AnyTableSpec[]) {
         const runs = PER_RUN_TABLES.has(spec.table) ? options.runIds : undefined;
         const folders = runs && new Set(runs.map(runFolder));
-        const live = partitionSuperseded(listDataFiles(join(dataDir, spec.table)))
-          .live.filter((file) => !folders || folders.has(file.bucket.split(sep)[0]!))
+        const live = listed
+          .get(spec.table)!
+          .filter((file) => !folders || folders.has(runFolderOf(file)))
           .map((file) => file.path)
           .sort();
         files.set(spec.table, live);
@@ -78,6 +91,27 @@ export class AnalyticsCatalog {
     return { columns: reader.columnNames(), types: reader.columnTypes().map(String), rows: reader.getRowsJson() };
   }
 
+  /** How many statements `sql` holds, by DuckDB's own parser (a parse error throws). */
+  async countStatements(sql: string): Promise<number> {
+    return (await this.connection.extractStatements(sql)).count;
+  }
+
+  /** Runs every statement of `sql` in order and returns each one's result; stops at the first that fails. */
+  async queryAll(sql: string): Promise<QueryResult[]> {
+    const statements = await this.connection.extractStatements(sql);
+    const results: QueryResult[] = [];
+    for (let index = 0; index < statements.count; index++) {
+      const prepared = await statements.prepare(index);
+      try {
+        const reader = await prepared.runAndReadAll();
+        results.push({ columns: reader.columnNames(), types: reader.columnTypes().map(String), rows: reader.getRowsJson() });
+      } finally {
+        prepared.destroySync();
+      }
+    }
+    return results;
+  }
+
   /** Runs a statement such as `COPY (...) TO 'file.parquet'`. */
   async run(sql: string): Promise<void> {
     await this.connection.run(sql);
@@ -87,6 +121,24 @@ export class AnalyticsCatalog {
     this.connection.closeSync();
     this.instance.closeSync();
   }
+}
+
+/** The `run_id=<run>` folder a data file sits in. */
+const runFolderOf = (file: DataFile): string => file.bucket.split(sep)[0]!;
+
+/** Throws a ConfigError when the store has nothing to read, or a wanted run has no rows in it. */
+function requireData(dataDir: string, listed: ReadonlyMap<string, readonly DataFile[]>, runIds: readonly string[] | undefined): void {
+  if (!existsSync(dataDir)) throw new ConfigError(`no data folder ${dataDir}; run the demo or pass --data-dir`);
+  if (!statSync(dataDir).isDirectory()) throw new ConfigError(`${dataDir} is not a folder; pass the analytics store's folder with --data-dir`);
+  const all = [...listed.values()].flat();
+  if (all.length === 0) throw new ConfigError(`no Parquet files under ${dataDir}; run the demo or pass --data-dir`);
+  if (!runIds) return;
+  const present = new Set([...listed].filter(([table]) => PER_RUN_TABLES.has(table)).flatMap(([, files]) => files.map(runFolderOf)));
+  const unknown = runIds.filter((runId) => !present.has(runFolder(runId)));
+  if (unknown.length === 0) return;
+  const known = [...present].map((folder) => folder.replace(/^run_id=/, '')).sort();
+  const shown = known.length > 10 ? `${known.slice(0, 10).join(', ')} and ${known.length - 10} more` : known.join(', ');
+  throw new ConfigError(`no rows for run ${unknown.map((r) => `"${r}"`).join(', ')} under ${dataDir}; runs there: ${shown || 'none'}`);
 }
 
 function emptyTable(spec: AnyTableSpec): string {

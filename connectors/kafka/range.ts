@@ -41,7 +41,12 @@ export interface ReadRangeOptions {
    * under the same group writes nothing twice.
    */
   readonly onBatch?: (batch: RangeBatch) => Promise<void>;
-  /** Called after each batch with records handed over so far and the total in range. */
+  /**
+   * Called once before the first batch and after each batch, with the records handed over so far and the
+   * records in range. The latter starts as the offsets in range and loses the transaction markers and
+   * aborted records as the read passes them, so when the read ends the two are equal (100%), never fewer
+   * records than handed over.
+   */
   readonly onProgress?: (done: number, total: number) => void;
   readonly signal?: AbortSignal;
 }
@@ -64,14 +69,51 @@ export function rangeGroupId(topic: string, from: Position, to: Position, purpos
   return `trialrun-replay-${digest}`;
 }
 
+const POSITION_FORMS = 'use earliest, latest, an offset (a whole number >= 0), @<epoch ms>, or an ISO time such as 2025-06-01T00:00:00Z';
+
 /** Parses `earliest`, `latest`, an ISO time, `@<ms since epoch>`, or a plain number as an offset. */
 export function parsePosition(text: string): Position {
-  if (text === 'earliest' || text === 'latest') return text;
-  if (/^\d+$/.test(text)) return { offset: BigInt(text) };
-  if (/^@\d+$/.test(text)) return { timestamp: Number(text.slice(1)) };
-  const ms = Date.parse(text);
-  if (Number.isNaN(ms)) throw new ConfigError(`"${text}" is not a position: use earliest, latest, an offset, @<epoch ms>, or an ISO time`);
+  const trimmed = text.trim();
+  if (trimmed === 'earliest' || trimmed === 'latest') return trimmed;
+  if (/^-\s*\d/.test(trimmed) || /^@-/.test(trimmed)) throw new ConfigError(`"${text}" is negative: offsets and times start at 0; ${POSITION_FORMS}`);
+  if (/^\d+$/.test(trimmed)) return { offset: BigInt(trimmed) };
+  if (/^@\d+$/.test(trimmed)) {
+    const timestamp = Number(trimmed.slice(1));
+    if (!Number.isSafeInteger(timestamp)) throw new ConfigError(`"${text}" is not a time: ${POSITION_FORMS}`);
+    return { timestamp };
+  }
+  // An ISO date or time; Date.parse alone also takes "1" or "June" and guesses a year.
+  const ms = /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(trimmed) ? Date.parse(trimmed) : Number.NaN;
+  if (Number.isNaN(ms)) throw new ConfigError(`"${text}" is not a position: ${POSITION_FORMS}`);
+  if (ms < 0) throw new ConfigError(`"${text}" is before 1970: times start at the epoch; ${POSITION_FORMS}`);
   return { timestamp: ms };
+}
+
+/** A position as the user wrote it, for messages. */
+export function describePosition(position: Position): string {
+  if (typeof position === 'string') return position;
+  return 'timestamp' in position ? new Date(position.timestamp).toISOString() : `offset ${position.offset}`;
+}
+
+/**
+ * Refuses a range that cannot hold anything: a start after its end (between two offsets, two times, or
+ * `latest` before anything), or a time in the future (a topic has no records there yet; `latest` says
+ * "up to now"). Checked before any topic is created or any group joined. Offsets and times compare only
+ * among themselves; which offset a time is at, only the broker knows.
+ */
+export function checkRange(from: Position, to: Position, now: number = Date.now()): void {
+  for (const [name, position] of [['from', from], ['to', to]] as const) {
+    if (typeof position === 'object' && 'timestamp' in position && position.timestamp > now) {
+      throw new ConfigError(`--${name} ${describePosition(position)} is in the future (now is ${new Date(now).toISOString()}); use latest to read up to now`);
+    }
+  }
+  const after = (reason: string): ConfigError => new ConfigError(`--from ${describePosition(from)} is after --to ${describePosition(to)}: ${reason}`);
+  if (from === 'latest' && to !== 'latest') throw after('nothing comes after latest');
+  if (to === 'earliest' && from !== 'earliest') throw after('nothing comes before earliest');
+  if (typeof from === 'object' && typeof to === 'object') {
+    if ('offset' in from && 'offset' in to && from.offset > to.offset) throw after('the range would be empty');
+    if ('timestamp' in from && 'timestamp' in to && from.timestamp > to.timestamp) throw after('the range would be empty');
+  }
 }
 
 async function resolveOffsets(kafka: Kafka, topic: string, position: Position): Promise<Map<number, bigint>> {
@@ -104,6 +146,7 @@ const clamp = (value: bigint, min: bigint, max: bigint): bigint => (value < min 
 export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promise<RangeReport> {
   if ((options.onRecord === undefined) === (options.onBatch === undefined)) throw new ConfigError('ReadRangeOptions: give exactly one of onRecord and onBatch');
   const to = options.to ?? 'latest';
+  checkRange(options.from, to);
   const groupId = options.groupId ?? rangeGroupId(options.topic, options.from, to, 'read');
   const [starts, ends] = await Promise.all([resolveOffsets(kafka, options.topic, options.from), resolveOffsets(kafka, options.topic, to)]);
 
@@ -125,7 +168,11 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
     total,
     partitions: partitions.map((p) => ({ partition: p.partition, start: p.start.toString(), end: p.end.toString() })),
   });
+  // Records still possibly in range: the offsets not yet passed, less the markers and aborted records passed.
+  let inRange = total;
+  options.onProgress?.(0, inRange);
   if (pending.size === 0) return report(0);
+  const position = new Map(partitions.map((p) => [p.partition, p.start]));
 
   const endOf = new Map(partitions.map((p) => [p.partition, p.end]));
   const consumer = kafka.consumer({ groupId, readUncommitted: false, allowAutoTopicCreation: false });
@@ -142,7 +189,17 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
   // Fetches holding only transaction markers never reach eachBatch; this event sees every batch.
   consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
     const end = endOf.get(payload.partition);
-    if (end !== undefined && BigInt(payload.lastOffset) + 1n >= end && pending.delete(payload.partition) && pending.size === 0) resolveDone();
+    if (end === undefined) return;
+    // A batch eachBatch never saw holds no records in range: all it passes comes off the count.
+    const reached = BigInt(payload.lastOffset) + 1n;
+    const next = reached < end ? reached : end;
+    const from = position.get(payload.partition)!;
+    if (next > from) {
+      inRange -= Number(next - from);
+      position.set(payload.partition, next);
+      options.onProgress?.(delivered, inRange);
+    }
+    if (reached >= end && pending.delete(payload.partition) && pending.size === 0) resolveDone();
   });
 
   try {
@@ -153,16 +210,22 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
         const end = endOf.get(batch.partition) ?? 0n;
+        const from = position.get(batch.partition) ?? 0n;
         const records: RangeRecord[] = [];
         for (const message of batch.messages) {
+          if (BigInt(message.offset) < from) continue;
           if (BigInt(message.offset) >= end) break;
           const headers: Record<string, string> = {};
           for (const [name, value] of Object.entries(message.headers ?? {})) if (value !== undefined) headers[name] = String(value);
           records.push({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, headers });
         }
-        // Count markers and aborted records too: progress is in offsets, and the range ends at an offset.
+        // The group's progress is in offsets, markers and aborted records included: the range ends at an offset.
         const reached = BigInt(batch.lastOffset()) + 1n;
         const next = reached < end ? reached : end;
+        if (next > from) {
+          inRange -= Number(next - from) - records.length;
+          position.set(batch.partition, next);
+        }
         if (options.onBatch) {
           await options.onBatch({ partition: batch.partition, records, nextOffset: next.toString() });
           delivered += records.length;
@@ -175,7 +238,7 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
           }
           await consumer.commitOffsets([{ topic: options.topic, partition: batch.partition, offset: next.toString() }]);
         }
-        options.onProgress?.(delivered, total);
+        options.onProgress?.(delivered, inRange);
         await heartbeat();
       },
     });

@@ -1,5 +1,5 @@
 import type { Admin } from 'kafkajs';
-import { TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';
+import { ConfigError, TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';
 
 export interface TopicSpec {
   readonly topic: string;
@@ -30,4 +30,15 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
     })),
   });
   return missing.map((spec) => spec.topic);
+}
+
+/**
+ * Throws one ConfigError naming every topic of `topics` that does not exist, so a command on a wrong
+ * prefix or an unprepared cluster says which topic is missing instead of the broker's "does not host
+ * this topic-partition". `hint` ends the message, e.g. how to create them.
+ */
+export async function requireTopics(admin: Admin, topics: readonly string[], hint = ''): Promise<void> {
+  const existing = new Set(await admin.listTopics());
+  const missing = topics.filter((topic) => !existing.has(topic));
+  if (missing.length > 0) throw new ConfigError(`no topic ${missing.map((t) => `"${t}"`).join(', ')}${hint ? `; ${hint}` : ''}`);
 }

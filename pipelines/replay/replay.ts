@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { catalogTopics, ensureTopics, rangeGroupId, readRange, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
+import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../schemas/index.js';
 import { sleep, type ProcessorContext } from '../runtime/index.js';
@@ -16,7 +16,7 @@ export interface TopicReplayOptions {
   from: Position;
   /** Exclusive end on every partition, resolved when the replay starts. @default 'latest' */
   to?: Position;
-  /** Called after each batch with records copied so far and the offsets in range. @default none */
+  /** Called as the copy advances with records copied so far and records in range (see ReadRangeOptions.onProgress). @default none */
   onProgress?: (done: number, total: number) => void;
   /** @default never aborted */
   signal?: AbortSignal;
@@ -38,9 +38,10 @@ const describePosition = (position: Position): string =>
 
 /** Creates `target` like `source` (partition count, cleanup and retention) unless it exists. */
 async function ensureCopyTopic(admin: Admin, source: string, target: string): Promise<void> {
+  await requireTopics(admin, [source], 'see trialrun topics list');
   const metadata = await admin.fetchTopicMetadata({ topics: [source] });
   const partitions = metadata.topics[0]?.partitions.length ?? 0;
-  if (partitions === 0) throw new ConfigError(`replay: topic ${source} does not exist`);
+  if (partitions === 0) throw new ConfigError(`replay: topic ${source} has no partitions`);
   const described = await admin.describeConfigs({ resources: [{ type: 2 /* TOPIC */, name: source, configNames: ['cleanup.policy', 'retention.ms'] }], includeSynonyms: false });
   const config = Object.fromEntries((described.resources[0]?.configEntries ?? []).map((entry) => [entry.configName, entry.configValue]));
   await ensureTopics(admin, [{ topic: target, partitions, config }]);
@@ -53,8 +54,9 @@ async function ensureCopyTopic(admin: Admin, source: string, target: string): Pr
  * replay again copies nothing twice. Live consumer groups are never touched.
  */
 export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions): Promise<TopicReplayReport> {
-  if (options.source === options.target) throw new ConfigError(`replay: the target must differ from the source (${options.source})`);
+  if (options.source === options.target) throw new ConfigError(`a replay's target must differ from its source (${options.source})`);
   const to = options.to ?? 'latest';
+  checkRange(options.from, to);
   const groupId = rangeGroupId(options.source, options.from, to, `into-topic:${options.target}`);
   const admin = kafka.admin();
   await admin.connect();
@@ -180,12 +182,15 @@ export async function replayIntoProcessor(context: ProcessorContext, options: Pr
   const timeoutMs = options.timeoutMs ?? 1_800_000;
   if (!(pollMs > 0) || !(timeoutMs > 0)) throw new ConfigError('ProcessorReplayOptions.pollMs and timeoutMs must be > 0');
   const to = options.to ?? 'latest';
+  checkRange(options.from, to);
   const names = topicNames(replayPrefix(context.names, options.processor, options.inputs, options.from, to));
   const replayContext: ProcessorContext = { kafka: context.kafka, serde: new TopicSerde(names), names };
 
   const admin = context.kafka.admin();
   await admin.connect();
   try {
+    // A missing input is named before the replay's namespace is created.
+    await requireTopics(admin, options.inputs.map((key) => context.names.name(key)), 'see trialrun topics list');
     await ensureTopics(admin, catalogTopics(names));
     await replayContext.serde.register();
     const copies: TopicReplayReport[] = [];
@@ -220,9 +225,11 @@ export async function replayIntoProcessor(context: ProcessorContext, options: Pr
         const from = (startOffsets.get(key) ?? -1n) < 0n ? 0n : startOffsets.get(key)!;
         const at = committed.get(key) ?? -1n;
         const reached = at < 0n ? 0n : at;
+        // Done up to the final commit marker, which no consumer is handed: the partition counts as whole.
+        const whole = end === 0n || reached >= end - 1n;
+        if (!whole) caughtUp = false;
         total += Number(end > from ? end - from : 0n);
-        done += Number(reached > from ? reached - from : 0n);
-        if (end > 0n && reached < end - 1n) caughtUp = false;
+        done += Number(whole ? (end > from ? end - from : 0n) : reached > from ? reached - from : 0n);
       }
       return { done, total, caughtUp };
     };

@@ -78,7 +78,12 @@ export async function rescore(context: ProcessorContext, verifier: Verifier, opt
       to,
       groupId: readGroup,
       signal,
-      onProgress: (_, inRange) => (total = inRange),
+      // The read reports the records in range before its first batch and after each one, so the count
+      // is never "1 of 0" and ends equal to what was read.
+      onProgress: (_, inRange) => {
+        total = inRange;
+        options.onProgress?.({ read, total, verified, skipped: skipped.length });
+      },
       onRecord: async (record) => {
         read++;
         if (record.value === null) return;

@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetFile, type Row } from '../../connectors/analytics/index.js';
 import type { Reward, Trajectory } from '../../schemas/index.js';
-import { runCommand } from '../../cli/command.js';
-import { sqlCommand } from '../../cli/commands/sql.js';
+import { main } from '../../cli/main.js';
 import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
 import { tempDir } from './harness.js';
 
@@ -72,7 +71,7 @@ async function sql(dataDir: string, ...args: string[]): Promise<{ code: number; 
   const write = process.stderr.write;
   process.stderr.write = ((chunk: string) => err.push(chunk) > 0) as typeof process.stderr.write;
   try {
-    const code = await runCommand('trialrun', sqlCommand, ['--data-dir', dataDir, '--out', out, ...args]);
+    const code = await main(['sql', '--data-dir', dataDir, '--out', out, ...args]);
     return { code, out: existsSync(out) ? readFileSync(out, 'utf8') : '', stderr: err.join('') };
   } finally {
     process.stderr.write = write;
@@ -88,13 +87,15 @@ test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is w
   const json = (await sql(dataDir, '--format', 'json', query)).out.trim().split('\n').map((line) => JSON.parse(line) as { reward_id: string; reward: number });
   assert.deepEqual(json.map((r) => r.reward_id), ['r/t0/v-synthetic/reward', 'r/t1/v-synthetic/reward', 'r/t2/v-synthetic/reward']);
   const parquet = join(tempDir('sql-parquet'), 'rewards.parquet');
-  assert.equal((await runCommand('trialrun', sqlCommand, ['--data-dir', dataDir, '--format', 'parquet', '--out', parquet, query])), 0);
+  assert.equal(await main(['sql', '--data-dir', dataDir, '--format', 'parquet', '--out', parquet, query]), 0);
   assert.equal(readFileSync(parquet).subarray(0, 4).toString(), 'PAR1');
   assert.equal((await sql(dataDir, '--format', 'json', `SELECT count(*)::INT AS n FROM read_parquet('${parquet}')`)).out.trim(), '{"n":3}');
   const badFormat = await sql(dataDir, '--format', 'xml', query);
   assert.equal(badFormat.code, 2);
-  assert.match(badFormat.stderr, /--format must be table, csv, json or parquet, got "xml"/);
+  assert.match(badFormat.stderr, /^trialrun sql: --format must be one of table, csv, json, parquet, got "xml"$/m);
+  // A query DuckDB refuses is the user's to fix: one line, exit 2, no stack trace.
   const badQuery = await sql(dataDir, 'SELECT nope FROM rewards');
-  assert.equal(badQuery.code, 1);
-  assert.match(badQuery.stderr, /nope/);
+  assert.equal(badQuery.code, 2);
+  assert.match(badQuery.stderr, /^trialrun sql: .*nope/m);
+  assert.doesNotMatch(badQuery.stderr, /\n\s+at /);
 });

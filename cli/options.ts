@@ -1,0 +1,119 @@
+import { existsSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parsePosition, type Position } from '../connectors/kafka/index.js';
+import { ConfigError } from '../schemas/index.js';
+
+/** Parsed option values, as `node:util` parseArgs returns them. */
+export type OptionValues = Readonly<Record<string, string | boolean | string[] | undefined>>;
+
+/**
+ * Checks of one option's value. Each throws a ConfigError naming the option and what it got, so a command
+ * resolves all its options into a checked object before it connects to anything or brings the stack up.
+ */
+
+/** A whole number of at least `min` (default 1); undefined when the option was not given and has no default. */
+export function intOption(values: OptionValues, name: string, min = 1): number | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const text = String(raw).trim();
+  const value = /^[+-]?\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`--${name} must be a whole number >= ${min}, got "${String(raw)}"`);
+  return value;
+}
+
+/** A whole number of at least `min`, which the option table gives a default for. */
+export function requiredInt(values: OptionValues, name: string, min = 1): number {
+  const value = intOption(values, name, min);
+  if (value === undefined) throw new ConfigError(`--${name} is required`);
+  return value;
+}
+
+/** A finite number strictly between `above` and `below`. */
+export function numberOption(values: OptionValues, name: string, range: { above: number; below?: number }): number {
+  const raw = values[name];
+  if (raw === undefined) throw new ConfigError(`--${name} is required`);
+  const text = String(raw).trim();
+  const value = text === '' ? Number.NaN : Number(text);
+  const below = range.below ?? Number.POSITIVE_INFINITY;
+  if (!Number.isFinite(value) || !(value > range.above) || !(value < below)) {
+    const bounds = Number.isFinite(below) ? `> ${range.above} and < ${below}` : `> ${range.above}`;
+    throw new ConfigError(`--${name} must be a number ${bounds}, got "${String(raw)}"`);
+  }
+  return value;
+}
+
+/** One of a fixed set of words. */
+export function choiceOption<T extends string>(values: OptionValues, name: string, allowed: readonly T[]): T {
+  const raw = String(values[name] ?? '');
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`--${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+/** A string option, or undefined; an empty string is refused (a shell variable that expanded to nothing). */
+export function stringOption(values: OptionValues, name: string): string | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || raw.trim() === '') throw new ConfigError(`--${name} needs a value`);
+  return raw;
+}
+
+/** A repeatable string option: undefined when not given, never an empty list or an empty item. */
+export function listOption(values: OptionValues, name: string): string[] | undefined {
+  const raw = values[name];
+  if (raw === undefined) return undefined;
+  const list = Array.isArray(raw) ? raw : [String(raw)];
+  if (list.some((item) => item.trim() === '')) throw new ConfigError(`--${name} needs a value`);
+  return list;
+}
+
+/** The absolute path of a file that exists; `what` names it in the error (e.g. "--tasks"). */
+export function existingFile(path: string, what: string): string {
+  const absolute = resolve(path);
+  if (!existsSync(absolute)) throw new ConfigError(`${what}: no such file ${absolute}`);
+  if (!statSync(absolute).isFile()) throw new ConfigError(`${what}: ${absolute} is not a file`);
+  return absolute;
+}
+
+/** The absolute path of a folder that exists. */
+export function existingDir(path: string, what: string): string {
+  const absolute = resolve(path);
+  if (!existsSync(absolute)) throw new ConfigError(`${what}: no such folder ${absolute}`);
+  if (!statSync(absolute).isDirectory()) throw new ConfigError(`${what}: ${absolute} is not a folder`);
+  return absolute;
+}
+
+/** A topic position (earliest, latest, an offset, @<epoch ms>, an ISO time); `fallback` when not given. */
+export function positionOption(values: OptionValues, name: string, fallback?: Position): Position {
+  const raw = values[name];
+  if (raw === undefined) {
+    if (fallback === undefined) throw new ConfigError(`--${name} is required`);
+    return fallback;
+  }
+  try {
+    return parsePosition(String(raw));
+  } catch (error) {
+    if (error instanceof ConfigError) throw new ConfigError(`--${name}: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The absolute path of a file to write: its folder must exist (a typo there would fail only at the end). */
+export function outputFile(path: string, what: string): string {
+  const absolute = resolve(path);
+  const folder = dirname(absolute);
+  if (!existsSync(folder) || !statSync(folder).isDirectory()) throw new ConfigError(`${what}: no folder ${folder} to write ${absolute} in`);
+  if (existsSync(absolute) && statSync(absolute).isDirectory()) throw new ConfigError(`${what}: ${absolute} is a folder`);
+  return absolute;
+}
+
+/** Task job files (YAML or JSON specs); anything else is read as a file of task rows. */
+export const JOB_FILE = /\.(ya?ml|json)$/i;
+
+/** A task rows file (JSON Lines) for commands that take no job file: a job file there is named as such. */
+export function taskRowsFile(path: string, what: string): string {
+  const absolute = existingFile(path, what);
+  if (JOB_FILE.test(absolute)) {
+    throw new ConfigError(`${what} takes a JSON Lines file of task rows; ${absolute} is a job file: run it with \`trialrun tasks publish ${path} --dry-run --out tasks.jsonl\` and pass tasks.jsonl`);
+  }
+  return absolute;
+}
