@@ -3,7 +3,6 @@ import { asKafkaConnectionError } from '../connectors/kafka/index.js';
 import { ConfigError, errorMessage, ValidationError } from '../schemas/index.js';
 import { runCommand } from './command.js';
 import { COMMANDS } from './commands/index.js';
-import { pinStateDir } from './paths.js';
 
 function usage(): string {
   return [
@@ -63,7 +62,6 @@ export async function main(argv: readonly string[], env: NodeJS.ProcessEnv = pro
   const fail = (error: unknown): never => process.exit(reportError(label, error, debug));
   process.on('unhandledRejection', fail).on('uncaughtException', fail);
   try {
-    pinStateDir(env);
     return await runCommand('trialrun', command, rest);
   } catch (error) {
     return reportError(label, error, debug);

@@ -1,10 +1,10 @@
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
+import { checkoutRoot, stackPaths } from '../stack/index.js';
 import type { OptionValues } from './options.js';
 
-/** The checkout this CLI was built from (dist/cli/paths.js -> two levels up). */
-export const repoRoot = (): string => resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+/** The checkout this CLI was built from. */
+export const repoRoot = (): string => checkoutRoot();
 
 export const bundledTasks = (): string => join(repoRoot(), 'tasks', 'repair-bundle.jsonl');
 
@@ -12,15 +12,7 @@ export const bundledTasks = (): string => join(repoRoot(), 'tasks', 'repair-bund
  * The state folder (data, logs, pid files): TRIALRUN_STATE_DIR, else `.trialrun` in this checkout, so the
  * CLI finds the same stack and data from whatever folder it is started in.
  */
-export const stateDir = (env: NodeJS.ProcessEnv = process.env): string => resolve(env.TRIALRUN_STATE_DIR ?? join(repoRoot(), '.trialrun'));
-
-/**
- * Pins TRIALRUN_STATE_DIR for this process and its children to `stateDir()`: the stack module's own
- * default is the current folder, and the CLI must not depend on it.
- */
-export function pinStateDir(env: NodeJS.ProcessEnv = process.env): void {
-  env.TRIALRUN_STATE_DIR = stateDir(env);
-}
+export const stateDir = (env: NodeJS.ProcessEnv = process.env): string => stackPaths(env).stateDir;
 
 /** Parquet files and rejects: --data-dir, else TRIALRUN_DATA_DIR, else `data` under the state folder. */
 export function dataDir(values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): string {

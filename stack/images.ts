@@ -1,13 +1,12 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot } from './docker.js';
 import { logHint, runCommand } from './process.js';
-import { ensureDir, setupLogFile, stackPaths } from './state.js';
+import { checkoutFile, ensureDir, setupLogFile, stackPaths } from './state.js';
 
 /**
  * Sandbox images are built from recipe folders under `sandbox-images/`, one per image:
@@ -42,17 +41,8 @@ interface Recipe {
   readonly parents: ReadonlyMap<string, string>;
 }
 
-/** The `sandbox-images/` folder of this checkout, found from this file (src via tsx, or dist/stack when compiled). */
-function defaultRecipesDir(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const recipes = join(dir, 'sandbox-images');
-    if (existsSync(recipes) && existsSync(join(dir, 'package.json'))) return recipes;
-    if (dirname(dir) === dir) throw new ConfigError(`no sandbox-images/ folder above ${fileURLToPath(import.meta.url)}`);
-  }
-}
-
 /** The tag `name`'s recipe builds to, e.g. `trialrun/python-repair:0123456789ab`. Reads files only, never Docker. */
-export function resolveImageTag(name: string, recipesDir: string = defaultRecipesDir()): string {
+export function resolveImageTag(name: string, recipesDir: string = checkoutFile('sandbox-images')): string {
   const planned = planImages(recipesDir, [name]).find((p) => p.recipe.name === name);
   if (planned === undefined) throw new ConfigError(`no sandbox image recipe ${name} in ${recipesDir}`);
   return planned.tag;
@@ -137,7 +127,7 @@ function readRecipe(recipesDir: string, name: string): Recipe {
 
 /** Builds every sandbox image that is missing; `stop` has nothing to stop. */
 export function imagesComponent(options: ImagesOptions = {}): StackComponent {
-  const recipesDir = options.recipesDir ?? defaultRecipesDir();
+  const recipesDir = options.recipesDir ?? checkoutFile('sandbox-images');
   const rootfsCacheDir = options.rootfsCacheDir ?? join(stackPaths().cacheDir, 'rootfs');
   const docker = options.docker ?? dockerClient();
   const setupLog = options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images');

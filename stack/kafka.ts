@@ -14,12 +14,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
-import { ensureDir, stackPaths, type StackPaths } from './state.js';
+import { checkoutFile, ensureDir, stackPaths, type StackPaths } from './state.js';
 
 /** The Kafka release `stack up` runs; stack/kafka/pom.xml's default `kafka.version` matches it. */
 export const KAFKA_VERSION = '4.4.0';
@@ -164,23 +163,11 @@ async function fetchJars(cacheDir: string, version: string, logFile: string, log
   log(`fetching Kafka ${version} jars with Maven into ${libs} (once)`);
   await runCommand(
     'mvn',
-    ['-q', '-B', '-f', repoFile('stack/kafka/pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', `-DoutputDirectory=${partial}`],
+    ['-q', '-B', '-f', checkoutFile('stack/kafka/pom.xml'), `-Dkafka.version=${version}`, 'dependency:copy-dependencies', `-DoutputDirectory=${partial}`],
     { logFile },
   );
   renameSync(partial, libs);
   return libs;
-}
-
-/** Finds a file shipped in the repository from this module, whether it runs from `dist/` or from source. */
-function repoFile(relative: string): string {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const candidate = join(dir, relative);
-    if (existsSync(candidate)) return candidate;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error(`cannot find ${relative} above ${fileURLToPath(import.meta.url)}`);
-    dir = parent;
-  }
 }
 
 /** (Re)writes the broker config each start, so edits here reach existing state folders. */

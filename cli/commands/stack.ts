@@ -18,7 +18,7 @@ export const stackCommand: Command = {
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (action === 'up') {
       const started = performance.now();
-      for (const report of await stackUp(log)) log(`${report.name.padEnd(10)} ${report.result.padEnd(8)} ${report.endpoint} (${report.seconds.toFixed(1)}s)`);
+      await stackUp(log); // one line per component
       log(`stack up in ${((performance.now() - started) / 1000).toFixed(1)}s`);
       return 0;
     }
