@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
-import { checkoutRoot, stackPaths } from '../stack/index.js';
+import { checkoutRoot } from '../schemas/index.js';
+import { stackPaths } from '../stack/index.js';
 import type { OptionValues } from './options.js';
 
 /** The checkout this CLI was built from. */

@@ -1,3 +1,4 @@
+export * from './checkout.js';
 export * from './dead-letter.js';
 export * from './errors.js';
 export * from './json-schema.js';

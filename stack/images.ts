@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { ConfigError, SandboxError } from '../schemas/index.js';
+import { checkoutFile, ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { aptInstall, dockerClient, findExecutable, pingDocker, requireRoot } from './docker.js';
 import { logHint, runCommand } from './process.js';
-import { checkoutFile, ensureDir, setupLogFile, stackPaths } from './state.js';
+import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 /**
  * Sandbox images are built from recipe folders under `sandbox-images/`, one per image:

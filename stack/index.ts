@@ -10,7 +10,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
-export { checkoutFile, checkoutRoot, setupLogFile, stackPaths } from './state.js';
+export { setupLogFile, stackPaths } from './state.js';
 
 /** The parts in start order: the registry keeps its schemas in Kafka, images need the engine. */
 export function stackComponents(): StackComponent[] {

@@ -16,9 +16,10 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { checkoutFile } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
-import { checkoutFile, ensureDir, stackPaths, type StackPaths } from './state.js';
+import { ensureDir, stackPaths, type StackPaths } from './state.js';
 
 /** The Kafka release `stack up` runs; stack/kafka/pom.xml's default `kafka.version` matches it. */
 export const KAFKA_VERSION = '4.4.0';

@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Docker from 'dockerode';
-import { ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
+import { checkoutFile, ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { detectCgroups, reapCgroups, SandboxCgroup, sandboxCgroupsOf, type CgroupLayout } from './cgroups.js';
@@ -33,12 +33,8 @@ export interface ProcessPoolOptions extends PoolOptions {
   startTimeoutMs?: number;
 }
 
-/**
- * Run as root before bwrap, in a mount namespace of the sandbox's own: for each `cgroup FILE` joins that cgroup
- * (as root, so cgroup v2's delegation rules allow it), for each `tmpfs DIR OPTIONS` mounts a tmpfs there; then
- * execs what follows `--`. The mounts die with the namespace, so nothing is left to unmount.
- */
-const PRELUDE = 'while [ "$1" != -- ]; do case "$1" in cgroup) echo $$ > "$2" || exit 125; shift 2;; tmpfs) mount -t tmpfs -o "$3" trialrun "$2" || exit 125; shift 3;; *) exit 125;; esac; done; shift; exec "$@"';
+/** Joins the sandbox's cgroups and mounts its sized tmpfs as root before bwrap starts (see the script). */
+const PRELUDE_SCRIPT = 'connectors/sandbox/bubblewrap-prelude.sh';
 /** Where the agent finds its OOM counter: the sandbox's memory cgroup, bound read-only over the empty /sys. */
 const OOM_MOUNT = '/sys';
 
@@ -82,7 +78,7 @@ class BubblewrapBackend implements SandboxBackend {
     const sandboxed = [bwrap, ...args, '--', ...agent];
     const switchUser = this.ids.switchUser ? [findProgram('setpriv') ?? 'setpriv', `--reuid=${this.ids.uid}`, `--regid=${this.ids.gid}`, '--clear-groups', '--'] : [];
     const preludeArgs = [...(cgroup?.procsFiles.flatMap((file) => ['cgroup', file]) ?? []), ...(mounts ?? [])];
-    const prelude = ['/bin/sh', '-c', PRELUDE, 'sh', ...preludeArgs, '--'];
+    const prelude = ['/bin/sh', checkoutFile(PRELUDE_SCRIPT), ...preludeArgs, '--'];
     const unshare = mounts ? [findProgram('unshare') ?? 'unshare', '--mount', '--propagation', 'private', '--'] : [];
     const [command, ...commandArgs] = preludeArgs.length > 0 ? [...unshare, ...prelude, ...switchUser, ...sandboxed] : [...switchUser, ...sandboxed];
 
