@@ -105,10 +105,6 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         }
         case 'list_edits': {
           const listing = await this.repairTool(run, ['list', state.modulePath]);
-          if (typeof listing === 'string') {
-            result = fail(listing);
-            break;
-          }
           const edits = (listing.edits as CandidateEdit[]).map(({ id, kind, line, col, before, after }) => ({ id, kind, line, col, before, after }));
           observation = { ...next, edits };
           result = ok([`${edits.length} candidate edits (apply_edit with an id):`, ...edits.map((e) => `#${e.id} ${e.kind} line ${e.line}:${e.col} ${e.before || '(nothing)'} -> ${e.after || '(nothing)'}`)].join('\n'));
@@ -117,30 +113,17 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         case 'apply_edit': {
           const id = numberArg(action, 'id');
           if (state.applied) {
-            const reverted = await this.repairTool(run, ['revert', state.modulePath]);
-            if (typeof reverted === 'string') {
-              result = fail(reverted);
-              break;
-            }
-            // The earlier edit is undone whatever happens to this one.
+            await this.repairTool(run, ['revert', state.modulePath]);
+            // The earlier edit is undone whatever happens to this one (a failure below keeps this observation).
             observation = { ...next, applied: null, tried: [...state.tried, state.applied.id], lastTests: null };
           }
-          const applying = await this.repairTool(run, ['apply', state.modulePath, String(id)]);
-          if (typeof applying === 'string') {
-            result = fail(applying);
-            break;
-          }
-          const applied = applying.applied as CandidateEdit;
+          const applied = (await this.repairTool(run, ['apply', state.modulePath, String(id)])).applied as CandidateEdit;
           observation = { ...observation, applied: state.edits?.find((edit) => edit.id === id) ?? applied, lastTests: null };
           result = ok(`applied edit ${id}: ${applied.kind} at line ${applied.line}: ${applied.before} -> ${applied.after}`);
           break;
         }
         case 'revert': {
-          const reverted = await this.repairTool(run, ['revert', state.modulePath]);
-          if (typeof reverted === 'string') {
-            result = fail(reverted);
-            break;
-          }
+          await this.repairTool(run, ['revert', state.modulePath]);
           observation = { ...next, applied: null, tried: state.applied ? [...state.tried, state.applied.id] : state.tried, lastTests: null };
           result = ok('reverted');
           break;
@@ -154,7 +137,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     } catch (error) {
       // What the agent asked for is wrong (a malformed call, a bad path, a missing file, a full disk): it sees
       // the reason and the episode goes on. Anything else is the sandbox's or ours, and is not its to see.
-      if (!(error instanceof ConfigError || error instanceof WorkspaceFileError)) throw error;
+      if (!(error instanceof ConfigError || error instanceof WorkspaceFileError || error instanceof RepairToolFailure)) throw error;
       result = fail(error.message);
     }
     if (!final && observation.turn >= observation.maxTurns) final = await this.finalWorkspace();
@@ -193,21 +176,25 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
   }
 
   /** The repair tool's JSON answer, or why it failed: an edit id out of range, a module the agent broke, a timeout. */
-  private async repairTool(run: (command: string[]) => ReturnType<Sandbox['exec']>, args: string[]): Promise<Record<string, unknown> | string> {
+  /** Runs the in-image repair tool; a failure the agent caused (a bad id, a module it broke) is a RepairToolFailure. */
+  private async repairTool(run: (command: string[]) => ReturnType<Sandbox['exec']>, args: string[]): Promise<Record<string, unknown>> {
     const exec = await run(['python3', REPAIR_TOOL, ...args]);
-    if (exec.status !== 'exited') return `${args[0]} did not finish: ${exec.status === 'timeout' ? 'it ran past its time limit' : 'it ran out of memory'}`;
+    if (exec.status !== 'exited') throw new RepairToolFailure(`${args[0]} did not finish: ${exec.status === 'timeout' ? 'it ran past its time limit' : 'it ran out of memory'}`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(exec.stdout);
     } catch {
       parsed = null;
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return `${args[0]} failed (exit ${exec.exitCode}): ${clip(exec.stderr.trim() || exec.stdout.trim() || 'no output')}`;
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new RepairToolFailure(`${args[0]} failed (exit ${exec.exitCode}): ${clip(exec.stderr.trim() || exec.stdout.trim() || 'no output')}`);
     const answer = parsed as Record<string, unknown>;
-    if (exec.exitCode !== 0) return `${args[0]} failed: ${typeof answer.error === 'string' ? answer.error : clip(exec.stderr)}`;
+    if (exec.exitCode !== 0) throw new RepairToolFailure(`${args[0]} failed: ${typeof answer.error === 'string' ? answer.error : clip(exec.stderr)}`);
     return answer;
   }
 }
+
+/** The repair tool refused or failed on what the agent asked (an edit id out of range, a module it broke): its result to read. */
+class RepairToolFailure extends Error {}
 
 interface FinalWorkspace {
   readonly files: FileTree;
