@@ -3,6 +3,7 @@ import { extname, resolve } from 'node:path';
 import { createGunzip } from 'node:zlib';
 import { DuckDBInstance, JSDuckDBValueConverter, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import { ConfigError, errorMessage } from '../../schemas/index.js';
+import { MAX_ROW_DEPTH, measureRow } from './shape.js';
 
 export const SOURCE_FORMATS = ['jsonl', 'json', 'csv', 'parquet'] as const;
 export type SourceFormat = (typeof SOURCE_FORMATS)[number];
@@ -28,6 +29,11 @@ export interface ReadRowsOptions {
    * longer one becomes a reject naming its size instead of failing the file. @default 1 MiB
    */
   maxRowBytes?: number;
+  /**
+   * Deepest nesting of arrays and objects accepted in a row (a flat row is 1, up to `MAX_ROW_DEPTH`); a
+   * deeper row becomes a reject naming its depth, so nothing downstream walks it. @default 32
+   */
+  maxRowDepth?: number;
   /** Called with each batch of rows (up to one DuckDB chunk, 2048 rows) in file order. */
   onRows: (rows: readonly SourceRow[]) => void | Promise<void>;
   /** Called for each row that could not be read, in no particular order. */
@@ -132,14 +138,6 @@ class Positions {
   }
 }
 
-/** UTF-8 bytes of every text field of a row, nested ones included. */
-function textBytes(value: unknown): number {
-  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + textBytes(item), 0);
-  if (value !== null && typeof value === 'object') return Object.values(value).reduce((sum: number, item) => sum + textBytes(item), 0);
-  return 0;
-}
-
 /**
  * Reads local tabular files (JSON Lines, JSON, CSV, Parquet; gzipped text too) through DuckDB, one batch
  * at a time so memory stays flat, keeping every row's position. A bad row (invalid UTF-8, invalid JSON,
@@ -185,7 +183,9 @@ export class TabularFiles {
   async readRows(file: string, options: ReadRowsOptions): Promise<ReadRowsReport> {
     const format = options.format ?? formatOf(file);
     const maxRowBytes = options.maxRowBytes ?? MIB;
+    const maxRowDepth = options.maxRowDepth ?? 32;
     if (!Number.isInteger(maxRowBytes) || maxRowBytes < 1024) throw new ConfigError(`maxRowBytes must be a whole number of bytes >= 1024, got ${maxRowBytes}`);
+    if (!Number.isInteger(maxRowDepth) || maxRowDepth < 1 || maxRowDepth > MAX_ROW_DEPTH) throw new ConfigError(`maxRowDepth must be a whole number from 1 to ${MAX_ROW_DEPTH}, got ${maxRowDepth}`);
     this.checkReadable(file);
     const rejectsTable = `trialrun_rejects_${++this.scans}`;
     let rows = 0;
@@ -198,10 +198,15 @@ export class TabularFiles {
       rows += batch.length;
       if (batch.length > 0) await options.onRows(batch);
     };
-    const oversized = (row: number, value: Record<string, unknown>): boolean => {
-      const bytes = textBytes(value);
-      if (bytes <= maxRowBytes) return false;
-      reject(row, `longer than limits.maxRowBytes (${maxRowBytes} bytes): ${bytes} bytes of text`);
+    // JSON Lines lines are held to maxRowBytes by DuckDB as they are read; other rows by their text here.
+    const pathological = (row: number, value: Record<string, unknown>, countText: boolean): boolean => {
+      const shape = measureRow(value, { textBytes: countText });
+      if (shape.depth > maxRowDepth) {
+        reject(row, `nested deeper than limits.maxRowDepth (${maxRowDepth} levels): ${shape.depth} levels of arrays and objects`);
+        return true;
+      }
+      if (shape.textBytes <= maxRowBytes) return false;
+      reject(row, `longer than limits.maxRowBytes (${maxRowBytes} bytes): ${shape.textBytes} bytes of text`);
       return true;
     };
 
@@ -238,7 +243,7 @@ export class TabularFiles {
                 reject(line, `not a JSON object (got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value})`);
                 continue;
               }
-              batch.push({ row: line, value: value as Record<string, unknown> });
+              if (!pathological(line, value as Record<string, unknown>, false)) batch.push({ row: line, value: value as Record<string, unknown> });
             }
             await emit(batch);
           });
@@ -256,7 +261,7 @@ export class TabularFiles {
                 reject(row, 'not a JSON object');
                 continue;
               }
-              if (!oversized(row, value as Record<string, unknown>)) batch.push({ row, value: value as Record<string, unknown> });
+              if (!pathological(row, value as Record<string, unknown>, true)) batch.push({ row, value: value as Record<string, unknown> });
             }
             await emit(batch);
           });
@@ -280,7 +285,7 @@ export class TabularFiles {
               const row = rows.next();
               const value: Record<string, unknown> = {};
               names.forEach((name, c) => (value[name] = plain(columns[c]![i])));
-              if (!oversized(row, value)) batch.push({ row, value });
+              if (!pathological(row, value, true)) batch.push({ row, value });
             }
             await emit(batch);
           });

@@ -13,6 +13,9 @@ describe('normalisation', () => {
   it('composes prose to NFC and trims trailing spaces and blank edges', () => {
     assert.equal(normaliseProse('  Cafe\u0301  \r\nsecond line \t\n\n'), 'Caf\u00e9\nsecond line');
     assert.equal(normaliseProse('plain'), 'plain');
+    // A long run of spaces before text and a trailing space: linear, not a regex's quadratic backtracking.
+    const spaces = ' '.repeat(2_000_000);
+    assert.equal(normaliseProse(`${spaces}x \nline${spaces}\n`), 'x\nline');
   });
 
   it('compares texts regardless of layout, so reformatted copies hash alike', () => {

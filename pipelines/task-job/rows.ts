@@ -114,7 +114,7 @@ export class RowMapper {
         if (text !== '' || !template.optional) fields[field] = text;
       }
       for (const [field, column] of this.plainColumns) {
-        const cell = value[column];
+        const cell = Object.hasOwn(value, column) ? value[column] : undefined;
         if (cell !== undefined && cell !== null && cell !== '') fields[field] = field === 'tags' ? tagsOf(cell) : cell;
       }
       if (this.mapping.kind === 'repair') return { ok: true, fields, tests: null };
@@ -127,7 +127,7 @@ export class RowMapper {
         const [[, code], [, entryPoint]] = this.testTemplates as [readonly [string, Template], readonly [string, Template]];
         return { ok: true, fields, tests: { style: 'check-function', code: code.render(value), entry_point: entryPoint.render(value), visible_fraction: tests.visibleFraction } };
       }
-      const asserts = value[tests.asserts];
+      const asserts = Object.hasOwn(value, tests.asserts) ? value[tests.asserts] : undefined;
       if (asserts === undefined || asserts === null || asserts === '') throw new MissingColumn(tests.asserts);
       const setup = this.testTemplates[0]?.[1].render(value) ?? '';
       return { ok: true, fields, tests: { style: 'assert-list', asserts, setup, visible_fraction: tests.visibleFraction } };

@@ -114,6 +114,37 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     );
   });
 
+  it('rejects a row however deep, long or strange with its line and reason, and the job goes on', async () => {
+    const dir = tempDir('task-pathological');
+    const [a, b, c, d] = bundleRows();
+    const nested = (levels: number, inner: string): string => `${'['.repeat(levels)}${inner}${']'.repeat(levels)}`;
+    const deepObject = (levels: number): string => `${'{"k":'.repeat(levels)}1${'}'.repeat(levels)}`;
+    const { id: _id, title: _title, ...rest } = b!;
+    const lines = [
+      JSON.stringify(a), // 1: good
+      JSON.stringify({ ...b, id: 'deep-tags' }).replace('"tags":[', `"tags":[${nested(5000, '"x"')},`), // 2: 5000 levels in a plain column
+      `{"id": "deep-title", "title": ${deepObject(100_000)}, ${JSON.stringify(rest).slice(1)}`, // 3: 100k levels in a templated column
+      JSON.stringify(c), // 4: good
+      JSON.stringify({ ...b, id: 'spaces', description: `${' '.repeat(900_000)}x \n` }), // 5: a long run of spaces (quadratic for a naive regex)
+      JSON.stringify({ ...b, id: 'strange', title: 1e308, tags: { constructor: [] }, priority: 'high' }), // 6: strange types
+      JSON.stringify({ ...d, id: 'newlines', hidden_tests: `${d!.hidden_tests as string}${'\n'.repeat(400_000)}` }), // 7: long but valid
+    ];
+    writeFileSync(join(dir, 'rows.jsonl'), `${lines.join('\n')}\n`);
+    writeFileSync(join(dir, 'rows.json'), `[${lines.join(',\n')}]`);
+    for (const file of ['rows.jsonl', 'rows.json']) {
+      const report = await dryRun(dir, { sources: [{ path: file }] });
+      assert.deepEqual(report.tasks.map((task) => [task.taskId, task.source.sourceRow]), [[a!.id, 1], [c!.id, 4], ['newlines', 7]], file);
+      const byRow = new Map(rejectsOf(report).map((reject) => [reject.row, reject]));
+      assert.deepEqual([...byRow.keys()], [2, 3, 5, 6], file);
+      assert.ok([...byRow.values()].every((reject) => reject.source === join(dir, file)));
+      assert.equal(byRow.get(2)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 5002 levels of arrays and objects');
+      assert.equal(byRow.get(3)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 100001 levels of arrays and objects');
+      assert.equal(byRow.get(2)!.stage, 'read');
+      assert.match(byRow.get(5)!.reason, /fewer than filters\.minDescriptionChars/);
+      assert.match(byRow.get(6)!.reason, /^tags: .*expected array.*; priority: .*expected number/);
+    }
+  });
+
   it('rejects a task whose record the broker would refuse before publishing, not mid-transaction', async () => {
     const dir = tempDir('task-record-size');
     const [a, b] = bundleRows();
