@@ -5,16 +5,20 @@ import { fileURLToPath } from 'node:url';
 import { ConfigError, errorMessage } from '../../schemas/index.js';
 
 /**
- * The helper scripts in `pipelines/task-job/python/`, found from this file whether it runs compiled
- * (dist/pipelines/task-job) or from source (tsx): the first folder above with a package.json is the checkout.
+ * A file of the checkout (e.g. `pipelines/task-job/python/split_tests.py`), found from this file whether it
+ * runs compiled (dist/pipelines/task-job) or from source (tsx): the first folder above with a package.json
+ * and that file is the checkout.
  */
-export function helperScript(name: string): string {
+export function checkoutFile(relative: string): string {
   for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const candidate = join(dir, 'pipelines', 'task-job', 'python', name);
+    const candidate = join(dir, relative);
     if (existsSync(join(dir, 'package.json')) && existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) throw new ConfigError(`helper script pipelines/task-job/python/${name} not found above ${fileURLToPath(import.meta.url)}`);
+    if (dirname(dir) === dir) throw new ConfigError(`${relative} not found above ${fileURLToPath(import.meta.url)}`);
   }
 }
+
+/** The helper scripts in `pipelines/task-job/python/`. */
+export const helperScript = (name: string): string => checkoutFile(join('pipelines', 'task-job', 'python', name));
 
 export const helperSource = (name: string): string => readFileSync(helperScript(name), 'utf8');
 
