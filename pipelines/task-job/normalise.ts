@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Code as published: LF line endings and one final newline; nothing inside a line changes, since a string literal may depend on it. */
@@ -30,21 +28,4 @@ function trimLineEnds(text: string): string {
     if (end < line.length) lines[i] = line.slice(0, end);
   }
   return lines.join('\n');
-}
-
-/**
- * The text two rows are compared by: NFC, and every run of whitespace one space, so copies that differ only
- * in layout, line endings or indentation style are exact duplicates.
- */
-export function comparableText(parts: readonly string[]): string {
-  const joined = parts.join('\n\u0000\n');
-  // NFC changes nothing in ASCII text, and is costly at a million rows.
-  const composed = NON_ASCII.test(joined) ? joined.normalize('NFC') : joined;
-  return composed.replace(/\s+/g, ' ').trim();
-}
-
-
-/** sha256 (hex) of the comparable text: the exact-duplicate key. */
-export function contentHash(comparable: string): string {
-  return createHash('sha256').update(comparable).digest('hex');
 }

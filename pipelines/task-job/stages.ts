@@ -4,10 +4,11 @@ import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '..
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../schemas/index.js';
-import { deduplicate, type DedupResult, type Split } from './dedup.js';
+import { deduplicate, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
-import { comparableText, normaliseCode, normaliseProse } from './normalise.js';
+import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
+import { normaliseCode, normaliseProse } from './normalise.js';
 import { runHelperLines } from './python.js';
 import { RepairTaskRow, RowMapper, SolutionRow, type TestsRequest } from './rows.js';
 import { MUTATION_KINDS, type ResolvedJob } from './spec.js';
@@ -74,6 +75,24 @@ export interface SolutionItem extends Placed {
 }
 
 export type ValidItem = RepairItem | SolutionItem;
+
+/** One row dropped by dedup, and the row it duplicates: what `--dry-run` lists. */
+export interface DuplicateRecord {
+  readonly category: DedupCategory;
+  readonly source: string;
+  readonly row: number;
+  readonly taskId: string;
+  /** The row that stays (for contamination: the one across the split). */
+  readonly of: { readonly source: string; readonly row: number; readonly taskId: string };
+  /** Estimated similarity of their token shingles; 1 for exact duplicates. */
+  readonly similarity: number;
+}
+
+/** What dedup compares a row by: its description, and its code and tests as Python. */
+const comparableOf = (row: RepairTaskRow | SolutionRow): ComparableRow => ({
+  prose: [row.description],
+  code: ['buggy_source' in row ? row.buggy_source : row.source, row.visible_tests, row.hidden_tests],
+});
 
 class Stage {
   private readonly started = performance.now();
@@ -248,6 +267,7 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
   const excluded = new Set(spec.filters.excludeTags);
   // First row of each id, and its comparable text once a second row claims the id.
   const seenIds = new Map<string, { row: number; text: () => string }>();
+  const fingerprinter = new RowFingerprinter();
   const repairItems: RepairItem[] = [];
   const solutionItems: SolutionItem[] = [];
   let beyondLimit = 0;
@@ -287,7 +307,7 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
         fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
         continue;
       }
-      const rowText = (): string => comparableText('buggy_source' in row ? [row.description, row.buggy_source, row.visible_tests, row.hidden_tests] : [row.description, row.source, row.visible_tests, row.hidden_tests]);
+      const rowText = (): string => fingerprinter.fingerprint(comparableOf(row)).exact;
       const first = seenIds.get(row.id);
       // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
       if (first !== undefined && first.text() !== rowText()) {
@@ -332,16 +352,12 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
 }
 
 /** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation). */
-export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult } {
+export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult; duplicates: DuplicateRecord[] } {
   const { job, rejects } = run;
   const { spec } = job;
   const dedupStage = new Stage('dedup', candidates.length);
-  const textOf = (item: ValidItem): string =>
-    'task' in item
-      ? comparableText([item.task.description, item.task.buggy_source, item.task.visible_tests, item.task.hidden_tests])
-      : comparableText([item.solution.description, item.solution.source, item.solution.visible_tests, item.solution.hidden_tests]);
   const idOf = (item: ValidItem): string => ('task' in item ? item.task.id : item.solution.id);
-  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), textOf, {
+  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), (item) => comparableOf('task' in item ? item.task : item.solution), {
     threshold: spec.dedup.nearDuplicateThreshold,
     shingleTokens: spec.dedup.shingleTokens,
     signatureSize: spec.dedup.signatureSize,
@@ -355,7 +371,12 @@ export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { surv
   const survivors = dedup.kept.map((index) => candidates[index]!);
   dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
   run.stages.push(dedupStage.end(survivors.length));
-  return { survivors, dedup };
+  const duplicates = dedup.rejects.map((reject): DuplicateRecord => {
+    const item = candidates[reject.index]!;
+    const other = candidates[reject.of]!;
+    return { category: reject.category, source: item.source, row: item.row, taskId: idOf(item), of: { source: other.source, row: other.row, taskId: idOf(other) }, similarity: reject.similarity };
+  });
+  return { survivors, dedup, duplicates };
 }
 
 /** derive: validated single-site mutants of each solution become repair tasks. */

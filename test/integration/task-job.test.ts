@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../../connectors/analytics/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
-import { resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { formatReport, resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
@@ -193,6 +193,45 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     const reasons = rejectsOf(report).map((reject) => `${reject.taskId}: ${reject.reason}`);
     assert.ok(reasons.some((reason) => reason.startsWith(`near-b: near-duplicate of ${b!.id}`)), reasons.join('\n'));
     assert.ok(reasons.some((reason) => reason.startsWith(`${c!.id}: contaminates the eval split: near-duplicate of eval task eval-c`)), reasons.join('\n'));
+  });
+
+  it('drops copies that differ only in layout as exact and copies with renamed identifiers as near duplicates, and lists which row each copies', async () => {
+    const dir = tempDir('task-dedup-normalised');
+    const [a, b, c] = bundleRows();
+    const code = (row: Row, edit: (text: string) => string): Row => ({ ...row, buggy_source: edit(row.buggy_source as string), fixed_source: edit(row.fixed_source as string), visible_tests: edit(row.visible_tests as string), hidden_tests: edit(row.hidden_tests as string) });
+    const renames = new Map([['binary_search', 'find_position'], ['items', 'values'], ['target', 'wanted'], ['lo', 'left'], ['hi', 'right'], ['mid', 'middle']]);
+    const rows = [
+      a, // 1
+      b, // 2
+      code({ ...a!, id: 'a-trailing-spaces' }, (text) => text.replaceAll('\n', ' \t \n')), // 3
+      code({ ...a!, id: 'a-crlf-blank-lines' }, (text) => text.replaceAll('\n', '\r\n').replace('\r\n', '\r\n\r\n\r\n')), // 4
+      code({ ...b!, id: 'b-no-final-newline' }, (text) => text.trimEnd()), // 5
+      code({ ...a!, id: 'a-renamed' }, (text) => text.replace(/\b[a-z_][a-z0-9_]*\b/gi, (name) => renames.get(name) ?? name)), // 6
+      c, // 7
+    ];
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] });
+    assert.deepEqual(report.tasks.map((task) => task.taskId).sort(), [a!.id, b!.id, c!.id].sort());
+    assert.equal(report.exactDuplicates, 3);
+    assert.equal(report.nearDuplicates, 1);
+    assert.deepEqual(
+      report.duplicates.map((d) => [d.category, d.row, d.taskId, d.of.row, d.of.taskId]),
+      [
+        ['exact duplicate', 3, 'a-trailing-spaces', 1, a!.id],
+        ['exact duplicate', 4, 'a-crlf-blank-lines', 1, a!.id],
+        ['exact duplicate', 5, 'b-no-final-newline', 2, b!.id],
+        ['near duplicate', 6, 'a-renamed', 1, a!.id],
+      ],
+    );
+    // The kept tasks' content is the rows' own (normalised for publishing, not for comparing).
+    assert.deepEqual(Object.values(report.tasks.find((task) => task.taskId === a!.id)!.files), [a!.buggy_source]);
+    const printed = formatReport(report);
+    assert.match(printed, /duplicates {3}3 exact, 1 near/);
+    assert.match(printed, new RegExp(`dropped rows\\.jsonl:4 a-crlf-blank-lines  exact copy of  rows\\.jsonl:1 ${a!.id}\\n`));
+    assert.match(printed, new RegExp(`dropped rows\\.jsonl:6 a-renamed  near copy of  rows\\.jsonl:1 ${a!.id} \\(similarity (0\\.9\\d|1\\.00)\\)`));
+    const rejects = new Map(rejectsOf(report).map((reject) => [reject.row, reject.reason]));
+    assert.match(rejects.get(5)!, new RegExp(`^exact duplicate of ${b!.id} \\(the same content up to whitespace the code does not care about\\)`));
+    assert.match(rejects.get(6)!, new RegExp(`^near-duplicate of ${a!.id}`));
   });
 
   it("writes its tasks as rows that read back as the same tasks: a family's variants stay together, splits are kept", async () => {
