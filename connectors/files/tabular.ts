@@ -1,6 +1,6 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gunzipSync } from 'node:zlib';
 import { DuckDBInstance, JSDuckDBValueConverter, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import { ConfigError, errorMessage } from '../../schemas/index.js';
 import { MAX_ROW_DEPTH, measureRow } from './shape.js';
@@ -93,6 +93,20 @@ async function longestLine(file: string): Promise<{ bytes: number; line: number 
   if (current > longest.bytes) longest = { bytes: current, line };
   return longest;
 }
+
+/** Bytes of a file's content (decompressed if gzipped). */
+async function contentBytes(file: string): Promise<number> {
+  if (!/\.gz$/i.test(file)) return statSync(file).size;
+  let bytes = 0;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }).pipe(createGunzip()) as AsyncIterable<Buffer>) bytes += chunk.length;
+  return bytes;
+}
+
+/** The largest JSON file read whole when DuckDB's parser refuses it (V8's longest string is about 512 MiB). */
+const MAX_WHOLE_JSON_BYTES = 256 * MIB;
+
+/** DuckDB's largest maximum_object_size (a 32-bit count). */
+const MAX_OBJECT_BYTES = 2 ** 32 - 1;
 
 const bufferFor = (longest: number): number => Math.max(16 * MIB, Math.ceil((2 * longest + MIB) / MIB) * MIB);
 
@@ -251,20 +265,44 @@ export class TabularFiles {
         }
         case 'json': {
           let row = 0;
-          await this.stream(`SELECT json FROM read_json_objects(${sqlString(file)}, format = 'auto', maximum_object_size = ${Math.max(16 * MIB, 2 * maxRowBytes)})`, async (chunk) => {
-            const texts = chunk.getColumnVector(0);
+          const take = (value: unknown, batch: SourceRow[]): void => {
+            row++;
+            if (value === null || typeof value !== 'object' || Array.isArray(value)) reject(row, 'not a JSON object');
+            else if (!pathological(row, value as Record<string, unknown>, true)) batch.push({ row, value: value as Record<string, unknown> });
+          };
+          // No object is larger than the file: with that as DuckDB's limit, an over-long object is read and
+          // rejected here with its size, instead of failing the whole file.
+          const size = await contentBytes(file);
+          const objectBytes = Math.min(MAX_OBJECT_BYTES, Math.max(16 * MIB, 2 * maxRowBytes, size + 1));
+          try {
+            await this.stream(`SELECT json FROM read_json_objects(${sqlString(file)}, format = 'auto', maximum_object_size = ${objectBytes})`, async (chunk) => {
+              const texts = chunk.getColumnVector(0);
+              const batch: SourceRow[] = [];
+              for (let i = 0; i < chunk.rowCount; i++) take(JSON.parse(texts.getItem(i) as string), batch);
+              await emit(batch);
+            });
+          } catch (error) {
+            // DuckDB's JSON parser refuses some valid JSON (a lone surrogate escape such as "\ud800"), failing
+            // the whole file for one row's content. JSON.parse takes it: the file is read again whole (strict
+            // UTF-8) and the rows not yet handed on are taken from there, so that row fails validation alone.
+            if (!/Malformed JSON/i.test(errorMessage(error)) || size > MAX_WHOLE_JSON_BYTES) throw error;
+            let whole: unknown;
+            try {
+              const bytes = readFileSync(file);
+              whole = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(/\.gz$/i.test(file) ? gunzipSync(bytes) : bytes));
+            } catch {
+              throw error;
+            }
+            const values = Array.isArray(whole) ? whole : [whole];
+            const done = row;
+            row = 0;
             const batch: SourceRow[] = [];
-            for (let i = 0; i < chunk.rowCount; i++) {
-              row++;
-              const value = JSON.parse(texts.getItem(i) as string) as unknown;
-              if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-                reject(row, 'not a JSON object');
-                continue;
-              }
-              if (!pathological(row, value as Record<string, unknown>, true)) batch.push({ row, value: value as Record<string, unknown> });
+            for (const value of values) {
+              if (row < done) row++;
+              else take(value, batch);
             }
             await emit(batch);
-          });
+          }
           break;
         }
         case 'csv':

@@ -167,7 +167,7 @@ function mapRow(mapper: RowMapper, value: Readonly<Record<string, unknown>>): Re
   try {
     return mapper.map(value);
   } catch (error) {
-    return { ok: false, reason: `cannot be mapped: ${errorMessage(error)}` };
+    return { ok: false, reason: `cannot be mapped: ${errorMessage(error).slice(0, 500)}` };
   }
 }
 const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
@@ -339,7 +339,7 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
       }
     } catch (error) {
       // A row is data: whatever its content makes a check throw is that row's reject, and the job goes on.
-      fail('cannot be validated', `cannot be validated: ${errorMessage(error)}`);
+      fail('cannot be validated', `cannot be validated: ${errorMessage(error).slice(0, 500)}`);
     }
   }
   if (beyondLimit > 0) validate.notes.push(`${beyondLimit} valid row(s) beyond limits.maxRows not used`);

@@ -128,6 +128,9 @@ describe('task job: sources and cleaning (DuckDB)', () => {
       JSON.stringify({ ...b, id: 'spaces', description: `${' '.repeat(900_000)}x \n` }), // 5: a long run of spaces (quadratic for a naive regex)
       JSON.stringify({ ...b, id: 'strange', title: 1e308, tags: { constructor: [] }, priority: 'high' }), // 6: strange types
       JSON.stringify({ ...d, id: 'newlines', hidden_tests: `${d!.hidden_tests as string}${'\n'.repeat(400_000)}` }), // 7: long but valid
+      JSON.stringify({ ...b, id: 'lone-surrogate', buggy_source: `${b!.buggy_source as string}# \ud800\n` }), // 8: not text
+      JSON.stringify({ ...b, id: 'nul', hidden_tests: `${b!.hidden_tests as string}\u0000` }), // 9: not Python source
+      JSON.stringify({ ...b, id: 'huge', description: 'x'.repeat(20 << 20) }), // 10: one 20 MB string (a whole JSON file's read used to fail on it)
     ];
     writeFileSync(join(dir, 'rows.jsonl'), `${lines.join('\n')}\n`);
     writeFileSync(join(dir, 'rows.json'), `[${lines.join(',\n')}]`);
@@ -135,13 +138,16 @@ describe('task job: sources and cleaning (DuckDB)', () => {
       const report = await dryRun(dir, { sources: [{ path: file }] });
       assert.deepEqual(report.tasks.map((task) => [task.taskId, task.source.sourceRow]), [[a!.id, 1], [c!.id, 4], ['newlines', 7]], file);
       const byRow = new Map(rejectsOf(report).map((reject) => [reject.row, reject]));
-      assert.deepEqual([...byRow.keys()], [2, 3, 5, 6], file);
+      assert.deepEqual([...byRow.keys()], [2, 3, 5, 6, 8, 9, 10], file);
       assert.ok([...byRow.values()].every((reject) => reject.source === join(dir, file)));
       assert.equal(byRow.get(2)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 5002 levels of arrays and objects');
       assert.equal(byRow.get(3)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 100001 levels of arrays and objects');
       assert.equal(byRow.get(2)!.stage, 'read');
       assert.match(byRow.get(5)!.reason, /fewer than filters\.minDescriptionChars/);
       assert.match(byRow.get(6)!.reason, /^tags: .*expected array.*; priority: .*expected number/);
+      assert.equal(byRow.get(8)!.reason, 'buggy_source: holds a lone surrogate (such as "\\ud800"), which is not text');
+      assert.equal(byRow.get(9)!.reason, 'hidden_tests: holds a NUL character, which Python refuses in source code');
+      assert.match(byRow.get(10)!.reason, /^longer than limits\.maxRowBytes \(1048576 bytes\): 2097\d{4} bytes/);
     }
   });
 
