@@ -23,7 +23,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
-import { comparableText, deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
+import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
 import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
 
@@ -205,7 +205,7 @@ function timeDedup(rows: readonly GeneratedRow[], runs: number): { wall: number;
     const result = deduplicate(
       rows,
       (row) => ({ id: row.id, family: row.id, split: row.split, priority: row.priority }),
-      (row) => comparableText([row.description, row.buggy_source, row.visible_tests, row.hidden_tests]),
+      (row) => ({ prose: [row.description], code: [row.buggy_source, row.visible_tests, row.hidden_tests] }),
       { threshold: 0.8 },
     );
     walls.push((performance.now() - started) / 1000);

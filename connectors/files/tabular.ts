@@ -1,8 +1,9 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
-import { createGunzip } from 'node:zlib';
+import { createGunzip, gunzipSync } from 'node:zlib';
 import { DuckDBInstance, JSDuckDBValueConverter, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import { ConfigError, errorMessage } from '../../schemas/index.js';
+import { MAX_ROW_DEPTH, measureRow } from './shape.js';
 
 export const SOURCE_FORMATS = ['jsonl', 'json', 'csv', 'parquet'] as const;
 export type SourceFormat = (typeof SOURCE_FORMATS)[number];
@@ -28,6 +29,11 @@ export interface ReadRowsOptions {
    * longer one becomes a reject naming its size instead of failing the file. @default 1 MiB
    */
   maxRowBytes?: number;
+  /**
+   * Deepest nesting of arrays and objects accepted in a row (a flat row is 1, up to `MAX_ROW_DEPTH`); a
+   * deeper row becomes a reject naming its depth, so nothing downstream walks it. @default 32
+   */
+  maxRowDepth?: number;
   /** Called with each batch of rows (up to one DuckDB chunk, 2048 rows) in file order. */
   onRows: (rows: readonly SourceRow[]) => void | Promise<void>;
   /** Called for each row that could not be read, in no particular order. */
@@ -88,6 +94,20 @@ async function longestLine(file: string): Promise<{ bytes: number; line: number 
   return longest;
 }
 
+/** Bytes of a file's content (decompressed if gzipped). */
+async function contentBytes(file: string): Promise<number> {
+  if (!/\.gz$/i.test(file)) return statSync(file).size;
+  let bytes = 0;
+  for await (const chunk of createReadStream(file, { highWaterMark: 1 << 20 }).pipe(createGunzip()) as AsyncIterable<Buffer>) bytes += chunk.length;
+  return bytes;
+}
+
+/** The largest JSON file read whole when DuckDB's parser refuses it (V8's longest string is about 512 MiB). */
+const MAX_WHOLE_JSON_BYTES = 256 * MIB;
+
+/** DuckDB's largest maximum_object_size (a 32-bit count). */
+const MAX_OBJECT_BYTES = 2 ** 32 - 1;
+
 const bufferFor = (longest: number): number => Math.max(16 * MIB, Math.ceil((2 * longest + MIB) / MIB) * MIB);
 
 /** A JSON Lines file read as one text column per physical line; blank lines come back as NULL, so row n is line n. */
@@ -130,14 +150,6 @@ class Positions {
     }
     return this.position;
   }
-}
-
-/** UTF-8 bytes of every text field of a row, nested ones included. */
-function textBytes(value: unknown): number {
-  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
-  if (Array.isArray(value)) return value.reduce((sum: number, item) => sum + textBytes(item), 0);
-  if (value !== null && typeof value === 'object') return Object.values(value).reduce((sum: number, item) => sum + textBytes(item), 0);
-  return 0;
 }
 
 /**
@@ -185,7 +197,9 @@ export class TabularFiles {
   async readRows(file: string, options: ReadRowsOptions): Promise<ReadRowsReport> {
     const format = options.format ?? formatOf(file);
     const maxRowBytes = options.maxRowBytes ?? MIB;
+    const maxRowDepth = options.maxRowDepth ?? 32;
     if (!Number.isInteger(maxRowBytes) || maxRowBytes < 1024) throw new ConfigError(`maxRowBytes must be a whole number of bytes >= 1024, got ${maxRowBytes}`);
+    if (!Number.isInteger(maxRowDepth) || maxRowDepth < 1 || maxRowDepth > MAX_ROW_DEPTH) throw new ConfigError(`maxRowDepth must be a whole number from 1 to ${MAX_ROW_DEPTH}, got ${maxRowDepth}`);
     this.checkReadable(file);
     const rejectsTable = `trialrun_rejects_${++this.scans}`;
     let rows = 0;
@@ -198,10 +212,15 @@ export class TabularFiles {
       rows += batch.length;
       if (batch.length > 0) await options.onRows(batch);
     };
-    const oversized = (row: number, value: Record<string, unknown>): boolean => {
-      const bytes = textBytes(value);
-      if (bytes <= maxRowBytes) return false;
-      reject(row, `longer than limits.maxRowBytes (${maxRowBytes} bytes): ${bytes} bytes of text`);
+    // JSON Lines lines are held to maxRowBytes by DuckDB as they are read; other rows by their text here.
+    const pathological = (row: number, value: Record<string, unknown>, countText: boolean): boolean => {
+      const shape = measureRow(value, { textBytes: countText });
+      if (shape.depth > maxRowDepth) {
+        reject(row, `nested deeper than limits.maxRowDepth (${maxRowDepth} levels): ${shape.depth} levels of arrays and objects`);
+        return true;
+      }
+      if (shape.textBytes <= maxRowBytes) return false;
+      reject(row, `longer than limits.maxRowBytes (${maxRowBytes} bytes): ${shape.textBytes} bytes of text`);
       return true;
     };
 
@@ -238,7 +257,7 @@ export class TabularFiles {
                 reject(line, `not a JSON object (got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value})`);
                 continue;
               }
-              batch.push({ row: line, value: value as Record<string, unknown> });
+              if (!pathological(line, value as Record<string, unknown>, false)) batch.push({ row: line, value: value as Record<string, unknown> });
             }
             await emit(batch);
           });
@@ -246,20 +265,44 @@ export class TabularFiles {
         }
         case 'json': {
           let row = 0;
-          await this.stream(`SELECT json FROM read_json_objects(${sqlString(file)}, format = 'auto', maximum_object_size = ${Math.max(16 * MIB, 2 * maxRowBytes)})`, async (chunk) => {
-            const texts = chunk.getColumnVector(0);
+          const take = (value: unknown, batch: SourceRow[]): void => {
+            row++;
+            if (value === null || typeof value !== 'object' || Array.isArray(value)) reject(row, 'not a JSON object');
+            else if (!pathological(row, value as Record<string, unknown>, true)) batch.push({ row, value: value as Record<string, unknown> });
+          };
+          // No object is larger than the file: with that as DuckDB's limit, an over-long object is read and
+          // rejected here with its size, instead of failing the whole file.
+          const size = await contentBytes(file);
+          const objectBytes = Math.min(MAX_OBJECT_BYTES, Math.max(16 * MIB, 2 * maxRowBytes, size + 1));
+          try {
+            await this.stream(`SELECT json FROM read_json_objects(${sqlString(file)}, format = 'auto', maximum_object_size = ${objectBytes})`, async (chunk) => {
+              const texts = chunk.getColumnVector(0);
+              const batch: SourceRow[] = [];
+              for (let i = 0; i < chunk.rowCount; i++) take(JSON.parse(texts.getItem(i) as string), batch);
+              await emit(batch);
+            });
+          } catch (error) {
+            // DuckDB's JSON parser refuses some valid JSON (a lone surrogate escape such as "\ud800"), failing
+            // the whole file for one row's content. JSON.parse takes it: the file is read again whole (strict
+            // UTF-8) and the rows not yet handed on are taken from there, so that row fails validation alone.
+            if (!/Malformed JSON/i.test(errorMessage(error)) || size > MAX_WHOLE_JSON_BYTES) throw error;
+            let whole: unknown;
+            try {
+              const bytes = readFileSync(file);
+              whole = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(/\.gz$/i.test(file) ? gunzipSync(bytes) : bytes));
+            } catch {
+              throw error;
+            }
+            const values = Array.isArray(whole) ? whole : [whole];
+            const done = row;
+            row = 0;
             const batch: SourceRow[] = [];
-            for (let i = 0; i < chunk.rowCount; i++) {
-              row++;
-              const value = JSON.parse(texts.getItem(i) as string) as unknown;
-              if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-                reject(row, 'not a JSON object');
-                continue;
-              }
-              if (!oversized(row, value as Record<string, unknown>)) batch.push({ row, value: value as Record<string, unknown> });
+            for (const value of values) {
+              if (row < done) row++;
+              else take(value, batch);
             }
             await emit(batch);
-          });
+          }
           break;
         }
         case 'csv':
@@ -280,7 +323,7 @@ export class TabularFiles {
               const row = rows.next();
               const value: Record<string, unknown> = {};
               names.forEach((name, c) => (value[name] = plain(columns[c]![i])));
-              if (!oversized(row, value)) batch.push({ row, value });
+              if (!pathological(row, value, true)) batch.push({ row, value });
             }
             await emit(batch);
           });

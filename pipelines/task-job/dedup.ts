@@ -1,6 +1,6 @@
 import { ConfigError } from '../../schemas/index.js';
+import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
 import { LshIndex, MinHasher } from './minhash.js';
-import { contentHash } from './normalise.js';
 
 export type Split = 'train' | 'eval';
 
@@ -32,6 +32,10 @@ export interface DedupReject {
   readonly index: number;
   readonly category: DedupCategory;
   readonly reason: string;
+  /** Index of the row it duplicates (for contamination: the row on the other side of the split). */
+  readonly of: number;
+  /** Estimated Jaccard similarity of their token shingles; 1 for an exact duplicate. */
+  readonly similarity: number;
 }
 
 export interface DedupResult {
@@ -45,13 +49,14 @@ export interface DedupResult {
 }
 
 /**
- * Exact duplicates (same normalised content), near-duplicates (MinHash/LSH over token shingles, within a
+ * Exact duplicates (the same content up to whitespace the code does not care about, see `RowFingerprinter`),
+ * near-duplicates (MinHash/LSH over shingles of tokens with identifiers renamed to placeholders, within a
  * split and across families), then contamination: any eval row that is a near-duplicate of a train row,
- * whatever the family. Linear in rows: every row is hashed and looked up once per pass.
- * `textOf` gives the normalised text a row is compared by (see `comparableText`); it is called once per row
- * and not kept, so a million rows never hold a second copy of their text.
+ * whatever the family. Linear in rows: every row is tokenized once and looked up once per pass.
+ * `contentOf` gives a row's prose and code; it is called once per row and not kept, so a million rows never
+ * hold a second copy of their text.
  */
-export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, textOf: (row: T) => string, options: DedupOptions = {}): DedupResult {
+export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, contentOf: (row: T) => ComparableRow, options: DedupOptions = {}): DedupResult {
   const threshold = options.threshold ?? 0.8;
   const contamination = options.contamination ?? 'drop-train';
   if (!(threshold > 0 && threshold <= 1)) throw new ConfigError(`dedup threshold must be in (0, 1], got ${threshold}`);
@@ -67,31 +72,33 @@ export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, 
   const firstByHash = new Map<string, number>();
   const rejected = new Uint8Array(rows.length);
   const rejects: DedupReject[] = [];
-  const reject = (index: number, category: DedupCategory, reason: string): void => {
+  const reject = (index: number, category: DedupCategory, reason: string, of: number, similarity: number): void => {
     rejected[index] = 1;
-    rejects.push({ index, category, reason });
+    rejects.push({ index, category, reason, of, similarity });
   };
+  const fingerprinter = new RowFingerprinter();
   let exactDuplicates = 0;
   let nearDuplicates = 0;
   const signature = new Uint32Array(hasher.signatureSize);
 
   for (const index of order) {
     const key = keys[index]!;
-    const text = textOf(rows[index]!);
-    const hash = `${key.split}:${contentHash(text)}`;
+    const fingerprint = fingerprinter.fingerprint(contentOf(rows[index]!));
+    const hash = `${key.split}:${fingerprint.exact}`;
     const first = firstByHash.get(hash);
     if (first !== undefined) {
       exactDuplicates++;
-      reject(index, 'exact duplicate', `exact duplicate of ${keys[first]!.id} (same content after normalisation)`);
+      reject(index, 'exact duplicate', `exact duplicate of ${keys[first]!.id} (the same content up to whitespace the code does not care about)`, first, 1);
       continue;
     }
     firstByHash.set(hash, index);
-    hasher.signature(text, signature);
+    hasher.signatureOfTokens(fingerprinter.tokens.buffer, fingerprint.tokenCount, signature);
     const index_ = indexes[key.split];
     const twin = index_.similar(signature, threshold).find((hit) => keys[rowOf[key.split][hit.id]!]!.family !== key.family);
     if (twin) {
       nearDuplicates++;
-      reject(index, 'near duplicate', `near-duplicate of ${keys[rowOf[key.split][twin.id]!]!.id} (estimated similarity ${twin.similarity.toFixed(2)})`);
+      const original = rowOf[key.split][twin.id]!;
+      reject(index, 'near duplicate', `near-duplicate of ${keys[original]!.id} (estimated similarity ${twin.similarity.toFixed(2)}, identifiers renamed alike)`, original, twin.similarity);
       continue;
     }
     rowOf[key.split][index_.add(signature)] = index;
@@ -111,11 +118,11 @@ export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, 
       if (contamination === 'fail') {
         if (examples.length < 10) examples.push(pair);
       } else if (contamination === 'drop-train') {
-        reject(trainRow, 'contamination', `contaminates the eval split: near-duplicate of eval task ${keys[evalRows[0]!]!.id} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`);
+        reject(trainRow, 'contamination', `contaminates the eval split: near-duplicate of eval task ${keys[evalRows[0]!]!.id} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`, evalRows[0]!, hits[0]!.similarity);
       } else {
         hits.forEach((hit, i) => {
           indexes.eval.remove(hit.id);
-          reject(evalRows[i]!, 'contamination', `contaminated: near-duplicate of train task ${keys[trainRow]!.id} (estimated similarity ${hit.similarity.toFixed(2)})`);
+          reject(evalRows[i]!, 'contamination', `contaminated: near-duplicate of train task ${keys[trainRow]!.id} (estimated similarity ${hit.similarity.toFixed(2)})`, trainRow, hit.similarity);
         });
       }
     }

@@ -90,7 +90,8 @@ export function mutantId(problemId: string, edit: Edit): string {
  * Validates single-site mutants of each problem in python-repair sandboxes (see
  * pipelines/task-job/python/derive_mutants.py): the original must pass every test in every run, a mutant
  * must fail the same hidden tests in every run. Problems go to the sandboxes in batches, several
- * sandboxes at once; a batch whose sandbox fails has each of its problems rejected with the reason.
+ * sandboxes at once; a batch whose sandbox keeps failing is split, and a problem whose sandbox fails even
+ * alone is rejected with the reason.
  */
 export async function deriveMutants(problems: readonly Problem[], options: DeriveOptions): Promise<ProblemResult[]> {
   for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) {
@@ -117,14 +118,22 @@ export async function deriveMutants(problems: readonly Problem[], options: Deriv
   return results.flat();
 }
 
-/** A batch whose sandbox could not be started or died is tried again; its problems are rejected only after the last try. */
-async function withRetries(batch: readonly Problem[], driver: string, options: DeriveOptions): Promise<ProblemResult[]> {
-  const retries = options.retries ?? 2;
+/**
+ * A batch whose sandbox could not be started or died is tried again. One problem's content (a memory bomb, a
+ * flood of output) can take the whole sandbox down, so a batch that still fails is split and each problem
+ * tried alone: only the problems that fail on their own are rejected.
+ */
+async function withRetries(batch: readonly Problem[], driver: string, options: DeriveOptions, retries = options.retries ?? 2): Promise<ProblemResult[]> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await validateBatch(batch, driver, options);
     } catch (error) {
       if (options.signal?.aborted) throw error;
+      if (attempt >= retries && error instanceof BatchFailure && batch.length > 1) {
+        const alone: ProblemResult[] = [];
+        for (const problem of batch) alone.push(...(await withRetries([problem], driver, options, Math.min(1, retries))));
+        return alone;
+      }
       if (attempt >= retries || !(error instanceof BatchFailure)) {
         const reason = error instanceof BatchFailure ? `${error.message} (after ${attempt + 1} tries)` : `the validation sandbox failed: ${errorMessage(error)}`;
         return batch.map((problem) => ({ key: problem.key, status: 'rejected', reason, candidates: 0, mutants: [] }));
@@ -174,7 +183,12 @@ async function validateBatch(batch: readonly Problem[], driver: string, options:
       // The driver catches what the code under test does; a dead driver means the sandbox itself gave out (OOM, engine).
       throw new BatchFailure(`the validation sandbox ${exec.status === 'exited' ? `exited with ${exec.exitCode}` : `ended by ${exec.status}`}: ${exec.stderr.trim().split('\n').slice(-3).join(' | ') || 'no output'}`);
     }
-    const answer = JSON.parse(exec.stdout) as DriverAnswer;
+    let answer: DriverAnswer;
+    try {
+      answer = JSON.parse(exec.stdout) as DriverAnswer;
+    } catch (error) {
+      throw new BatchFailure(`the validation driver's answer is not JSON${exec.truncated ? ' (its output was cut at 64 MiB)' : ''}: ${errorMessage(error)}`, { cause: error });
+    }
     return answer.problems.map((problem) => ({
       key: problem.key,
       status: problem.status,

@@ -1,9 +1,11 @@
-export { deduplicate, type DedupKey, type DedupOptions, type DedupResult } from './dedup.js';
+export { deduplicate, type DedupCategory, type DedupKey, type DedupOptions, type DedupReject, type DedupResult } from './dedup.js';
 export { deriveMutants, mutantId, type DeriveOptions, type Mutant, type Problem, type ProblemResult } from './derive.js';
 export { observedPassRates, planCurriculum, type Curriculum, type CurriculumOptions, type Observed } from './difficulty.js';
-export { prepareTasks, rowsFileJob, runTaskJob, type DerivationReport, type StageReport, type TaskJobOptions, type TaskJobReport } from './job.js';
+export { prepareTasks, rowsFileJob, runTaskJob, type DerivationReport, type DuplicateRecord, type StageReport, type TaskJobOptions, type TaskJobReport } from './job.js';
 export { LshIndex, MinHasher } from './minhash.js';
-export { comparableText, contentHash, normaliseCode, normaliseProse } from './normalise.js';
+export { RowFingerprinter, type ComparableRow, type RowFingerprint } from './fingerprint.js';
+export { normaliseCode, normaliseProse } from './normalise.js';
+export { scanPython, TokenKind } from './pytokens.js';
 export { publishedFingerprints, publishNewTasks, publishTasks, taskFingerprint, type IdempotentPublishReport, type PublishOptions } from './publish.js';
 export { formatReport } from './report.js';
 export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';

@@ -8,9 +8,9 @@ import type { BucketCounts } from './difficulty.js';
 import { publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
-import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, validateRows, type DerivationReport, type JobRun, type RepairItem, type StageReport } from './stages.js';
+import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, validateRows, type DerivationReport, type DuplicateRecord, type JobRun, type RepairItem, type StageReport } from './stages.js';
 
-export type { DerivationReport, KindSurvival, StageReport } from './stages.js';
+export type { DerivationReport, DuplicateRecord, KindSurvival, StageReport } from './stages.js';
 
 export interface TaskJobOptions {
   /** The checked job (`loadJobFile` or `resolveJob`). */
@@ -45,6 +45,8 @@ export interface TaskJobReport {
   readonly exactDuplicates: number;
   readonly nearDuplicates: number;
   readonly contaminationHits: number;
+  /** Every row dedup dropped, with the row it duplicates, in the order dedup met them. */
+  readonly duplicates: readonly DuplicateRecord[];
   readonly derivation: DerivationReport | null;
   readonly buckets: readonly BucketCounts[];
   readonly coldStart: number;
@@ -83,7 +85,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   try {
     const { items, rowsRead, datasetHash } = await readSources(run);
     const validated = validateRows(run, await convertTests(run, items));
-    const { survivors, dedup } = dedupRows(run, validated);
+    const { survivors, dedup, duplicates } = dedupRows(run, validated);
     const { derived, derivation } = spec.derive
       ? await deriveTasks(run, survivors, options.pool!, options.imageFor!('python-repair'))
       : { derived: survivors.filter((item): item is RepairItem => 'task' in item), derivation: null };
@@ -102,6 +104,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       exactDuplicates: dedup.exactDuplicates,
       nearDuplicates: dedup.nearDuplicates,
       contaminationHits: dedup.contaminationHits,
+      duplicates,
       derivation,
       buckets: plan.histogram,
       coldStart: plan.coldStart,

@@ -24,21 +24,39 @@ const isWordChar = (code: number): boolean =>
   (code >= 48 && code <= 57) || (code >= 65 && code <= 90) || (code >= 97 && code <= 122) || code === 95 || code > 127;
 const isSpace = (code: number): boolean => code === 32 || (code >= 9 && code <= 13);
 
+/** FNV-1a over a string's UTF-16 units: the hash of one token. */
+export function hashText(text: string): number {
+  let hash = FNV_OFFSET;
+  for (let i = 0; i < text.length; i++) hash = Math.imul(hash ^ text.charCodeAt(i), FNV_PRIME);
+  return hash;
+}
+
+/** A growable buffer of token hashes. */
+export interface TokenBuffer {
+  buffer: Int32Array;
+}
+
+/** Appends `hash` at `count` in `out`, growing it as needed; returns the new count. */
+export function pushToken(out: TokenBuffer, count: number, hash: number): number {
+  if (count === out.buffer.length) {
+    const grown = new Int32Array(out.buffer.length * 2);
+    grown.set(out.buffer);
+    out.buffer = grown;
+  }
+  out.buffer[count] = hash;
+  return count + 1;
+}
+
 /**
- * Hashes of the text's tokens, in order, into `out` (grown as needed); returns how many there are. Runs of
- * letters, digits and `_` (any non-ASCII character counts as a letter) are one token, every other
- * non-space character is a token of its own. No substrings are made.
+ * Hashes of the text's tokens, in order, into `out` from position `from` (grown as needed); returns the
+ * count after them. Runs of letters, digits and `_` (any non-ASCII character counts as a letter) are one
+ * token, every other non-space character is a token of its own. No substrings are made. For prose; code
+ * is tokenized as Python (`pytokens.ts`).
  */
-export function tokenHashes(text: string, out: { buffer: Int32Array } = { buffer: new Int32Array(256) }): number {
-  let buffer = out.buffer;
-  let count = 0;
+export function tokenHashes(text: string, out: TokenBuffer = { buffer: new Int32Array(256) }, from = 0): number {
+  let count = from;
   const push = (hash: number): void => {
-    if (count === buffer.length) {
-      const grown = new Int32Array(buffer.length * 2);
-      grown.set(buffer);
-      buffer = out.buffer = grown;
-    }
-    buffer[count++] = hash;
+    count = pushToken(out, count, hash);
   };
   let hash = FNV_OFFSET;
   let inWord = false;
@@ -84,11 +102,14 @@ export class MinHasher {
     this.filled = new Uint8Array(this.signatureSize);
   }
 
-  /** Writes the signature of `text` into `out` (length signatureSize). */
+  /** Writes the signature of `text` (tokenized as prose, see `tokenHashes`) into `out` (length signatureSize). */
   signature(text: string, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
+    return this.signatureOfTokens(this.tokens.buffer, tokenHashes(text, this.tokens), out);
+  }
+
+  /** Writes the signature of the first `count` token hashes in `tokens` into `out` (length signatureSize). */
+  signatureOfTokens(tokens: Int32Array, count: number, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
     const k = this.signatureSize;
-    const count = tokenHashes(text, this.tokens);
-    const tokens = this.tokens.buffer;
     const bins = this.bins;
     const filled = this.filled;
     bins.fill(0xffffffff);

@@ -1,5 +1,3 @@
-import { createHash } from 'node:crypto';
-
 const NON_ASCII = /[^\x00-\x7f]/;
 
 /** Code as published: LF line endings and one final newline; nothing inside a line changes, since a string literal may depend on it. */
@@ -15,24 +13,19 @@ export function normaliseCode(text: string): string {
 export function normaliseProse(text: string): string {
   const composed = NON_ASCII.test(text) ? text.normalize('NFC') : text;
   const unified = composed.includes('\r') ? composed.replace(/\r\n?/g, '\n') : composed;
-  return (TRAILING_SPACE.test(unified) ? unified.replace(/[ \t]+$/gm, '') : unified).trim();
+  return (TRAILING_SPACE.test(unified) ? trimLineEnds(unified) : unified).trim();
 }
 
 const TRAILING_SPACE = /[ \t]\n/;
 
-/**
- * The text two rows are compared by: NFC, and every run of whitespace one space, so copies that differ only
- * in layout, line endings or indentation style are exact duplicates.
- */
-export function comparableText(parts: readonly string[]): string {
-  const joined = parts.join('\n\u0000\n');
-  // NFC changes nothing in ASCII text, and is costly at a million rows.
-  const composed = NON_ASCII.test(joined) ? joined.normalize('NFC') : joined;
-  return composed.replace(/\s+/g, ' ').trim();
-}
-
-
-/** sha256 (hex) of the comparable text: the exact-duplicate key. */
-export function contentHash(comparable: string): string {
-  return createHash('sha256').update(comparable).digest('hex');
+/** Spaces and tabs off the end of every line, in one pass (`/[ \t]+$/gm` backtracks quadratically on a long run of spaces). */
+function trimLineEnds(text: string): string {
+  const lines = text.split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!;
+    let end = line.length;
+    while (end > 0 && (line.charCodeAt(end - 1) === 32 || line.charCodeAt(end - 1) === 9)) end--;
+    if (end < line.length) lines[i] = line.slice(0, end);
+  }
+  return lines.join('\n');
 }

@@ -89,4 +89,35 @@ describe('split_tests.py', () => {
     assert.equal(errors[3], "module 'not a module' is not an importable Python file name");
     assert.equal(errors[4], "unknown test style 'yaml'");
   });
+
+  it('answers a row whose tests are too deep or too long to convert with an error, and converts the rows around it', async () => {
+    const deepCode = `def check(candidate):\n    assert candidate(${'1 + '.repeat(200_000)}1)\n`;
+    const nested = `def check(candidate):\n    assert candidate(${'('.repeat(5000)}1${')'.repeat(5000)})\n`;
+    const good = { style: 'assert-list', asserts: ['assert plus_one(1) == 2'], setup: '', module: 'plus_one.py', visible_fraction: 0.5 };
+    const answers = await runHelperLines<object, Split>('split_tests.py', [
+      { key: 0, ...good },
+      { key: 1, style: 'check-function', code: deepCode, entry_point: 'f', module: 'f.py' },
+      { key: 2, style: 'check-function', code: nested, entry_point: 'f', module: 'f.py' },
+      { key: 3, style: 'check-function', code: 'def check(candidate):\n    assert candidate("\u0000")\n', entry_point: 'f', module: 'f.py' },
+      { key: 4, ...good },
+    ]);
+    assert.deepEqual(answers.map((a) => a.key), [0, 1, 2, 3, 4]);
+    assert.equal(answers[0]!.cases, 1);
+    assert.match(answers[1]!.error!, /too deeply nested or too large|do not parse/);
+    assert.match(answers[2]!.error!, /do not parse|too deeply nested/);
+    assert.equal(answers[4]!.cases, 1);
+  });
+
+  it('answers the request a helper dies on through onCrash and goes on with the rest in a new helper', async () => {
+    // Python's json module recurses: a request nested far past its recursion limit kills the helper outright.
+    const killer = { key: 1, style: 'assert-list', asserts: JSON.parse(`${'['.repeat(2000)}${']'.repeat(2000)}`) as unknown, module: 'f.py' };
+    const good = (key: number): object => ({ key, style: 'assert-list', asserts: ['assert plus_one(1) == 2'], setup: '', module: 'plus_one.py', visible_fraction: 0.5 });
+    const answers = await runHelperLines<{ key: number }, Split>('split_tests.py', [good(0), killer, good(2), killer, good(4)] as Array<{ key: number }>, {
+      onCrash: (request, reason) => ({ key: request.key, error: reason }),
+    });
+    assert.deepEqual(answers.map((a) => a.key), [0, 1, 2, 1, 4]);
+    assert.deepEqual(answers.map((a) => a.cases ?? null), [1, null, 1, null, 1]);
+    assert.match(answers[1]!.error!, /^the helper split_tests\.py failed with exit code 1 on it \(RecursionError/);
+    await assert.rejects(runHelperLines('split_tests.py', [good(0), killer]), /split_tests\.py failed with exit code 1: .*RecursionError/s);
+  });
 });

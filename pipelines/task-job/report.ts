@@ -1,6 +1,23 @@
-import type { TaskJobReport } from './job.js';
+import { basename } from 'node:path';
+import type { DuplicateRecord, TaskJobReport } from './job.js';
 
 const pad = (text: string | number, width: number): string => String(text).padStart(width);
+
+/** Dropped rows listed with the row each duplicates; more than this are counted, and all are in the rejects file. */
+const LISTED_DUPLICATES = 20;
+
+const VERB: Record<DuplicateRecord['category'], string> = {
+  'exact duplicate': 'exact copy of',
+  'near duplicate': 'near copy of',
+  contamination: 'near copy across the split of',
+};
+
+function duplicateLines(duplicates: readonly DuplicateRecord[]): string[] {
+  const where = (entry: { source: string; row: number; taskId: string }): string => `${basename(entry.source)}:${entry.row} ${entry.taskId}`;
+  const lines = duplicates.slice(0, LISTED_DUPLICATES).map((d) => `  dropped ${where(d)}  ${VERB[d.category]}  ${where(d.of)}${d.category === 'exact duplicate' ? '' : ` (similarity ${d.similarity.toFixed(2)})`}`);
+  if (duplicates.length > LISTED_DUPLICATES) lines.push(`  ... and ${duplicates.length - LISTED_DUPLICATES} more (every one is in the rejects file)`);
+  return lines;
+}
 
 /** The report a person reads after `trialrun tasks publish` (with or without --dry-run). */
 export function formatReport(report: TaskJobReport): string {
@@ -20,6 +37,7 @@ export function formatReport(report: TaskJobReport): string {
   }
   lines.push('');
   lines.push(`duplicates   ${report.exactDuplicates} exact, ${report.nearDuplicates} near; contamination hits ${report.contaminationHits}`);
+  lines.push(...duplicateLines(report.duplicates));
   if (report.derivation) {
     const d = report.derivation;
     lines.push(`derivation   ${d.problems} problem(s), ${d.problemsRejected} rejected, ${d.candidates} candidate edit(s)`);

@@ -8,15 +8,22 @@ const Tags = z.array(z.string().min(1)).default([]);
 // CSV cells are text; a whole number written as text is still a priority.
 const Priority = z.preprocess((value) => (typeof value === 'string' && /^-?\d+$/.test(value.trim()) ? Number(value) : value), z.number().int()).optional();
 const Split = z.enum(['train', 'eval']).optional();
+// JSON can escape half a surrogate pair ("\ud800"); UTF-8 cannot carry one, so such a task would change on its way into a sandbox.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+const Text = z
+  .string()
+  .min(1)
+  .refine((text) => !LONE_SURROGATE.test(text), 'holds a lone surrogate (such as "\\ud800"), which is not text');
+const Code = Text.refine((text) => !text.includes('\u0000'), 'holds a NUL character, which Python refuses in source code');
 
 /** What every row has, finished task or solution to derive tasks from. */
 const RowBase = {
   id: TaskId,
-  title: z.string().min(1),
-  description: z.string().min(1),
+  title: Text,
+  description: Text,
   module: ModuleFile,
-  visible_tests: z.string().min(1),
-  hidden_tests: z.string().min(1),
+  visible_tests: Code,
+  hidden_tests: Code,
   tags: Tags,
   /** @default the job's priority.default */
   priority: Priority,
@@ -27,11 +34,11 @@ const RowBase = {
 };
 
 /** A finished program-repair task row (the bundled `tasks/repair-bundle.jsonl` format, plus an optional family). */
-export const RepairTaskRow = z.object({ ...RowBase, buggy_source: z.string().min(1), fixed_source: z.string().min(1) });
+export const RepairTaskRow = z.object({ ...RowBase, buggy_source: Code, fixed_source: Code });
 export type RepairTaskRow = z.infer<typeof RepairTaskRow>;
 
 /** Correct code with pytest tests, from which repair tasks are derived. */
-export const SolutionRow = z.object({ ...RowBase, source: z.string().min(1) });
+export const SolutionRow = z.object({ ...RowBase, source: Code });
 export type SolutionRow = z.infer<typeof SolutionRow>;
 
 /** What the test converter needs for one solution row whose tests are not pytest files yet. */
@@ -114,7 +121,7 @@ export class RowMapper {
         if (text !== '' || !template.optional) fields[field] = text;
       }
       for (const [field, column] of this.plainColumns) {
-        const cell = value[column];
+        const cell = Object.hasOwn(value, column) ? value[column] : undefined;
         if (cell !== undefined && cell !== null && cell !== '') fields[field] = field === 'tags' ? tagsOf(cell) : cell;
       }
       if (this.mapping.kind === 'repair') return { ok: true, fields, tests: null };
@@ -127,7 +134,7 @@ export class RowMapper {
         const [[, code], [, entryPoint]] = this.testTemplates as [readonly [string, Template], readonly [string, Template]];
         return { ok: true, fields, tests: { style: 'check-function', code: code.render(value), entry_point: entryPoint.render(value), visible_fraction: tests.visibleFraction } };
       }
-      const asserts = value[tests.asserts];
+      const asserts = Object.hasOwn(value, tests.asserts) ? value[tests.asserts] : undefined;
       if (asserts === undefined || asserts === null || asserts === '') throw new MissingColumn(tests.asserts);
       const setup = this.testTemplates[0]?.[1].render(value) ?? '';
       return { ok: true, fields, tests: { style: 'assert-list', asserts, setup, visible_fraction: tests.visibleFraction } };

@@ -23,6 +23,7 @@ describe('resolveJob', () => {
     assert.equal(job.mapping.kind, 'repair');
     assert.equal(job.spec.dedup.nearDuplicateThreshold, 0.8);
     assert.equal(job.spec.limits.maxRowBytes, 1 << 20);
+    assert.equal(job.spec.limits.maxRowDepth, 32);
     assert.deepEqual(job.spec.difficulty.buckets.map((b) => b.name), ['easy', 'medium', 'hard']);
     assert.equal(job.spec.publish.transactionTimeoutMs, 300_000);
   });
@@ -30,6 +31,7 @@ describe('resolveJob', () => {
   it('names the field of every problem', () => {
     assert.match(problems({ ...minimal, name: 'Bad Name' }), /name: must be lower-case/);
     assert.match(problems({ ...minimal, sources: [] }), /sources: /);
+    assert.match(problems({ ...minimal, limits: { maxRowDepth: 100_000 } }), /limits\.maxRowDepth: .*256/);
     assert.match(problems({ ...minimal, dedup: { nearDuplicateThreshold: 2 } }), /dedup\.nearDuplicateThreshold/);
     assert.match(problems({ ...minimal, surprise: 1 }), /Unrecognized key.*surprise/);
     assert.match(problems({ name: 'x', sources: [{ path: 'a' }] }), /importer: give exactly one of importer and mapping/);

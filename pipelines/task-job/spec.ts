@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { SOURCE_FORMATS } from '../../connectors/files/index.js';
+import { MAX_ROW_DEPTH, SOURCE_FORMATS } from '../../connectors/files/index.js';
 import { ConfigError, describeIssues, errorMessage } from '../../schemas/index.js';
 
 /** The single-site edit kinds of the environment's edit tool (`trialrun_repair.py list`). */
@@ -143,6 +143,8 @@ export const JobSpec = z
       .object({
         /** A longer line or row is rejected with its size. @default 1048576 */
         maxRowBytes: z.number().int().min(1024).default(1 << 20),
+        /** A row whose values nest deeper (arrays and objects within each other) is rejected with its depth. @default 32 */
+        maxRowDepth: z.number().int().min(1).max(MAX_ROW_DEPTH).default(32),
         /** Use only the first N rows that pass validation (a quick subset). @default all */
         maxRows: z.number().int().min(1).optional(),
       })

@@ -3,11 +3,12 @@ import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../connectors/files/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
-import { ConfigError, describeIssues, nowIso, Task } from '../../schemas/index.js';
-import { deduplicate, type DedupResult, type Split } from './dedup.js';
+import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../schemas/index.js';
+import { deduplicate, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
-import { comparableText, normaliseCode, normaliseProse } from './normalise.js';
+import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
+import { normaliseCode, normaliseProse } from './normalise.js';
 import { runHelperLines } from './python.js';
 import { RepairTaskRow, RowMapper, SolutionRow, type TestsRequest } from './rows.js';
 import { MUTATION_KINDS, type ResolvedJob } from './spec.js';
@@ -75,6 +76,24 @@ export interface SolutionItem extends Placed {
 
 export type ValidItem = RepairItem | SolutionItem;
 
+/** One row dropped by dedup, and the row it duplicates: what `--dry-run` lists. */
+export interface DuplicateRecord {
+  readonly category: DedupCategory;
+  readonly source: string;
+  readonly row: number;
+  readonly taskId: string;
+  /** The row that stays (for contamination: the one across the split). */
+  readonly of: { readonly source: string; readonly row: number; readonly taskId: string };
+  /** Estimated similarity of their token shingles; 1 for exact duplicates. */
+  readonly similarity: number;
+}
+
+/** What dedup compares a row by: its description, and its code and tests as Python. */
+const comparableOf = (row: RepairTaskRow | SolutionRow): ComparableRow => ({
+  prose: [row.description],
+  code: ['buggy_source' in row ? row.buggy_source : row.source, row.visible_tests, row.hidden_tests],
+});
+
 class Stage {
   private readonly started = performance.now();
   readonly rejects: Record<string, number> = {};
@@ -132,7 +151,25 @@ function lineCount(code: string): number {
   for (let at = code.indexOf('\n'); at >= 0; at = code.indexOf('\n', at + 1)) lines++;
   return lines;
 }
-const hiddenTestCount = (tests: string): number => (tests.match(/^\s*(async\s+)?def test_\w*\s*\(/gm) ?? []).length;
+const TEST_FUNCTION = /^[ \t]*(?:async[ \t]+)?def[ \t]+test_\w*[ \t]*\(/;
+/** Test functions defined in a test file. Line by line: a multi-line regex over the whole text backtracks quadratically on long runs of whitespace. */
+function hiddenTestCount(tests: string): number {
+  let count = 0;
+  for (const line of tests.split('\n')) if (TEST_FUNCTION.test(line)) count++;
+  return count;
+}
+
+/**
+ * Maps one row; anything the mapping throws on a row's content becomes that row's reject, never the job's
+ * end (rows reaching here are already bounded in size and depth by the read stage).
+ */
+function mapRow(mapper: RowMapper, value: Readonly<Record<string, unknown>>): ReturnType<RowMapper['map']> {
+  try {
+    return mapper.map(value);
+  } catch (error) {
+    return { ok: false, reason: `cannot be mapped: ${errorMessage(error).slice(0, 500)}` };
+  }
+}
 const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
 
 /** read + map: every row of every source through DuckDB, then the column mapping. */
@@ -161,6 +198,7 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
       const report = await tables.readRows(file, {
         format,
         maxRowBytes: spec.limits.maxRowBytes,
+        maxRowDepth: spec.limits.maxRowDepth,
         onReject: ({ row, reason }) => {
           read.count(reason.startsWith('not valid JSON') ? 'not valid JSON' : reason.replace(/[:(].*$/, '').trim());
           rejects.add({ source: file, row, stage: 'read', reason });
@@ -169,7 +207,7 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
           mapStage.time(() => {
             delivered += rows.length;
             for (const { row, value } of rows) {
-              const mapped = mapper.map(value);
+              const mapped = mapRow(mapper, value);
               if (!mapped.ok) {
                 mapStage.count(mapped.reason.replace(/"[^"]*"/, '<column>'));
                 rejects.add({ source: file, row, stage: 'map', reason: `${mapped.reason} (mapping of ${spec.importer ? `importer ${spec.importer}` : 'the job'})` });
@@ -201,6 +239,7 @@ export async function convertTests(run: JobRun, items: readonly MappedItem[]): P
   const answers = await runHelperLines<Record<string, unknown>, { key: number; error?: string; visible_tests?: string; hidden_tests?: string }>(
     'split_tests.py',
     pending.map((item, key) => ({ key, module: item.fields.module, ...item.tests })),
+    { onCrash: (request, reason) => ({ key: request.key as number, error: reason }) },
   );
   const failed = new Set<MappedItem>();
   for (const answer of answers) {
@@ -228,6 +267,7 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
   const excluded = new Set(spec.filters.excludeTags);
   // First row of each id, and its comparable text once a second row claims the id.
   const seenIds = new Map<string, { row: number; text: () => string }>();
+  const fingerprinter = new RowFingerprinter();
   const repairItems: RepairItem[] = [];
   const solutionItems: SolutionItem[] = [];
   let beyondLimit = 0;
@@ -236,65 +276,70 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
       validate.count(category);
       rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
     };
-    const parsed = mapping.kind === 'repair' ? RepairTaskRow.safeParse(item.fields) : SolutionRow.safeParse(item.fields);
-    if (!parsed.success) {
-      const issues = describeIssues(parsed.error);
-      fail(`invalid ${firstIssue(issues)}`, issues.join('; '));
-      continue;
-    }
-    const row = parsed.data;
-    const code = 'buggy_source' in row ? row.buggy_source : row.source;
-    const description = normaliseProse(row.description);
-    if (description.length < spec.filters.minDescriptionChars) {
-      fail('description too short', `description has ${description.length} characters, fewer than filters.minDescriptionChars (${spec.filters.minDescriptionChars}): too vague to reward fairly`);
-      continue;
-    }
-    if (lineCount(code) > spec.filters.maxModuleLines) {
-      fail('module too long', `module has ${lineCount(code)} lines, more than filters.maxModuleLines (${spec.filters.maxModuleLines})`);
-      continue;
-    }
-    if (hiddenTestCount(row.hidden_tests) < spec.filters.minHiddenTests) {
-      fail('too few hidden tests', `hidden tests define ${hiddenTestCount(row.hidden_tests)} test function(s), fewer than filters.minHiddenTests (${spec.filters.minHiddenTests})`);
-      continue;
-    }
-    if (idPattern && !idPattern.test(row.id)) {
-      fail('id not matched', `id ${row.id} does not match filters.idPattern ${spec.filters.idPattern}`);
-      continue;
-    }
-    const tag = row.tags.find((t) => excluded.has(t));
-    if (tag !== undefined) {
-      fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
-      continue;
-    }
-    const rowText = (): string => comparableText('buggy_source' in row ? [row.description, row.buggy_source, row.visible_tests, row.hidden_tests] : [row.description, row.source, row.visible_tests, row.hidden_tests]);
-    const first = seenIds.get(row.id);
-    // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
-    if (first !== undefined && first.text() !== rowText()) {
-      fail('duplicate id', `task id ${row.id} is already used by row ${first.row}, with different content`);
-      continue;
-    }
-    if (first === undefined && spec.limits.maxRows !== undefined && seenIds.size >= spec.limits.maxRows) {
-      beyondLimit++;
-      continue;
-    }
-    if (first === undefined) seenIds.set(row.id, { row: item.row, text: rowText });
-    const family = row.family ?? row.id;
-    const split = row.split ?? assignedSplit(spec.split.by === 'family' ? family : row.id, spec.split.seed, spec.split.evalFraction);
-    const priority = row.priority ?? spec.priority.default;
-    const prose = { title: normaliseProse(row.title), description };
-    if ('buggy_source' in row) {
-      const task: RepairTaskRow = {
-        ...row,
-        ...prose,
-        buggy_source: normaliseCode(row.buggy_source),
-        fixed_source: normaliseCode(row.fixed_source),
-        visible_tests: normaliseCode(row.visible_tests),
-        hidden_tests: normaliseCode(row.hidden_tests),
-      };
-      repairItems.push({ source: item.source, row: item.row, task, family, split, priority });
-    } else {
-      const solution: SolutionRow = { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) };
-      solutionItems.push({ source: item.source, row: item.row, solution, family, split, priority });
+    try {
+      const parsed = mapping.kind === 'repair' ? RepairTaskRow.safeParse(item.fields) : SolutionRow.safeParse(item.fields);
+      if (!parsed.success) {
+        const issues = describeIssues(parsed.error);
+        fail(`invalid ${firstIssue(issues)}`, issues.join('; '));
+        continue;
+      }
+      const row = parsed.data;
+      const code = 'buggy_source' in row ? row.buggy_source : row.source;
+      const description = normaliseProse(row.description);
+      if (description.length < spec.filters.minDescriptionChars) {
+        fail('description too short', `description has ${description.length} characters, fewer than filters.minDescriptionChars (${spec.filters.minDescriptionChars}): too vague to reward fairly`);
+        continue;
+      }
+      if (lineCount(code) > spec.filters.maxModuleLines) {
+        fail('module too long', `module has ${lineCount(code)} lines, more than filters.maxModuleLines (${spec.filters.maxModuleLines})`);
+        continue;
+      }
+      if (hiddenTestCount(row.hidden_tests) < spec.filters.minHiddenTests) {
+        fail('too few hidden tests', `hidden tests define ${hiddenTestCount(row.hidden_tests)} test function(s), fewer than filters.minHiddenTests (${spec.filters.minHiddenTests})`);
+        continue;
+      }
+      if (idPattern && !idPattern.test(row.id)) {
+        fail('id not matched', `id ${row.id} does not match filters.idPattern ${spec.filters.idPattern}`);
+        continue;
+      }
+      const tag = row.tags.find((t) => excluded.has(t));
+      if (tag !== undefined) {
+        fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
+        continue;
+      }
+      const rowText = (): string => fingerprinter.fingerprint(comparableOf(row)).exact;
+      const first = seenIds.get(row.id);
+      // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
+      if (first !== undefined && first.text() !== rowText()) {
+        fail('duplicate id', `task id ${row.id} is already used by row ${first.row}, with different content`);
+        continue;
+      }
+      if (first === undefined && spec.limits.maxRows !== undefined && seenIds.size >= spec.limits.maxRows) {
+        beyondLimit++;
+        continue;
+      }
+      if (first === undefined) seenIds.set(row.id, { row: item.row, text: rowText });
+      const family = row.family ?? row.id;
+      const split = row.split ?? assignedSplit(spec.split.by === 'family' ? family : row.id, spec.split.seed, spec.split.evalFraction);
+      const priority = row.priority ?? spec.priority.default;
+      const prose = { title: normaliseProse(row.title), description };
+      if ('buggy_source' in row) {
+        const task: RepairTaskRow = {
+          ...row,
+          ...prose,
+          buggy_source: normaliseCode(row.buggy_source),
+          fixed_source: normaliseCode(row.fixed_source),
+          visible_tests: normaliseCode(row.visible_tests),
+          hidden_tests: normaliseCode(row.hidden_tests),
+        };
+        repairItems.push({ source: item.source, row: item.row, task, family, split, priority });
+      } else {
+        const solution: SolutionRow = { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) };
+        solutionItems.push({ source: item.source, row: item.row, solution, family, split, priority });
+      }
+    } catch (error) {
+      // A row is data: whatever its content makes a check throw is that row's reject, and the job goes on.
+      fail('cannot be validated', `cannot be validated: ${errorMessage(error).slice(0, 500)}`);
     }
   }
   if (beyondLimit > 0) validate.notes.push(`${beyondLimit} valid row(s) beyond limits.maxRows not used`);
@@ -307,16 +352,12 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
 }
 
 /** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation). */
-export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult } {
+export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult; duplicates: DuplicateRecord[] } {
   const { job, rejects } = run;
   const { spec } = job;
   const dedupStage = new Stage('dedup', candidates.length);
-  const textOf = (item: ValidItem): string =>
-    'task' in item
-      ? comparableText([item.task.description, item.task.buggy_source, item.task.visible_tests, item.task.hidden_tests])
-      : comparableText([item.solution.description, item.solution.source, item.solution.visible_tests, item.solution.hidden_tests]);
   const idOf = (item: ValidItem): string => ('task' in item ? item.task.id : item.solution.id);
-  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), textOf, {
+  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), (item) => comparableOf('task' in item ? item.task : item.solution), {
     threshold: spec.dedup.nearDuplicateThreshold,
     shingleTokens: spec.dedup.shingleTokens,
     signatureSize: spec.dedup.signatureSize,
@@ -330,7 +371,12 @@ export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { surv
   const survivors = dedup.kept.map((index) => candidates[index]!);
   dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
   run.stages.push(dedupStage.end(survivors.length));
-  return { survivors, dedup };
+  const duplicates = dedup.rejects.map((reject): DuplicateRecord => {
+    const item = candidates[reject.index]!;
+    const other = candidates[reject.of]!;
+    return { category: reject.category, source: item.source, row: item.row, taskId: idOf(item), of: { source: other.source, row: other.row, taskId: idOf(other) }, similarity: reject.similarity };
+  });
+  return { survivors, dedup, duplicates };
 }
 
 /** derive: validated single-site mutants of each solution become repair tasks. */

@@ -80,7 +80,8 @@ export class Template {
         out += part.text;
         continue;
       }
-      const value = row[part.column];
+      // Own columns only: a row without a column named "constructor" must not render Object.prototype's.
+      const value = Object.hasOwn(row, part.column) ? row[part.column] : undefined;
       if (value === undefined || value === null || value === '') {
         if (part.optional) continue;
         throw new MissingColumn(part.column);

@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../../connectors/analytics/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
-import { resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { formatReport, resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
@@ -114,6 +114,43 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     );
   });
 
+  it('rejects a row however deep, long or strange with its line and reason, and the job goes on', async () => {
+    const dir = tempDir('task-pathological');
+    const [a, b, c, d] = bundleRows();
+    const nested = (levels: number, inner: string): string => `${'['.repeat(levels)}${inner}${']'.repeat(levels)}`;
+    const deepObject = (levels: number): string => `${'{"k":'.repeat(levels)}1${'}'.repeat(levels)}`;
+    const { id: _id, title: _title, ...rest } = b!;
+    const lines = [
+      JSON.stringify(a), // 1: good
+      JSON.stringify({ ...b, id: 'deep-tags' }).replace('"tags":[', `"tags":[${nested(5000, '"x"')},`), // 2: 5000 levels in a plain column
+      `{"id": "deep-title", "title": ${deepObject(100_000)}, ${JSON.stringify(rest).slice(1)}`, // 3: 100k levels in a templated column
+      JSON.stringify(c), // 4: good
+      JSON.stringify({ ...b, id: 'spaces', description: `${' '.repeat(900_000)}x \n` }), // 5: a long run of spaces (quadratic for a naive regex)
+      JSON.stringify({ ...b, id: 'strange', title: 1e308, tags: { constructor: [] }, priority: 'high' }), // 6: strange types
+      JSON.stringify({ ...d, id: 'newlines', hidden_tests: `${d!.hidden_tests as string}${'\n'.repeat(400_000)}` }), // 7: long but valid
+      JSON.stringify({ ...b, id: 'lone-surrogate', buggy_source: `${b!.buggy_source as string}# \ud800\n` }), // 8: not text
+      JSON.stringify({ ...b, id: 'nul', hidden_tests: `${b!.hidden_tests as string}\u0000` }), // 9: not Python source
+      JSON.stringify({ ...b, id: 'huge', description: 'x'.repeat(20 << 20) }), // 10: one 20 MB string (a whole JSON file's read used to fail on it)
+    ];
+    writeFileSync(join(dir, 'rows.jsonl'), `${lines.join('\n')}\n`);
+    writeFileSync(join(dir, 'rows.json'), `[${lines.join(',\n')}]`);
+    for (const file of ['rows.jsonl', 'rows.json']) {
+      const report = await dryRun(dir, { sources: [{ path: file }] });
+      assert.deepEqual(report.tasks.map((task) => [task.taskId, task.source.sourceRow]), [[a!.id, 1], [c!.id, 4], ['newlines', 7]], file);
+      const byRow = new Map(rejectsOf(report).map((reject) => [reject.row, reject]));
+      assert.deepEqual([...byRow.keys()], [2, 3, 5, 6, 8, 9, 10], file);
+      assert.ok([...byRow.values()].every((reject) => reject.source === join(dir, file)));
+      assert.equal(byRow.get(2)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 5002 levels of arrays and objects');
+      assert.equal(byRow.get(3)!.reason, 'nested deeper than limits.maxRowDepth (32 levels): 100001 levels of arrays and objects');
+      assert.equal(byRow.get(2)!.stage, 'read');
+      assert.match(byRow.get(5)!.reason, /fewer than filters\.minDescriptionChars/);
+      assert.match(byRow.get(6)!.reason, /^tags: .*expected array.*; priority: .*expected number/);
+      assert.equal(byRow.get(8)!.reason, 'buggy_source: holds a lone surrogate (such as "\\ud800"), which is not text');
+      assert.equal(byRow.get(9)!.reason, 'hidden_tests: holds a NUL character, which Python refuses in source code');
+      assert.match(byRow.get(10)!.reason, /^longer than limits\.maxRowBytes \(1048576 bytes\): 2097\d{4} bytes/);
+    }
+  });
+
   it('rejects a task whose record the broker would refuse before publishing, not mid-transaction', async () => {
     const dir = tempDir('task-record-size');
     const [a, b] = bundleRows();
@@ -162,6 +199,45 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     const reasons = rejectsOf(report).map((reject) => `${reject.taskId}: ${reject.reason}`);
     assert.ok(reasons.some((reason) => reason.startsWith(`near-b: near-duplicate of ${b!.id}`)), reasons.join('\n'));
     assert.ok(reasons.some((reason) => reason.startsWith(`${c!.id}: contaminates the eval split: near-duplicate of eval task eval-c`)), reasons.join('\n'));
+  });
+
+  it('drops copies that differ only in layout as exact and copies with renamed identifiers as near duplicates, and lists which row each copies', async () => {
+    const dir = tempDir('task-dedup-normalised');
+    const [a, b, c] = bundleRows();
+    const code = (row: Row, edit: (text: string) => string): Row => ({ ...row, buggy_source: edit(row.buggy_source as string), fixed_source: edit(row.fixed_source as string), visible_tests: edit(row.visible_tests as string), hidden_tests: edit(row.hidden_tests as string) });
+    const renames = new Map([['binary_search', 'find_position'], ['items', 'values'], ['target', 'wanted'], ['lo', 'left'], ['hi', 'right'], ['mid', 'middle']]);
+    const rows = [
+      a, // 1
+      b, // 2
+      code({ ...a!, id: 'a-trailing-spaces' }, (text) => text.replaceAll('\n', ' \t \n')), // 3
+      code({ ...a!, id: 'a-crlf-blank-lines' }, (text) => text.replaceAll('\n', '\r\n').replace('\r\n', '\r\n\r\n\r\n')), // 4
+      code({ ...b!, id: 'b-no-final-newline' }, (text) => text.trimEnd()), // 5
+      code({ ...a!, id: 'a-renamed' }, (text) => text.replace(/\b[a-z_][a-z0-9_]*\b/gi, (name) => renames.get(name) ?? name)), // 6
+      c, // 7
+    ];
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] });
+    assert.deepEqual(report.tasks.map((task) => task.taskId).sort(), [a!.id, b!.id, c!.id].sort());
+    assert.equal(report.exactDuplicates, 3);
+    assert.equal(report.nearDuplicates, 1);
+    assert.deepEqual(
+      report.duplicates.map((d) => [d.category, d.row, d.taskId, d.of.row, d.of.taskId]),
+      [
+        ['exact duplicate', 3, 'a-trailing-spaces', 1, a!.id],
+        ['exact duplicate', 4, 'a-crlf-blank-lines', 1, a!.id],
+        ['exact duplicate', 5, 'b-no-final-newline', 2, b!.id],
+        ['near duplicate', 6, 'a-renamed', 1, a!.id],
+      ],
+    );
+    // The kept tasks' content is the rows' own (normalised for publishing, not for comparing).
+    assert.deepEqual(Object.values(report.tasks.find((task) => task.taskId === a!.id)!.files), [a!.buggy_source]);
+    const printed = formatReport(report);
+    assert.match(printed, /duplicates {3}3 exact, 1 near/);
+    assert.match(printed, new RegExp(`dropped rows\\.jsonl:4 a-crlf-blank-lines  exact copy of  rows\\.jsonl:1 ${a!.id}\\n`));
+    assert.match(printed, new RegExp(`dropped rows\\.jsonl:6 a-renamed  near copy of  rows\\.jsonl:1 ${a!.id} \\(similarity (0\\.9\\d|1\\.00)\\)`));
+    const rejects = new Map(rejectsOf(report).map((reject) => [reject.row, reject.reason]));
+    assert.match(rejects.get(5)!, new RegExp(`^exact duplicate of ${b!.id} \\(the same content up to whitespace the code does not care about\\)`));
+    assert.match(rejects.get(6)!, new RegExp(`^near-duplicate of ${a!.id}`));
   });
 
   it("writes its tasks as rows that read back as the same tasks: a family's variants stay together, splits are kept", async () => {

@@ -238,10 +238,21 @@ def derive(problem: dict[str, object], root: str, runs: int, timeout_s: float) -
     return {"key": key, "status": "ok", "reason": None, "candidates": len(candidates), "mutants": mutants}
 
 
+def derive_guarded(problem: dict[str, object], root: str, runs: int, timeout_s: float) -> dict[str, object]:
+    """derive(), with whatever one problem's content makes it raise (code nested too deep for the edit tool's
+    ast walk, text that cannot be written as UTF-8) turned into that problem's rejection, so the problems
+    batched with it are still derived."""
+    try:
+        return derive(problem, root, runs, timeout_s)
+    except Exception as exc:  # noqa: BLE001 (a problem is data; nothing in it may end the batch)
+        reason = f"the derivation cannot handle this problem: {type(exc).__name__}: {str(exc)[:300]}"
+        return {"key": str(problem.get("key")), "status": "rejected", "reason": reason, "candidates": 0, "mutants": []}
+
+
 def main() -> int:
     request = json.load(sys.stdin)
     root = os.path.join(os.environ.get("TMPDIR", "/tmp"), "trialrun-derive")
-    answers = [derive(problem, root, int(request["runs"]), float(request["timeout_s"])) for problem in request["problems"]]
+    answers = [derive_guarded(problem, root, int(request["runs"]), float(request["timeout_s"])) for problem in request["problems"]]
     sys.stdout.write(json.dumps({"problems": answers}))
     sys.stdout.flush()
     return 0

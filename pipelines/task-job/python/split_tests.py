@@ -143,10 +143,13 @@ def main() -> int:
             answer = {"key": request.get("key"), **handle(request)}
         except ConversionError as exc:
             answer = {"key": request.get("key"), "error": str(exc)}
-        except (KeyError, TypeError, ValueError, RecursionError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             answer = {"key": request.get("key"), "error": f"malformed request: {exc!r}"}
+        except (RecursionError, MemoryError) as exc:
+            answer = {"key": request.get("key"), "error": f"the tests are too deeply nested or too large to convert ({type(exc).__name__})"}
+        # One line at a time, so the answers before anything that kills this process are kept.
         sys.stdout.write(json.dumps(answer) + "\n")
-    sys.stdout.flush()
+        sys.stdout.flush()
     return 0
 
 
