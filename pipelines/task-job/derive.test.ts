@@ -11,6 +11,7 @@ function fakePool(batches: string[][]): SandboxPool {
     writeFiles: async () => undefined,
     readFiles: async () => ({}),
     readFile: async () => '',
+    snapshot: async () => assert.fail('derivation never snapshots a workspace'),
     release: async () => undefined,
     exec: async (_command: readonly string[], options?: ExecOptions): Promise<ExecResult> => {
       const request = JSON.parse(String(options?.stdin)) as { problems: Array<{ key: string }> };
