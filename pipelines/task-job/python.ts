@@ -1,21 +1,7 @@
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ConfigError, errorMessage } from '../../schemas/index.js';
-
-/**
- * A file of the checkout (e.g. `pipelines/task-job/python/split_tests.py`), found from this file whether it
- * runs compiled (dist/pipelines/task-job) or from source (tsx): the first folder above with a package.json
- * and that file is the checkout.
- */
-export function checkoutFile(relative: string): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); ; dir = dirname(dir)) {
-    const candidate = join(dir, relative);
-    if (existsSync(join(dir, 'package.json')) && existsSync(candidate)) return candidate;
-    if (dirname(dir) === dir) throw new ConfigError(`${relative} not found above ${fileURLToPath(import.meta.url)}`);
-  }
-}
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkoutFile, ConfigError, errorMessage } from '../../schemas/index.js';
 
 /** The helper scripts in `pipelines/task-job/python/`. */
 export const helperScript = (name: string): string => checkoutFile(join('pipelines', 'task-job', 'python', name));

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkoutFile, runHelperLines } from './python.js';
+import { checkoutFile } from '../../schemas/index.js';
+import { runHelperLines } from './python.js';
 import { scanPython, TokenKind } from './pytokens.js';
 
 const tokensOf = (source: string): Array<[number, string]> => {
