@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { verifierScript, Verifier } from '../../pipelines/verifier/index.js';
+import { GlobalTable } from '../../pipelines/runtime/index.js';
+import { publishTasks } from '../../pipelines/task-job/index.js';
+import { createVerifierProcessor, verifierScript, Verifier } from '../../pipelines/verifier/index.js';
 import { escapePathBytes, type HackKind, type Verification, type VerifyFailure, type WorkspaceExtras } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
-import { ensureStack } from './harness.js';
+import { ensureStack, eventually, freshContext, readAll, sendRaw } from './harness.js';
 import { bundledTasks, moduleOf, trajectoryFor } from './verifier-fixtures.js';
 
 // Reward integrity: results that decide their own comparisons, code that takes the runner down, names
@@ -139,4 +141,30 @@ test('a result that decides its own comparison is named with its type and the te
   const v = await verdict('returns an int subclass equal to everything', CASES['returns an int subclass equal to everything']!);
   const flag = (v.hacks ?? []).find((h) => h.kind === 'untrusted-result')!;
   assert.match(flag.evidence, new RegExp(`^test test_(hidden|visible)\\.py::\\w+: the value: an instance of the Python class ${module.replace(/\.py$/, '')}\\._Yes$`));
+});
+
+test('a runner-killing trajectory published through Kafka ends as exactly one failing Verification and no dead letter', { timeout: 300_000 }, async () => {
+  const context = await freshContext('verifier-killer');
+  await publishTasks(context.kafka, context.serde, context.names, [task]);
+  const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
+  const processor = createVerifierProcessor(context, { runId: 'it-killer', pool, imageFor, tasks, referenceRuns: 1, timeoutMs: 8000 });
+  try {
+    await processor.start();
+    const killers = [misbehaving(fixed, 'kills-runner'), misbehaving(fixed, 'kills-everything')].map((source, attempt) => trajectoryFor(task, { [module]: source }, { groupId: 'killer', groupSize: 2, attempt }));
+    await sendRaw(context, 'trajectories', await Promise.all(killers.map(async (t) => ({ key: t.lineage.taskId, value: await context.serde.encode('trajectories', t) }))));
+    let verifications: Verification[] = [];
+    await eventually('both killers verified', async () => (verifications = await readAll(context, 'verifications')).length >= 2, 240_000);
+    // A record is either verified or dead-lettered, in the same transaction as its offset.
+    assert.deepEqual(await readAll(context, 'deadLetters'), []);
+    assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), killers.map((t) => t.trajectoryId).sort(), 'exactly one Verification per trajectory');
+    for (const v of verifications) {
+      assert.equal(v.passed, false);
+      assert.equal(v.failure, 'crash');
+      assert.match(v.failureDetail ?? '', /^the verification runner was killed by signal 9 \(exit 137\)/);
+      assert.ok((v.hacks ?? []).some((h) => h.kind === 'runner-killed'));
+    }
+  } finally {
+    await processor.stop();
+    await tasks.close();
+  }
 });
