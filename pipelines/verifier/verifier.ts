@@ -302,6 +302,10 @@ function runnerEnd(exec: ExecResult, deadlineMs: number): RunnerFailure {
   if (killedBy !== null) {
     return { kind: 'killed', exitCode: code, signal: killedBy, evidence: `the verification runner was killed by signal ${killedBy} (exit ${code}) ${last}, with agent code running; ${stderr}` };
   }
+  // Only a kill of the sandbox's process that watches each command (kill(-1) reaches it) loses the status.
+  if (code === null) {
+    return { kind: 'killed', exitCode: null, signal: null, evidence: `the verification runner ended with no exit status ${last}: the process that watched it in the sandbox was killed too; ${stderr}` };
+  }
   return { kind: 'exited', exitCode: code, signal: null, evidence: `the verification runner exited with status ${String(code)} without a result ${last}; ${stderr}` };
 }
 

@@ -133,7 +133,7 @@ for (const [name, c] of Object.entries(CASES)) {
 test('a runner killed by the agent says what killed it, and how far the run got', async () => {
   const v = await verdict('kills its runner with SIGKILL', CASES['kills its runner with SIGKILL']!);
   const flag = (v.hacks ?? []).find((h) => h.kind === 'runner-killed')!;
-  assert.match(flag.evidence, /killed by signal 9 \(exit 137\) after "running test_/);
+  assert.match(flag.evidence, /^the verification runner was killed by signal 9 \(exit 137\) after "running test_(hidden|visible)\.py::\w+"/);
   assert.ok(v.tests.every((r) => r.outcome === 'missing' && /^not run \(crash\): the verification runner was killed/.test(r.message ?? '')));
 });
 
@@ -160,7 +160,8 @@ test('a runner-killing trajectory published through Kafka ends as exactly one fa
     for (const v of verifications) {
       assert.equal(v.passed, false);
       assert.equal(v.failure, 'crash');
-      assert.match(v.failureDetail ?? '', /^the verification runner was killed by signal 9 \(exit 137\)/);
+      // kill(-1) can take the sandbox's command watcher down first, and the exit status with it.
+      assert.match(v.failureDetail ?? '', /^the verification runner (was killed by signal 9 \(exit 137\)|ended with no exit status)/);
       assert.ok((v.hacks ?? []).some((h) => h.kind === 'runner-killed'));
     }
   } finally {
