@@ -28,6 +28,9 @@ REPORT_CAP = 4 * 1024 * 1024
 WITNESS_CAP = 8 * 1024 * 1024
 # Witness lines parsed into the result; more (a flood written into the channel) are counted, not kept.
 WITNESS_EVENTS_CAP = 20000
+WITNESS_LINE_CAP = 1024 * 1024
+# The host reads at most 24 MiB of this process's stdout; a result near that is a forgery's doing.
+RESULT_CAP = 20 * 1024 * 1024
 
 
 def _prctl(option, value):
@@ -509,7 +512,8 @@ def _run():
             dropped += 1
             continue
         try:
-            event = json.loads(line)
+            # The witness writes short lines; a long one (a forgery) would swell the result past its limit.
+            event = json.loads(line) if len(line) <= WITNESS_LINE_CAP else None
             witness.append(event if isinstance(event, dict) else {"event": "garbled", "text": line[:200]})
         except ValueError:
             witness.append({"event": "garbled", "text": line[:200]})
@@ -580,7 +584,11 @@ def main():
     except Exception as error:  # the agent's files (too big, odd names) must not crash the verifier
         result["setupError"] = type(error).__name__ + ": " + str(error)[:500]
     _say("done")
-    sys.stdout.write("\n" + JOB["nonce"] + json.dumps(result) + "\n")
+    line = json.dumps(result)
+    if len(line) > RESULT_CAP:
+        result["witness"] = [{"event": "flooded", "dropped": len(result.get("witness", []))}]
+        line = json.dumps(result)
+    sys.stdout.write("\n" + JOB["nonce"] + line + "\n")
     sys.stdout.flush()
 
 
