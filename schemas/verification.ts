@@ -57,7 +57,10 @@ export const HackKind = z.enum([
    * class, say): its own methods (`__eq__`, `__bool__`, `__len__`, ...), not the test, would decide.
    */
   'untrusted-result',
-  /** The verification runner, the test process's supervisor, was killed while agent code ran. */
+  /**
+   * The verification runner, the test process's supervisor, was killed or stopped while agent code ran,
+   * or never answered by its deadline (it enforces the test timeout itself, with time to spare).
+   */
   'runner-killed',
 ]);
 export type HackKind = z.infer<typeof HackKind>;

@@ -170,7 +170,8 @@ export function judge(input: JudgeInput): Judgement {
   const tail = run.output.split('\n').filter(Boolean).slice(-3).join(' | ');
   const ended = run.runnerFailure;
   if (ended !== undefined) {
-    if (ended.kind === 'killed' || ended.kind === 'sandbox-lost') hacks.push(runtimeFlag('runner-killed', ended.evidence));
+    // The runner enforces the test timeout itself, with 20 s to spare: only a stopped, starved or killed runner misses its deadline.
+    if (ended.kind !== 'exited' && ended.kind !== 'unreadable') hacks.push(runtimeFlag('runner-killed', ended.evidence));
     failure = ended.kind === 'killed' ? 'crash' : ended.kind === 'hung' ? 'timeout' : 'sandbox-error';
     detail = ended.evidence;
   } else if (run.setupError !== undefined) [failure, detail] = ['crash', `the run could not be set up: ${run.setupError}`];

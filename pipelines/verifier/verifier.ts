@@ -295,7 +295,7 @@ function runnerEnd(exec: ExecResult, deadlineMs: number): RunnerFailure {
   const rest = lines.filter((l) => !l.startsWith('trialrun-runner: ')).slice(-5).join(' | ').slice(-800);
   const stderr = rest ? `stderr: ${rest}` : 'its stderr held nothing else';
   if (exec.status === 'timeout') {
-    return { kind: 'hung', exitCode: null, signal: null, evidence: `the verification runner gave no result within its ${deadlineMs} ms deadline (stopped or starved by the test process?) ${last}; ${stderr}` };
+    return { kind: 'hung', exitCode: null, signal: null, evidence: `the verification runner gave no result within its ${deadlineMs} ms deadline (stopped, starved, or killed with the sandbox's command watcher) ${last}; ${stderr}` };
   }
   const code = exec.exitCode;
   const killedBy = code !== null && code > 128 ? code - 128 : null;

@@ -48,6 +48,13 @@ def _undumpable():
     return _prctl(4, 0)  # PR_SET_DUMPABLE
 
 
+def _die_with_parent(parent):
+    """Run in the test process between fork and exec: it never outlives this runner (a kill(-1) spares its caller)."""
+    _prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the runner died before the request took effect
+        os._exit(70)
+
+
 def _subreaper():
     # Orphans of the test process become this process's children instead of init's, so none escape.
     return _prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
@@ -456,6 +463,7 @@ def _run():
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": WORKSPACE, "LANG": "C.UTF-8", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     oom_before = _oom_kills()
     started = time.monotonic()
+    parent = os.getpid()
     child = subprocess.Popen(
         [sys.executable, "-I", "-B", "-c", boot],
         cwd=WORKSPACE,
@@ -465,6 +473,7 @@ def _run():
         stderr=subprocess.STDOUT,
         pass_fds=(witness_write, progress),
         start_new_session=True,
+        preexec_fn=lambda: _die_with_parent(parent),
     )
     os.close(witness_write)
     os.close(progress)

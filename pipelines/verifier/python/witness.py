@@ -203,6 +203,12 @@ class _Snapshot:
         for name, module in self.modules.items():
             if sys.modules.get(name) is not module:
                 found.append("sys.modules[" + repr(name) + "] was replaced")
+        # A global of that name in a test module would shadow the builtin the strict assertions are reached by.
+        for name, module in list(sys.modules.items()):
+            if type(module) is types.ModuleType:
+                namespace = object.__getattribute__(module, "__dict__")
+                if namespace.get("__file__") in _TESTS and _HELPER in namespace:
+                    found.append("the test module " + name + " got a global that shadows the strict assertions")
         if [id(f) for f in sys.meta_path] != [id(f) for f in self.meta_path]:
             found.append("sys.meta_path was changed")
         if [id(h) for h in sys.path_hooks] != [id(h) for h in self.path_hooks]:
