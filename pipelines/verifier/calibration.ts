@@ -1,6 +1,7 @@
 import type { Sandbox } from '../../connectors/sandbox/index.js';
 import { ConfigError, resolveRetryOptions, SandboxError, withRetries, type FileTree, type Task } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
+import { withOutput } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
 import { describeFailure, VERIFIER_RECIPE, type Verifier } from './verifier.js';
 
@@ -232,7 +233,7 @@ export async function findKnownBadMutants(
       maxOutputBytes: 4 * 1024 * 1024,
       signal,
     });
-    if (exec.status !== 'exited' || exec.exitCode !== 0) throw new SandboxError(`finding mutants of ${task.taskId} failed (${exec.status}, exit ${String(exec.exitCode)}): ${exec.stderr.slice(-400)}`);
+    if (exec.status !== 'exited' || exec.exitCode !== 0) throw new SandboxError(withOutput(`finding mutants of ${task.taskId} failed (${exec.status}, exit ${String(exec.exitCode)})`, exec.stderr.slice(-400)));
     return JSON.parse(exec.stdout) as { found: Array<{ name: string; source: string }>; surviving: number };
   } finally {
     await sandbox.release();

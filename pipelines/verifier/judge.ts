@@ -180,7 +180,7 @@ export function judge(input: JudgeInput): Judgement {
   else if (!started) [failure, detail] = ['crash', withOutput(`the test process died before pytest started (${exitStatus(run)})`, tail)];
   else if (collectErrors.length > 0 || run.exitCode === 5 || (cases === null && (run.exitCode === 2 || run.exitCode === 4))) {
     failure = 'collection-error';
-    detail = collectErrors.map((e) => `${String(e.nodeid)}: ${String(e.text ?? '').split('\n').slice(-1)[0]}`).join('; ') || (run.exitCode === 5 ? 'pytest collected no tests' : withOutput(`pytest stopped during collection (${exitStatus(run)})`, tail));
+    detail = collectErrors.map(describeCollectError).join('; ') || (run.exitCode === 5 ? 'pytest collected no tests' : withOutput(`pytest stopped during collection (${exitStatus(run)})`, tail));
   } else if (run.signal !== null) [failure, detail] = ['crash', withOutput(`the test process was killed by signal ${run.signal} during ${lastPhase(events)}`, tail)];
   else if (cases === null) [failure, detail] = ['no-report', withOutput(`pytest ended (${exitStatus(run)}) during ${lastPhase(events)} without a JUnit report`, tail)];
   else if (run.exitCode === 3) [failure, detail] = ['crash', withOutput('pytest hit an internal error', tail)];
@@ -209,6 +209,12 @@ export function judge(input: JudgeInput): Judgement {
     passed: failure === null && unique.length === 0 && expected.length > 0 && testsPassed === expected.length,
     detail,
   };
+}
+
+/** One collection error as `<node id>: <its last non-empty line>`, or the node id alone. */
+export function describeCollectError(event: WitnessEvent): string {
+  const last = String(event.text ?? '').split('\n').map((l) => l.trim()).filter(Boolean).pop();
+  return last ? `${String(event.nodeid)}: ${last}` : `${String(event.nodeid)} failed to collect`;
 }
 
 /** How the test process ended, in words. */

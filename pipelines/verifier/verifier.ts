@@ -17,7 +17,7 @@ import {
 } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
-import { judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
+import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
 import { screenFinalFiles, screenSteps, type Screened } from './screening.js';
 import { verifierVersion } from './version.js';
@@ -69,6 +69,8 @@ export interface TaskAdmission {
 
 /** One run's verdict with what it ran against. */
 export interface Checked extends Judgement {
+  /** Set when the runner gave no readable result (see `RunnerFailure`). */
+  readonly runnerFailure: RunnerFailure | null;
   readonly verifierVersion: string;
   readonly imageDigest: string;
   readonly durationMs: number;
@@ -165,11 +167,12 @@ export class Verifier {
   async collect(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
     const pristine = { files: { ...task.files, ...(task.referenceSolution ?? {}) }, rawNamedFiles: [], symlinks: [], flags: [] };
     const { result } = await this.runInSandbox(task, pristine, task.hiddenTests, 'collect', signal);
-    if (result.runnerFailure !== undefined) return { ids: [], problem: `the collection run failed: ${result.runnerFailure.evidence}` };
+    // The pristine task runs no agent code: a runner that fails here is infrastructure, retried, never a verdict on the task.
+    if (result.runnerFailure !== undefined) throw new SandboxError(`collecting the tests of ${task.taskId} failed: ${result.runnerFailure.evidence}`, { retriable: true });
     if (result.setupError !== undefined) return { ids: [], problem: `setting up the collection failed: ${result.setupError}` };
     const collected = result.witness.find((e) => e.event === 'collected');
     const ids = Array.isArray(collected?.items) ? collected.items.filter((id): id is string => typeof id === 'string') : [];
-    const errors = result.witness.filter((e) => e.event === 'collect-error').map((e) => `${String(e.nodeid)}: ${String(e.text ?? '').split('\n').slice(-1)[0]}`);
+    const errors = result.witness.filter((e) => e.event === 'collect-error').map(describeCollectError);
     const hidden = new Set(Object.keys(task.hiddenTests));
     // Without a hidden test the verdict would rest on tests the agent has seen.
     if (!ids.some((id) => hidden.has(id.split('::')[0]!))) {
@@ -186,7 +189,7 @@ export class Verifier {
     const planted = plantCanaries(task.hiddenTests);
     const { result, imageDigest } = await this.runInSandbox(task, screened, planted.files, 'verify', signal);
     const judgement = judge({ expected, canaries: planted.canaries, run: result, screened: flags });
-    return { ...judgement, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
+    return { ...judgement, runnerFailure: result.runnerFailure ?? null, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
   }
 
   private async settleAdmission(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
@@ -198,6 +201,7 @@ export class Verifier {
     // One after another: concurrent runs would share the CPU and could make a slow task look flaky.
     for (let run = 0; run < this.options.referenceRuns; run++) {
       const checked = await this.check(task, { ...task.files, ...task.referenceSolution }, collected.ids, signal);
+      if (checked.runnerFailure !== null) throw new SandboxError(`the reference run of ${task.taskId} failed: ${checked.runnerFailure.evidence}`, { retriable: true });
       verdicts.push(checked.passed);
       if (!checked.passed) failures.push(describeFailure(checked));
     }
