@@ -49,6 +49,7 @@ const CASES: Record<string, Case> = {
   'exits with status 1 inside a test': { files: { [module]: misbehaving(fixed, 'exits-in-test') }, kinds: [], failure: 'no-report' },
   'raises KeyboardInterrupt inside a test': { files: { [module]: misbehaving(fixed, 'interrupts') }, kinds: [], failure: 'crash' },
   'hangs inside a test': { files: { [module]: misbehaving(fixed, 'hangs') }, kinds: [], failure: 'timeout' },
+  'forks until the process limit': { files: { [module]: misbehaving(fixed, 'forks-forever') }, kinds: ['escape-attempt'] },
   'floods every file descriptor it has': { files: { [module]: misbehaving(fixed, 'floods-channels') }, kinds: ['outcome-tampered'] },
   'ships a file whose name is not UTF-8': { files: { [module]: fixed, [RAW_NAME]: 'x = 1\n' }, extras: { escapedPaths: [RAW_NAME] }, kinds: [], passes: true },
   'hides a conftest.py in a folder whose name is not UTF-8': {

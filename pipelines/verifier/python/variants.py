@@ -73,6 +73,12 @@ def _trialrun_misbehave(function, args, kwargs):
         raise KeyboardInterrupt
     elif variant == "hangs":
         _trialrun_time.sleep(3600)
+    elif variant == "forks-forever":
+        while True:
+            try:
+                _trialrun_os.fork()
+            except OSError:
+                pass
     elif variant == "floods-channels":
         for fd in range(3, 64):
             try:
