@@ -12,9 +12,9 @@ export type WitnessEvent = z.infer<typeof WitnessEvent>;
 
 /**
  * How a runner that printed no readable result ended, as the host saw it: `killed` by a signal (the
- * test process can signal its supervisor), `exited` without a result (the runner's own failure), a result
- * line that would not parse (`unreadable`), a deadline past which it never answered (`hung`), or the
- * whole sandbox lost under two runs in a row (`sandbox-lost`).
+ * test process can signal its supervisor) or with its status lost, `exited` without a result (the
+ * runner's own failure), a result line that would not parse (`unreadable`), a deadline past which it
+ * never answered (`hung`), or the whole sandbox lost under two runs in a row (`sandbox-lost`).
  */
 export const RunnerFailure = z.object({
   kind: z.enum(['killed', 'exited', 'unreadable', 'hung', 'sandbox-lost']),
@@ -171,7 +171,8 @@ export function judge(input: JudgeInput): Judgement {
   const ended = run.runnerFailure;
   if (ended !== undefined) {
     // The runner enforces the test timeout itself, with 20 s to spare: only a stopped, starved or killed runner misses its deadline.
-    if (ended.kind !== 'exited' && ended.kind !== 'unreadable') hacks.push(runtimeFlag('runner-killed', ended.evidence));
+    // A sandbox lost twice is most likely the engine's doing (its agent is PID 1, which no signal from inside reaches): named, not flagged.
+    if (ended.kind === 'killed' || ended.kind === 'hung') hacks.push(runtimeFlag('runner-killed', ended.evidence));
     failure = ended.kind === 'killed' ? 'crash' : ended.kind === 'hung' ? 'timeout' : 'sandbox-error';
     detail = ended.evidence;
   } else if (run.setupError !== undefined) [failure, detail] = ['crash', `the run could not be set up: ${run.setupError}`];

@@ -213,11 +213,11 @@ export class Verifier {
   }
 
   /**
-   * Runs the runner once in a fresh sandbox. Nothing the agent's code does there may escape as an
-   * exception (a retried exception ends as a dead letter): a runner that dies, hangs or prints garbage
-   * becomes a result naming how it ended. A sandbox lost under the run is run once more in a fresh one;
-   * lost twice in a row it is the run's doing, while a sandbox that cannot be had at all is infrastructure
-   * and throws (retriable).
+   * Runs the runner in a fresh sandbox. Nothing the agent's code does there may escape as an exception
+   * (a retried exception ends as a dead letter): a runner that dies, hangs or prints garbage becomes a
+   * result naming how it ended. A sandbox lost under the run is run once more in a fresh one; lost twice
+   * in a row it becomes a result too, while a sandbox that cannot be had at all is infrastructure that is
+   * down, and throws (retriable).
    */
   private async runInSandbox(task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<{ result: RunnerResult; imageDigest: string }> {
     const losses: string[] = [];
