@@ -323,7 +323,7 @@ def _inspect(paths):
                 tree = ast.parse(handle.read(), filename=rel)
         except (SyntaxError, OSError, ValueError, RecursionError, MemoryError):
             continue  # unparsable code cannot be imported either: the run reports it as a collection error
-        inspector = _Inspector(rel)
+        inspector = _Inspector(_shown(rel))
         inspector.visit(tree)
         findings.extend(inspector.findings)
     return findings
