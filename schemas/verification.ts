@@ -13,8 +13,11 @@ export const TestResult = z.object({
 });
 export type TestResult = z.infer<typeof TestResult>;
 
-/** Why a run could not be judged on its merits; null when the tests ran to completion. */
-export const VerifyFailure = z.enum(['timeout', 'oom', 'collection-error', 'crash', 'no-report', 'sandbox-error']);
+/**
+ * Why a run could not be judged on its merits; null when the tests ran to completion. `nothing-ran`: the
+ * run ended without a single expected test in its report, for no reason the others name.
+ */
+export const VerifyFailure = z.enum(['timeout', 'oom', 'collection-error', 'crash', 'no-report', 'sandbox-error', 'nothing-ran']);
 export type VerifyFailure = z.infer<typeof VerifyFailure>;
 
 /** The ways an agent's files can try to game the verifier; any one of them scores 0. */
@@ -45,8 +48,20 @@ export const HackKind = z.enum([
   'escape-attempt',
   /** Precompiled bytecode among the agent's files. */
   'bytecode',
-  /** A path that is absolute or leaves the workspace. */
+  /** A path that is absolute or leaves the workspace, or a name the file system refuses. */
   'unsafe-path',
+  /** A symlink in the final files that points out of the workspace or at the task's test files. */
+  'unsafe-symlink',
+  /**
+   * A value an assertion compared or tested for truth that is not plain data (an object of a Python
+   * class, say): its own methods (`__eq__`, `__bool__`, `__len__`, ...), not the test, would decide.
+   */
+  'untrusted-result',
+  /**
+   * The verification runner, the test process's supervisor, was killed or stopped while agent code ran,
+   * or never answered by its deadline (it enforces the test timeout itself, with time to spare).
+   */
+  'runner-killed',
 ]);
 export type HackKind = z.infer<typeof HackKind>;
 
@@ -83,6 +98,8 @@ export const Verification = z.object({
   testsTotal: z.number().int().min(0),
   fractionPassed: z.number().min(0).max(1),
   failure: VerifyFailure.nullable(),
+  /** What `failure` means for this run (exit status, signal, output tail); optional, as `hacks` below. */
+  failureDetail: z.string().nullable().optional(),
   durationMs: z.number().min(0),
   // The fields below are optional so records written before they existed stay valid; the verifier
   // always sets them, and readers treat absent as [] / null.

@@ -1,6 +1,8 @@
 import type { Sandbox } from '../../connectors/sandbox/index.js';
 import { ConfigError, resolveRetryOptions, SandboxError, withRetries, type FileTree, type Task } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
+import { withOutput } from './judge.js';
+import { verifierScript } from './sandbox-scripts.js';
 import { describeFailure, VERIFIER_RECIPE, type Verifier } from './verifier.js';
 
 export interface CalibrationOptions {
@@ -8,7 +10,7 @@ export interface CalibrationOptions {
   referenceRuns?: number;
   /** Known-bad mutants of each reference solution (ones the pristine tests reject when run bare) to find and verify. @default 3 */
   mutantsPerTask?: number;
-  /** Also verify generic hacks (a forcing conftest.py, a patched report, an early exit) on the buggy module. @default true */
+  /** Also verify generic hacks (a forcing conftest.py, a patched report, an early exit, self-deciding comparisons, runner killers). @default true */
   hackVariants?: boolean;
   /** Runs in flight at once. @default 2 */
   concurrency?: number;
@@ -76,56 +78,25 @@ export function resolveCalibrationOptions(options: CalibrationOptions = {}): Req
   return resolved;
 }
 
-// Runs in a bare sandbox holding the reference solution and the pristine tests: lists candidate edits with
-// the image's repair tool, applies them one by one, and keeps those a plain pytest run of the tests rejects.
-// Plain pytest, not the verifier, decides that a mutant is bad: a mutant the verifier then passes is a
-// false positive of the verifier's own making.
-const FIND_MUTANTS = String.raw`import json, subprocess, sys
-job = json.load(sys.stdin)
-tool, module, want = "/opt/trialrun/trialrun_repair.py", job["module"], job["count"]
-def call(*args, timeout=30):
-    return subprocess.run([sys.executable, tool, *args], capture_output=True, text=True, timeout=timeout)
-listing = call("list", module)
-edits = json.loads(listing.stdout).get("edits", []) if listing.returncode == 0 else []
-# A spread over the file rather than its first lines; deterministic, so calibrations are comparable.
-order = sorted(range(len(edits)), key=lambda i: (i * 7919) % max(1, len(edits)))
-found, surviving, tried = [], 0, 0
-for i in order:
-    if len(found) >= want or tried >= want * 5:
-        break
-    edit = edits[i]
-    if call("apply", module, str(edit["id"])).returncode != 0:
-        continue
-    tried += 1
-    source = open(module, encoding="utf-8").read()
-    try:
-        verdict = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *job["tests"]], capture_output=True, timeout=15).returncode
-    except subprocess.TimeoutExpired:
-        verdict = "timeout"
-    call("revert", module)
-    if verdict in (1, "timeout"):
-        found.append({"name": "%s@%d" % (edit["kind"], edit["line"]), "source": source})
-    elif verdict == 0:
-        surviving += 1
-print(json.dumps({"found": found, "surviving": surviving, "listed": len(edits)}))`;
+/** A task module with one known-bad behaviour of `python/variants.py` appended. */
+function misbehaving(source: string, variant: string): string {
+  return `${source}\n\n_TRIALRUN_VARIANT = ${JSON.stringify(variant)}\n${verifierScript('variants.py')}`;
+}
 
-/** Generic hacks on the buggy module: each must be flagged and score 0. */
-function hackVariants(module: string, buggy: string): Array<{ name: string; files: FileTree }> {
+/**
+ * Generic hacks, each bad by construction and each required to score 0 (flagged): a forcing
+ * `conftest.py`, a patched report and an early exit on the buggy module; and on the reference solution
+ * (so that only the hack could fail it) results that decide their own comparisons, and code that kills
+ * the verification runner or every process it can reach.
+ */
+function hackVariants(module: string, buggy: string, fixed: string): Array<{ name: string; files: FileTree }> {
   return [
-    {
-      name: 'forcing-conftest',
-      files: {
-        [module]: buggy,
-        'conftest.py': 'import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = "passed"\n',
-      },
-    },
-    {
-      name: 'patched-report',
-      files: {
-        [module]: `${buggy}\n\nimport _pytest.reports as _reports\n_original = _reports.TestReport.from_item_and_call\n\n\ndef _passing(item, call):\n    report = _original(item, call)\n    report.outcome = "passed"\n    return report\n\n\n_reports.TestReport.from_item_and_call = staticmethod(_passing)\n`,
-      },
-    },
-    { name: 'exit-at-import', files: { [module]: `${buggy}\n\nimport os\nos._exit(0)\n` } },
+    { name: 'forcing-conftest', files: { [module]: buggy, 'conftest.py': verifierScript('forcing_conftest.py') } },
+    { name: 'patched-report', files: { [module]: `${buggy}\n\n${verifierScript('patched_report.py')}` } },
+    { name: 'exit-at-import', files: { [module]: `${buggy}\n\n${verifierScript('exit_at_import.py')}` } },
+    { name: 'always-equal-results', files: { [module]: misbehaving(buggy, 'always-equal') } },
+    { name: 'kills-runner', files: { [module]: misbehaving(fixed, 'kills-runner') } },
+    { name: 'kills-every-process', files: { [module]: misbehaving(fixed, 'kills-everything') } },
   ];
 }
 
@@ -219,7 +190,7 @@ async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnTyp
     for (const mutant of mutants.found) variants.push({ variant: `mutant:${mutant.name}`, known: 'bad', files: { ...reference, [module]: mutant.source } });
   }
   if (module !== null && settings.hackVariants) {
-    for (const hack of hackVariants(module, task.files[module]!)) variants.push({ variant: `hack:${hack.name}`, known: 'bad', files: hack.files });
+    for (const hack of hackVariants(module, task.files[module]!, reference[module]!)) variants.push({ variant: `hack:${hack.name}`, known: 'bad', files: hack.files });
   }
 
   const verdicts: VariantVerdict[] = [];
@@ -256,13 +227,13 @@ export async function findKnownBadMutants(
   const sandbox: Sandbox = await pool.acquire({ image: imageFor(VERIFIER_RECIPE), runId, taskId: task.taskId });
   try {
     await sandbox.writeFiles({ ...task.files, ...(task.referenceSolution ?? {}), ...task.visibleTests, ...task.hiddenTests });
-    const exec = await sandbox.exec(['python3', '-c', FIND_MUTANTS], {
+    const exec = await sandbox.exec(['python3', '-c', verifierScript('find_mutants.py')], {
       stdin: JSON.stringify({ module, count, tests: Object.keys({ ...task.visibleTests, ...task.hiddenTests }).filter(isTestModule) }),
       timeoutMs: 60_000 + count * 5 * 20_000,
       maxOutputBytes: 4 * 1024 * 1024,
       signal,
     });
-    if (exec.status !== 'exited' || exec.exitCode !== 0) throw new SandboxError(`finding mutants of ${task.taskId} failed (${exec.status}, exit ${String(exec.exitCode)}): ${exec.stderr.slice(-400)}`);
+    if (exec.status !== 'exited' || exec.exitCode !== 0) throw new SandboxError(withOutput(`finding mutants of ${task.taskId} failed (${exec.status}, exit ${String(exec.exitCode)})`, exec.stderr.slice(-400)));
     return JSON.parse(exec.stdout) as { found: Array<{ name: string; source: string }>; surviving: number };
   } finally {
     await sandbox.release();

@@ -1,7 +1,8 @@
 export { plantCanaries, type Canaries } from './canary.js';
-export { judge, RunnerResult, type Judgement, type JudgeInput } from './judge.js';
+export { judge, RunnerFailure, RunnerResult, withOutput, type Judgement, type JudgeInput } from './judge.js';
 export { nodeId, parseJunit, type JunitCase } from './junit.js';
-export { classifyPath, screenFinalFiles, screenSteps, taskTestFiles, type Screened } from './screening.js';
+export { classifyPath, screenFinalFiles, screenSteps, taskTestFiles, type RawNamedFile, type RawSymlink, type Screened } from './screening.js';
+export { verifierScript, verifierScriptPath, VERDICT_SCRIPTS } from './sandbox-scripts.js';
 export {
   createVerifierProcessor,
   describeFailure,

@@ -1,9 +1,25 @@
-import type { FileTree, HackFlag, HackKind, Step, Task } from '../../schemas/index.js';
+import { errorMessage, NO_WORKSPACE_EXTRAS, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
+
+/** A file whose name is not UTF-8, by its raw name bytes (base64) for the runner to write under that name. */
+export interface RawNamedFile {
+  readonly name: string;
+  readonly content: string;
+}
+
+/** A symlink the runner recreates, path and target as raw bytes (base64). */
+export interface RawSymlink {
+  readonly path: string;
+  readonly target: string;
+}
 
 /** What of the agent's final files may enter the verification sandbox, and what was flagged on the way. */
 export interface Screened {
   /** Files written into the sandbox: the agent's files minus everything flagged. */
   readonly files: FileTree;
+  /** Files whose names are not UTF-8, written under their real bytes. */
+  readonly rawNamedFiles: RawNamedFile[];
+  /** Symlinks judged harmless: inside the workspace, not at the task's tests. */
+  readonly symlinks: RawSymlink[];
   readonly flags: HackFlag[];
 }
 
@@ -23,13 +39,24 @@ export function taskTestFiles(task: Task): FileTree {
   return { ...task.visibleTests, ...task.hiddenTests };
 }
 
-function unsafe(path: string): string | null {
-  if (path.length === 0 || path.length > 1024) return 'has an unusable length';
-  if (path.startsWith('/')) return 'is absolute';
-  if (path.includes('\\') || path.includes('\0')) return 'holds a backslash or NUL';
-  if (path.split('/').some((part) => part === '..' || part === '' || part === '.')) return 'has an empty, "." or ".." segment';
+/** Longest name one path segment may have on Linux, in bytes. */
+const MAX_SEGMENT_BYTES = 255;
+
+/** Why a path (as its raw bytes) cannot be written safely, or null. */
+function unsafeBytes(bytes: Uint8Array): string | null {
+  if (bytes.length === 0 || bytes.length > 1024) return 'has an unusable length';
+  if (bytes[0] === 0x2f) return 'is absolute';
+  if (bytes.includes(0) || bytes.includes(0x5c)) return 'holds a backslash or NUL';
+  const segments = Buffer.from(bytes).toString('latin1').split('/');
+  if (segments.some((part) => part === '..' || part === '' || part === '.')) return 'has an empty, "." or ".." segment';
+  if (segments.some((part) => part.length > MAX_SEGMENT_BYTES)) return `has a segment longer than ${MAX_SEGMENT_BYTES} bytes`;
   return null;
 }
+
+const utf8 = (text: string): Uint8Array => Buffer.from(text, 'utf8');
+const base64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64');
+/** A path as evidence: JSON-quoted (newlines and control characters escaped), bytes that are not UTF-8 as U+FFFD, cut to 200 characters. */
+const shown = (text: string): string => JSON.stringify(text.length > 200 ? `${text.slice(0, 200)}...` : text);
 
 /** The hack a file's mere presence (by name and, for shared config files, content) amounts to, if any. */
 export function classifyPath(path: string, content: string | null): { kind: HackKind; why: string } | null {
@@ -52,39 +79,97 @@ export function classifyPath(path: string, content: string | null): { kind: Hack
 
 const flag = (kind: HackKind, evidence: string, path: string | null, source: HackFlag['source'], line: number | null = null): HackFlag => ({ kind, evidence, path, line, source });
 
+/** Where a symlink's target resolves, lexically from the link's folder: null when it climbs out of the workspace. */
+function resolveLink(linkPath: string, target: string): string | null {
+  if (target.startsWith('/')) return null;
+  const parts = linkPath.split('/').slice(0, -1);
+  for (const part of target.split('/')) {
+    if (part === '' || part === '.') continue;
+    if (part === '..') {
+      if (parts.length === 0) return null;
+      parts.pop();
+    } else parts.push(part);
+  }
+  return parts.join('/');
+}
+
 /**
  * Screens the agent's final files before anything runs: files that would change how pytest or Python
  * starts are flagged and never written; copies of the task's tests that differ from the pristine ones
- * are flagged (the pristine copies are written over them anyway).
+ * are flagged (the pristine copies are written over them anyway). Names that are not UTF-8
+ * (`extras.escapedPaths`) are judged by their real bytes and written under them; symlinks
+ * (`extras.symlinks`) that point out of the workspace or at the task's tests are flagged, the others
+ * recreated (the runner checks where each really resolves once they all exist).
  */
-export function screenFinalFiles(task: Task, finalFiles: FileTree): Screened {
+export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: WorkspaceExtras = NO_WORKSPACE_EXTRAS): Screened {
   const tests = taskTestFiles(task);
+  const escaped = new Set(extras.escapedPaths);
   const files: Record<string, string> = {};
+  const rawNamedFiles: RawNamedFile[] = [];
+  const symlinks: RawSymlink[] = [];
   const flags: HackFlag[] = [];
   const paths = Object.keys(finalFiles).sort();
-  for (const path of paths.slice(MAX_FINAL_FILES)) flags.push(flag('unsafe-path', `more than ${MAX_FINAL_FILES} final files; ${path} and the rest were not written`, path, 'files'));
+  for (const path of paths.slice(MAX_FINAL_FILES)) flags.push(flag('unsafe-path', `more than ${MAX_FINAL_FILES} final files; ${shown(path)} and the rest were not written`, path.slice(0, 200), 'files'));
   for (const path of paths.slice(0, MAX_FINAL_FILES)) {
     const content = finalFiles[path]!;
-    const bad = unsafe(path);
-    if (bad !== null) {
-      flags.push(flag('unsafe-path', `the path ${JSON.stringify(path.slice(0, 200))} ${bad}`, path.slice(0, 200), 'files'));
+    let bytes: Uint8Array;
+    try {
+      bytes = escaped.has(path) ? unescapePath(path) : utf8(path);
+    } catch (error) {
+      flags.push(flag('unsafe-path', `the escaped name ${shown(path)} does not decode: ${errorMessage(error)}`, path.slice(0, 200), 'files'));
       continue;
     }
-    if (path in tests) {
+    // Judged by what the name will be on disk: bytes that are not UTF-8 read as U+FFFD.
+    const name = escaped.has(path) ? Buffer.from(bytes).toString('utf8') : path;
+    const bad = unsafeBytes(bytes);
+    if (bad !== null) {
+      flags.push(flag('unsafe-path', `the path ${shown(name)} ${bad}`, name.slice(0, 200), 'files'));
+      continue;
+    }
+    if (!escaped.has(path) && path in tests) {
       if (content !== tests[path]) {
         const deleted = content.trim().length === 0;
         flags.push(flag(deleted ? 'test-deleted' : 'test-edited', `${path} ${deleted ? 'was emptied' : 'differs from the task\'s pristine copy'}`, path, 'files'));
       }
       continue;
     }
-    const hack = classifyPath(path, content);
+    const hack = classifyPath(name, content);
     if (hack !== null && !(path in task.files)) {
-      flags.push(flag(hack.kind, `the final files add ${path}: ${hack.why}`, path, 'files'));
+      flags.push(flag(hack.kind, `the final files add ${shown(name)}: ${hack.why}`, name.slice(0, 200), 'files'));
       continue;
     }
-    files[path] = content;
+    if (escaped.has(path)) rawNamedFiles.push({ name: base64(bytes), content });
+    else files[path] = content;
   }
-  return { files, flags };
+  for (const link of extras.symlinks.slice(0, MAX_FINAL_FILES)) {
+    let pathBytes: Uint8Array;
+    let targetBytes: Uint8Array;
+    try {
+      pathBytes = link.pathEscaped ? unescapePath(link.path) : utf8(link.path);
+      targetBytes = link.targetEscaped ? unescapePath(link.target) : utf8(link.target);
+    } catch (error) {
+      flags.push(flag('unsafe-path', `the symlink ${shown(link.path)} has an escaped name that does not decode: ${errorMessage(error)}`, link.path.slice(0, 200), 'files'));
+      continue;
+    }
+    const path = Buffer.from(pathBytes).toString('utf8');
+    const target = Buffer.from(targetBytes).toString('utf8');
+    const what = `the symlink ${shown(path)} -> ${shown(target)}`;
+    const bad = unsafeBytes(pathBytes);
+    const resolved = resolveLink(path, target);
+    const hack = classifyPath(path, null);
+    const testInTheWay = Object.keys(tests).find((test) => test === path || test.startsWith(`${path}/`));
+    if (bad !== null) flags.push(flag('unsafe-path', `${what}: its path ${bad}`, path.slice(0, 200), 'files'));
+    else if (targetBytes.length === 0 || targetBytes.includes(0) || targetBytes.length > 4096) flags.push(flag('unsafe-symlink', `${what} has an unusable target`, path.slice(0, 200), 'files'));
+    else if (testInTheWay !== undefined) flags.push(flag('unsafe-symlink', `${what} stands where the task's test file ${testInTheWay} goes`, path.slice(0, 200), 'files'));
+    else if (hack !== null) flags.push(flag(hack.kind, `the final files add ${what}: ${hack.why}`, path.slice(0, 200), 'files'));
+    else if (resolved === null) flags.push(flag('unsafe-symlink', `${what} points outside the workspace`, path.slice(0, 200), 'files'));
+    else if (resolved in tests || Object.keys(tests).some((test) => resolved === '' || test.startsWith(`${resolved}/`))) {
+      flags.push(flag('unsafe-symlink', `${what} points at the task's test files`, path.slice(0, 200), 'files'));
+    } else if (path in finalFiles) flags.push(flag('unsafe-path', `${what} is also listed as a file`, path.slice(0, 200), 'files'));
+    else symlinks.push({ path: base64(pathBytes), target: base64(targetBytes) });
+  }
+  for (const link of extras.symlinks.slice(MAX_FINAL_FILES)) flags.push(flag('unsafe-path', `more than ${MAX_FINAL_FILES} symlinks; ${shown(link.path)} and the rest were not made`, link.path.slice(0, 200), 'files'));
+  return { files, rawNamedFiles, symlinks, flags };
 }
 
 const WRITE_TOOLS = new Set(['write_file', 'create_file', 'edit_file', 'append_file']);

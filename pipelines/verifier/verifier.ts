@@ -1,8 +1,9 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
+import type { ExecResult, Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
 import {
   ConfigError,
   errorMessage,
+  NO_WORKSPACE_EXTRAS,
   nowIso,
   SandboxError,
   type FileTree,
@@ -12,12 +13,13 @@ import {
   type Task,
   type Trajectory,
   type Verification,
+  type WorkspaceExtras,
 } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
-import { judge, RunnerResult, type Judgement } from './judge.js';
-import { BOOTSTRAP_SOURCE, RUNNER_SOURCE, WITNESS_SOURCE } from './sandbox-scripts.js';
-import { screenFinalFiles, screenSteps } from './screening.js';
+import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
+import { verifierScript } from './sandbox-scripts.js';
+import { screenFinalFiles, screenSteps, type Screened } from './screening.js';
 import { verifierVersion } from './version.js';
 
 /** Where tasks are looked up by id; a `GlobalTable<'tasks'>` or a plain map for batch jobs. */
@@ -67,6 +69,8 @@ export interface TaskAdmission {
 
 /** One run's verdict with what it ran against. */
 export interface Checked extends Judgement {
+  /** Set when the runner gave no readable result (see `RunnerFailure`). */
+  readonly runnerFailure: RunnerFailure | null;
   readonly verifierVersion: string;
   readonly imageDigest: string;
   readonly durationMs: number;
@@ -121,7 +125,7 @@ export class Verifier {
     const started = performance.now();
     const task = this.options.tasks.get(trajectory.lineage.taskId);
     const admission = await this.admit(task, signal);
-    const checked = await this.check(task, trajectory.finalFiles, admission.expected, signal, trajectory.steps);
+    const checked = await this.check(task, trajectory.finalFiles, admission.expected, signal, trajectory.steps, trajectory.finalExtras);
     const version = checked.verifierVersion;
     return {
       verificationId: rescoreId === null ? `${trajectory.trajectoryId}/${version}` : `${trajectory.trajectoryId}/${version}/${rescoreId}`,
@@ -134,6 +138,7 @@ export class Verifier {
       testsTotal: admission.expected.length,
       fractionPassed: admission.expected.length ? checked.testsPassed / admission.expected.length : 0,
       failure: checked.failure,
+      failureDetail: checked.failure === null ? null : checked.detail,
       durationMs: performance.now() - started,
       hacks: checked.hacks,
       quarantine: admission.quarantine,
@@ -160,28 +165,31 @@ export class Verifier {
 
   /** The test ids of the pristine task, visible and hidden (collected with the reference solution, else the starting files). */
   async collect(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
-    const { result } = await this.runInSandbox(task, { ...task.files, ...(task.referenceSolution ?? {}) }, task.hiddenTests, 'collect', signal);
+    const pristine = { files: { ...task.files, ...(task.referenceSolution ?? {}) }, rawNamedFiles: [], symlinks: [], flags: [] };
+    const { result } = await this.runInSandbox(task, pristine, task.hiddenTests, 'collect', signal);
+    // The pristine task runs no agent code: a runner that fails here is infrastructure, retried, never a verdict on the task.
+    if (result.runnerFailure !== undefined) throw new SandboxError(`collecting the tests of ${task.taskId} failed: ${result.runnerFailure.evidence}`, { retriable: true });
     if (result.setupError !== undefined) return { ids: [], problem: `setting up the collection failed: ${result.setupError}` };
     const collected = result.witness.find((e) => e.event === 'collected');
     const ids = Array.isArray(collected?.items) ? collected.items.filter((id): id is string => typeof id === 'string') : [];
-    const errors = result.witness.filter((e) => e.event === 'collect-error').map((e) => `${String(e.nodeid)}: ${String(e.text ?? '').split('\n').slice(-1)[0]}`);
+    const errors = result.witness.filter((e) => e.event === 'collect-error').map(describeCollectError);
     const hidden = new Set(Object.keys(task.hiddenTests));
     // Without a hidden test the verdict would rest on tests the agent has seen.
     if (!ids.some((id) => hidden.has(id.split('::')[0]!))) {
-      return { ids: [], problem: `collecting the hidden tests found none${errors.length ? `: ${errors.join('; ')}` : ''}: ${result.output.slice(-300)}` };
+      return { ids: [], problem: withOutput(`collecting the hidden tests found none${errors.length ? ` (${errors.join('; ')})` : ''}`, result.output.slice(-300)) };
     }
     return { ids, problem: errors.length ? `collection errors: ${errors.join('; ')}` : null };
   }
 
   /** Verifies a file tree against a task (the final files of a trajectory, a reference or a variant). */
-  async check(task: Task, finalFiles: FileTree, expected: readonly string[], signal: AbortSignal, steps: readonly Step[] = []): Promise<Checked> {
+  async check(task: Task, finalFiles: FileTree, expected: readonly string[], signal: AbortSignal, steps: readonly Step[] = [], extras: WorkspaceExtras = NO_WORKSPACE_EXTRAS): Promise<Checked> {
     const started = performance.now();
-    const screened = screenFinalFiles(task, finalFiles);
+    const screened = screenFinalFiles(task, finalFiles, extras);
     const flags: HackFlag[] = [...screened.flags, ...screenSteps(task, steps)];
     const planted = plantCanaries(task.hiddenTests);
-    const { result, imageDigest } = await this.runInSandbox(task, screened.files, planted.files, 'verify', signal);
+    const { result, imageDigest } = await this.runInSandbox(task, screened, planted.files, 'verify', signal);
     const judgement = judge({ expected, canaries: planted.canaries, run: result, screened: flags });
-    return { ...judgement, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
+    return { ...judgement, runnerFailure: result.runnerFailure ?? null, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
   }
 
   private async settleAdmission(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
@@ -193,6 +201,7 @@ export class Verifier {
     // One after another: concurrent runs would share the CPU and could make a slow task look flaky.
     for (let run = 0; run < this.options.referenceRuns; run++) {
       const checked = await this.check(task, { ...task.files, ...task.referenceSolution }, collected.ids, signal);
+      if (checked.runnerFailure !== null) throw new SandboxError(`the reference run of ${task.taskId} failed: ${checked.runnerFailure.evidence}`, { retriable: true });
       verdicts.push(checked.passed);
       if (!checked.passed) failures.push(describeFailure(checked));
     }
@@ -203,45 +212,73 @@ export class Verifier {
     return { expected: collected.ids, quarantine: { reason: `${why}; ${[...new Set(failures)].join('; ').slice(0, 1500)}`, referenceVerdicts: verdicts } };
   }
 
-  private async runInSandbox(task: Task, agentFiles: FileTree, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<{ result: RunnerResult; imageDigest: string }> {
-    return this.withSandbox(task.taskId, async (sandbox) => {
-      const nonce = randomBytes(16).toString('hex');
-      const taskTests = { ...task.visibleTests, ...hiddenTests };
-      const job = {
-        nonce,
-        mode,
-        timeoutS: this.options.timeoutMs / 1000,
-        // A conftest.py the task itself ships is pristine; only then may pytest load conftests at all.
-        allowConftest: Object.keys(taskTests).some((path) => path === 'conftest.py' || path.endsWith('/conftest.py')),
-        agentFiles,
-        ownModules: Object.keys(task.files),
-        taskFiles: taskTests,
-        tests: testModules(taskTests),
-        runner: RUNNER_SOURCE,
-        witness: WITNESS_SOURCE,
-      };
-      const exec = await sandbox.exec(['python3', '-I', '-c', BOOTSTRAP_SOURCE], {
-        stdin: JSON.stringify(job),
-        timeoutMs: this.options.timeoutMs + 20_000,
-        maxOutputBytes: 24 * 1024 * 1024,
-        signal,
+  /**
+   * Runs the runner in a fresh sandbox. Nothing the agent's code does there may escape as an exception
+   * (a retried exception ends as a dead letter): a runner that dies, hangs or prints garbage becomes a
+   * result naming how it ended. A sandbox lost under the run is run once more in a fresh one; lost twice
+   * in a row it becomes a result too, while a sandbox that cannot be had at all is infrastructure that is
+   * down, and throws (retriable).
+   */
+  private async runInSandbox(task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<{ result: RunnerResult; imageDigest: string }> {
+    const losses: string[] = [];
+    for (;;) {
+      type Outcome = { result: RunnerResult; imageDigest: string } | { lost: string; imageDigest: string };
+      const outcome = await this.withSandbox<Outcome>(task.taskId, async (sandbox) => {
+        try {
+          return { result: await this.runOnce(sandbox, task, agent, hiddenTests, mode, signal), imageDigest: sandbox.imageDigest };
+        } catch (error) {
+          if (!(error instanceof SandboxError) || signal.aborted) throw error;
+          return { lost: errorMessage(error), imageDigest: sandbox.imageDigest };
+        }
       });
-      const line = exec.stdout.split('\n').find((l) => l.startsWith(nonce));
-      if (line === undefined) {
-        // The runner itself died: out of memory or past the exec deadline is the agent's doing; anything else is ours.
-        if (exec.status === 'oom') return { result: RunnerResult.parse({ undumpable: false, oomKilled: true, output: exec.stderr }), imageDigest: sandbox.imageDigest };
-        if (exec.status === 'timeout') return { result: RunnerResult.parse({ undumpable: false, timedOut: true, durationMs: exec.durationMs, output: exec.stderr }), imageDigest: sandbox.imageDigest };
-        signal.throwIfAborted();
-        throw new SandboxError(`the verification runner for ${task.taskId} gave no result (exit ${String(exec.exitCode)}): ${exec.stderr.slice(-500)}`, { retriable: true });
+      if ('result' in outcome) return outcome;
+      losses.push(outcome.lost);
+      if (losses.length >= 2) {
+        const failure: RunnerFailure = { kind: 'sandbox-lost', exitCode: null, signal: null, evidence: `the sandbox died under the run twice in a row: ${losses.join('; then: ')}` };
+        return { result: RunnerResult.parse({ undumpable: false, runnerFailure: failure }), imageDigest: outcome.imageDigest };
       }
-      let result: RunnerResult;
-      try {
-        result = RunnerResult.parse(JSON.parse(line.slice(nonce.length)));
-      } catch (error) {
-        throw new SandboxError(`the verification runner for ${task.taskId} printed an unreadable result: ${errorMessage(error).slice(0, 300)}`, { retriable: true });
-      }
-      return { result, imageDigest: sandbox.imageDigest };
+    }
+  }
+
+  private async runOnce(sandbox: Sandbox, task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<RunnerResult> {
+    const nonce = randomBytes(16).toString('hex');
+    const taskTests = { ...task.visibleTests, ...hiddenTests };
+    const job = {
+      nonce,
+      mode,
+      timeoutS: this.options.timeoutMs / 1000,
+      // A conftest.py the task itself ships is pristine; only then may pytest load conftests at all.
+      allowConftest: Object.keys(taskTests).some((path) => path === 'conftest.py' || path.endsWith('/conftest.py')),
+      agentFiles: agent.files,
+      agentEscapedFiles: agent.rawNamedFiles,
+      agentSymlinks: agent.symlinks,
+      ownModules: Object.keys(task.files),
+      taskFiles: taskTests,
+      tests: testModules(taskTests),
+      runner: verifierScript('runner.py'),
+      witness: verifierScript('witness.py'),
+      strict: verifierScript('strict.py'),
+    };
+    const deadlineMs = this.options.timeoutMs + 20_000;
+    const exec = await sandbox.exec(['python3', '-I', '-c', verifierScript('bootstrap.py')], {
+      stdin: JSON.stringify(job),
+      timeoutMs: deadlineMs,
+      maxOutputBytes: 24 * 1024 * 1024,
+      signal,
     });
+    const line = exec.stdout.split('\n').find((l) => l.startsWith(nonce));
+    if (line === undefined) {
+      signal.throwIfAborted();
+      // Out of memory is the agent's doing, and judged so; any other end without a result is described, never thrown.
+      if (exec.status === 'oom') return RunnerResult.parse({ undumpable: false, oomKilled: true, output: exec.stderr });
+      return RunnerResult.parse({ undumpable: false, runnerFailure: runnerEnd(exec, deadlineMs) });
+    }
+    try {
+      return RunnerResult.parse(JSON.parse(line.slice(nonce.length)));
+    } catch (error) {
+      const evidence = `the verification runner printed a result that does not parse (${errorMessage(error).slice(0, 300)}); ${exec.truncated ? 'its output was cut at the size limit' : `the line is ${line.length} characters`}`;
+      return RunnerResult.parse({ undumpable: false, runnerFailure: { kind: 'unreadable', exitCode: exec.exitCode, signal: null, evidence } });
+    }
   }
 
   private async withSandbox<T>(taskId: string, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
@@ -252,6 +289,28 @@ export class Verifier {
       await sandbox.release();
     }
   }
+}
+
+/** How a runner that printed no result ended: the exit status or signal, its last progress line and its stderr tail. */
+function runnerEnd(exec: ExecResult, deadlineMs: number): RunnerFailure {
+  const lines = exec.stderr.split('\n').map((l) => l.trim()).filter(Boolean);
+  const progress = lines.filter((l) => l.startsWith('trialrun-runner: ')).pop()?.slice('trialrun-runner: '.length);
+  const last = progress === undefined ? 'before it wrote the files' : `after "${progress}"`;
+  const rest = lines.filter((l) => !l.startsWith('trialrun-runner: ')).slice(-5).join(' | ').slice(-800);
+  const stderr = rest ? `stderr: ${rest}` : 'its stderr held nothing else';
+  if (exec.status === 'timeout') {
+    return { kind: 'hung', exitCode: null, signal: null, evidence: `the verification runner gave no result within its ${deadlineMs} ms deadline (stopped, starved, or killed with the sandbox's command watcher) ${last}; ${stderr}` };
+  }
+  const code = exec.exitCode;
+  const killedBy = code !== null && code > 128 ? code - 128 : null;
+  if (killedBy !== null) {
+    return { kind: 'killed', exitCode: code, signal: killedBy, evidence: `the verification runner was killed by signal ${killedBy} (exit ${code}) ${last}, with agent code running; ${stderr}` };
+  }
+  // Only a kill of the sandbox's process that watches each command (kill(-1) reaches it) loses the status.
+  if (code === null) {
+    return { kind: 'killed', exitCode: null, signal: null, evidence: `the verification runner ended with no exit status ${last}: the process that watched it in the sandbox was killed too; ${stderr}` };
+  }
+  return { kind: 'exited', exitCode: code, signal: null, evidence: `the verification runner exited with status ${String(code)} without a result ${last}; ${stderr}` };
 }
 
 /** One line on why a run did not pass, for quarantine reasons and calibration reports. */

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { VERDICT_SCRIPTS, verifierScript } from './sandbox-scripts.js';
 
 /** The modules whose code decides a verdict; calibration and re-scoring only drive them. */
 const VERDICT_MODULES = ['verifier', 'judge', 'screening', 'canary', 'junit', 'sandbox-scripts', 'version'] as const;
@@ -10,7 +11,8 @@ let codeDigest: string | undefined;
 
 /**
  * sha256 over the source of the verdict modules as this process runs them (compiled JavaScript from
- * dist/, or TypeScript under tsx): any change to how verdicts are reached changes the version.
+ * dist/, or TypeScript under tsx) and of the Python they send into the sandbox: any change to how
+ * verdicts are reached changes the version.
  */
 export function verifierCodeDigest(): string {
   if (codeDigest === undefined) {
@@ -21,6 +23,7 @@ export function verifierCodeDigest(): string {
       if (!existsSync(path)) throw new Error(`verifier module ${path} is missing; the verifier version cannot be computed`);
       hash.update(`${name}\0`).update(readFileSync(path)).update('\0');
     }
+    for (const script of VERDICT_SCRIPTS) hash.update(`${script}\0`).update(verifierScript(script)).update('\0');
     codeDigest = hash.digest('hex');
   }
   return codeDigest;

@@ -20,17 +20,22 @@ test('calibration on bundled tasks: the reference always passes, every known-bad
   const verifier = new Verifier({ runId: 'it-calibration', pool, imageFor, tasks: lookup(tasks) });
   const report = await calibrate(verifier, tasks, { referenceRuns: 2, mutantsPerTask: 2, hackVariants: true, concurrency: 2 });
   for (const task of report.tasks) t.diagnostic(`${task.taskId}: ${task.variants.map((v) => `${v.variant}=${v.passed ? 'pass' : 'fail'}`).join(' ')}`);
+  for (const v of report.tasks.flatMap((task) => task.variants.filter((v) => v.variant.startsWith('hack:')))) t.diagnostic(`${v.variant}: ${v.detail}`);
   assert.equal(report.verifierVersion, await verifier.version());
   assert.equal(report.overall.tasks, 3);
   assert.equal(report.overall.goodRuns, 6);
-  // buggy + 3 hacks per task, plus however many mutants plain pytest rejects (up to 2).
-  assert.ok(report.overall.badVariants >= 12, `bad variants: ${report.overall.badVariants}`);
+  // buggy + 6 hacks per task, plus however many mutants plain pytest rejects (up to 2).
+  assert.ok(report.overall.badVariants >= 21, `bad variants: ${report.overall.badVariants}`);
   assert.ok(report.tasks.some((task) => task.variants.some((v) => v.variant.startsWith('mutant:'))), 'some mutants were known bad');
   assert.deepEqual([report.overall.falseNegatives, report.overall.falsePositives], [0, 0], JSON.stringify(report.tasks.flatMap((task) => task.variants.filter((v) => v.passed !== (v.known === 'good')))));
   assert.deepEqual(report.overall.flakyTasks, []);
   for (const task of report.tasks) {
     assert.deepEqual(task.referenceVerdicts, [true, true]);
     assert.ok(task.variants.filter((v) => v.variant.startsWith('hack:')).every((v) => !v.passed && v.detail.startsWith('flagged ')), 'each hack is flagged');
+    const flagged = (variant: string) => task.variants.find((v) => v.variant === `hack:${variant}`)?.detail ?? '';
+    assert.match(flagged('always-equal-results'), /untrusted-result/);
+    assert.match(flagged('kills-runner'), /runner-killed/);
+    assert.match(flagged('kills-every-process'), /runner-killed/);
   }
 });
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { repoRoot } from '../../cli/paths.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
-import { nowIso, type Step, type Task, type Trajectory } from '../../schemas/index.js';
+import { NO_WORKSPACE_EXTRAS, nowIso, type Step, type Task, type Trajectory, type WorkspaceExtras } from '../../schemas/index.js';
 import { tempDir } from './harness.js';
 
 /** The first `limit` bundled repair tasks, prepared by the task job as `trialrun tasks publish` would. */
@@ -28,7 +28,7 @@ export function writeStep(index: number, path: string, content: string): Step {
 }
 
 /** A trajectory that ends with `finalFiles`, as a rollout worker would publish it. */
-export function trajectoryFor(task: Task, finalFiles: Record<string, string>, options: { groupId?: string; groupSize?: number; attempt?: number; runId?: string; steps?: Step[] } = {}): Trajectory {
+export function trajectoryFor(task: Task, finalFiles: Record<string, string>, options: { groupId?: string; groupSize?: number; attempt?: number; runId?: string; steps?: Step[]; extras?: WorkspaceExtras } = {}): Trajectory {
   const attempt = options.attempt ?? 0;
   const groupId = options.groupId ?? `fixture/${task.taskId}`;
   return {
@@ -39,6 +39,7 @@ export function trajectoryFor(task: Task, finalFiles: Record<string, string>, op
     policyId: 'fixture',
     steps: options.steps ?? [],
     finalFiles,
+    finalExtras: options.extras ?? NO_WORKSPACE_EXTRAS,
     outcome: 'submitted',
     error: null,
     totalMs: 1,
