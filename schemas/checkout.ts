@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ConfigError } from './errors.js';
 
 /**
  * The checkout this build belongs to, whether it runs from dist/ or from source: the nearest folder above
@@ -15,9 +16,9 @@ export function checkoutRoot(): string {
   }
 }
 
-/** A file shipped in the checkout, e.g. `stack/kafka/pom.xml`; throws naming it when it is missing. */
+/** A file shipped in the checkout, e.g. `stack/kafka/pom.xml`; a ConfigError names it when it is missing. */
 export function checkoutFile(relative: string): string {
   const path = join(checkoutRoot(), relative);
-  if (!existsSync(path)) throw new Error(`${relative} is missing from the checkout at ${checkoutRoot()}`);
+  if (!existsSync(path)) throw new ConfigError(`${relative} is missing from the checkout at ${checkoutRoot()}`);
   return path;
 }

@@ -13,5 +13,5 @@ test('the in-sandbox Python is read from the checkout, whether this runs from di
 });
 
 test('a script that is not there is a ConfigError naming it', () => {
-  assert.throws(() => verifierScript('no-such-script.py'), (error: unknown) => error instanceof ConfigError && /pipelines\/verifier\/python\/no-such-script\.py not found/.test(error.message));
+  assert.throws(() => verifierScript('no-such-script.py'), (error: unknown) => error instanceof ConfigError && /pipelines\/verifier\/python\/no-such-script\.py is missing from the checkout/.test(error.message));
 });
