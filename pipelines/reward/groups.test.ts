@@ -86,3 +86,21 @@ test('scoring options are checked', () => {
   assert.throws(() => resolveGroupScoring({ minGroupSize: 0 }), /minGroupSize must be a whole number >= 1/);
   assert.throws(() => resolveGroupScoring({ epsilon: 0 }), /epsilon must be a positive number/);
 });
+
+test('a member the verifier could not judge (its sandbox was lost) is withheld, and the rest are scored without it', () => {
+  const lost = member(3, false, { infraFailure: 'sandbox-error: the sandbox was lost under two runs in a row' });
+  const rewards = scoreGroup([...members([true, false, false]), lost], { by: 'complete' }, scoring);
+  const byTrajectory = new Map(rewards.map((r) => [r.trajectoryId, r]));
+  assert.deepEqual([byTrajectory.get('traj-3')!.disposition, byTrajectory.get('traj-3')!.advantage, byTrajectory.get('traj-3')!.reason], ['withheld', 0, 'not judged: sandbox-error: the sandbox was lost under two runs in a row']);
+  assert.deepEqual(rewards.filter((r) => r.disposition === 'learn').map((r) => r.trajectoryId).sort(), ['traj-0', 'traj-1', 'traj-2']);
+  assert.ok(Math.abs(rewards.filter((r) => r.disposition === 'learn').reduce((sum, r) => sum + r.advantage, 0)) < 1e-5, 'the judged members alone sum to zero');
+  assert.equal(rewards.length, 4, 'every member gets a reward record');
+});
+
+test('only an infrastructure failure without a hack flag is withheld', () => {
+  const base = { ...member(0, false), tests: [], testsPassed: 0, testsTotal: 2, durationMs: 1 };
+  assert.equal(memberOf({ ...base, failure: 'sandbox-error', failureDetail: 'runner printed nothing' } as Verification).infraFailure, 'sandbox-error: runner printed nothing');
+  assert.equal(memberOf({ ...base, failure: 'crash', failureDetail: 'killed by SIGKILL' } as Verification).infraFailure, null, "a crash is the agent's to own");
+  const flagged = { ...base, failure: 'sandbox-error', hacks: [{ kind: 'runner-killed', evidence: 'x', path: null, line: null, source: 'runtime' }] } as unknown as Verification;
+  assert.equal(memberOf(flagged).infraFailure, null, 'a hack flag makes it the agent\'s doing');
+});

@@ -27,8 +27,20 @@ export interface GroupMember {
   readonly fractionPassed: number;
   readonly hacked: boolean;
   readonly quarantine: string | null;
+  /**
+   * Set when the verification could not judge the trajectory for a reason of ours (the grading sandbox was
+   * lost, its runner printed nothing readable), with no sign of the agent's doing: what failed. Absent in
+   * members stored before it existed, which counts as null.
+   */
+  readonly infraFailure?: string | null;
   readonly rescoreId: string | null;
   readonly lineage: Verification['lineage'];
+}
+
+/** Verdicts that say nothing about the agent: infrastructure failed, and no hack flag points at the agent. */
+function infraFailureOf(verification: Verification): string | null {
+  if (verification.failure !== 'sandbox-error' || (verification.hacks ?? []).length > 0) return null;
+  return verification.failureDetail ? `sandbox-error: ${verification.failureDetail}` : 'sandbox-error';
 }
 
 export function memberOf(verification: Verification): GroupMember {
@@ -41,6 +53,7 @@ export function memberOf(verification: Verification): GroupMember {
     fractionPassed: verification.fractionPassed,
     hacked: (verification.hacks ?? []).length > 0,
     quarantine: verification.quarantine?.reason ?? null,
+    infraFailure: infraFailureOf(verification),
     rescoreId: verification.rescoreId ?? null,
     lineage: verification.lineage,
   };
@@ -74,9 +87,23 @@ function reward(member: GroupMember, fields: Pick<Reward, 'reward' | 'advantage'
  * One reward per member: 1 only for a verification that passed (a hack flag already made it fail),
  * with GRPO's group-relative advantage. A quarantined task's rewards are withheld; a group closed by its
  * deadline with fewer than `minGroupSize` members is withheld; a group whose rewards are all equal has
- * no signal (dynamic sampling): neither reaches the learner, and both say why.
+ * no signal (dynamic sampling): neither reaches the learner, and both say why. A member whose verification
+ * failed for a reason of ours (`infraFailure`) is withheld on its own, and the rest are scored without it:
+ * a 0 it did not earn would teach the policy nothing true.
  */
 export function scoreGroup(members: readonly GroupMember[], closure: GroupClosure, options: ResolvedGroupScoring): Reward[] {
+  if (members.length === 0) return [];
+  const withheld = members.filter((m) => m.infraFailure);
+  const judged = scoreJudged(members.filter((m) => !m.infraFailure), closure, options);
+  return [
+    ...judged,
+    ...withheld.map((m) =>
+      reward(m, { reward: 0, advantage: 0, groupMean: 0, groupStd: 0, groupSize: members.length, disposition: 'withheld', reason: `not judged: ${m.infraFailure}` }),
+    ),
+  ];
+}
+
+function scoreJudged(members: readonly GroupMember[], closure: GroupClosure, options: ResolvedGroupScoring): Reward[] {
   if (members.length === 0) return [];
   const ordered = [...members].sort((a, b) => a.lineage.attempt - b.lineage.attempt || a.trajectoryId.localeCompare(b.trajectoryId));
   const rewards = ordered.map((m) => (m.passed ? 1 : 0));
