@@ -5,16 +5,26 @@ import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { imagesComponent, resolveImageTag } from './images.js';
 import { kafkaComponent } from './kafka.js';
+import { llmComponent } from './llm.js';
 import { registryComponent } from './registry.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
+export { DEFAULT_LLM_MODEL, DEFAULT_LLM_PORT, DEFAULT_LLM_URL, llmComponent, type LlmServerOptions } from './llm.js';
 export { checkoutFile, checkoutRoot, setupLogFile, stackPaths } from './state.js';
 
-/** The parts in start order: the registry keeps its schemas in Kafka, images need the engine. */
-export function stackComponents(): StackComponent[] {
-  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent()];
+export interface StackSelection {
+  /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */
+  readonly llm?: boolean;
+}
+
+/**
+ * The parts in start order: the registry keeps its schemas in Kafka, images need the engine. The model
+ * server is optional: only `--llm` or the llm policy brings it up; `stack down` always stops it if ours.
+ */
+export function stackComponents(selection: StackSelection = {}): StackComponent[] {
+  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent(), ...(selection.llm ? [llmComponent()] : [])];
 }
 
 export interface StackReport {
