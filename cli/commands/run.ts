@@ -3,7 +3,7 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
-import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
@@ -69,7 +69,7 @@ export const runProcessorCommand: Command = {
       await stackUp((line) => void process.stderr.write(`${line}\n`), llmServerFor(policy));
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore(), policyId: policy.policyId, settings: { llm: policy.llm } });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes });
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());

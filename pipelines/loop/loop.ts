@@ -9,7 +9,7 @@ import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/ind
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
-import { createRolloutWorker, PolicyTracker } from '../rollout-worker/index.js';
+import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
@@ -172,7 +172,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, admit, accept: ownTask }),
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
     createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i), accept: ownRecord }),
