@@ -138,18 +138,21 @@ export const LLM_OPTIONS = {
   unconstrained: { type: 'boolean' },
 } as const;
 
+/** LlmPolicyOptions' own defaults, for the help (never a second copy of them). */
+const LLM_DEFAULTS = resolveLlmPolicyOptions({}, {});
+
 export const LLM_HELP: Readonly<Record<keyof typeof LLM_OPTIONS, string>> = {
   'llm-url': '--policy llm: OpenAI-compatible base URL of the model server (default: env LLM_BASE_URL, else the stack\'s own, which the command starts)',
-  model: '--policy llm: model name (default: env LLM_MODEL, else the stack\'s smollm2-135m-instruct)',
+  model: `--policy llm: model name (default: env LLM_MODEL, else the stack's ${LLM_DEFAULTS.model})`,
   'api-key-env': '--policy llm: environment variable holding the API key (default: LLM_API_KEY, sent when set)',
   'llm-server': `--policy llm: server kind, one of ${LLM_SERVER_KINDS.join(', ')} (default: auto)`,
-  temperature: '--policy llm: sampling temperature, 0..2 (default: 0.7)',
-  'top-p': '--policy llm: nucleus sampling mass, (0, 1] (default: 0.95)',
-  'max-tokens-per-turn': '--policy llm: completion tokens per model turn (default: 256)',
+  temperature: `--policy llm: sampling temperature, 0..2 (default: ${LLM_DEFAULTS.temperature})`,
+  'top-p': `--policy llm: nucleus sampling mass, (0, 1] (default: ${LLM_DEFAULTS.topP})`,
+  'max-tokens-per-turn': `--policy llm: completion tokens per model turn (default: ${LLM_DEFAULTS.maxTokensPerTurn})`,
   seed: '--policy llm: sampler seed for every turn (default: drawn per turn from the episode\'s seeded stream)',
-  'concurrent-episodes': '--policy llm: episodes a rollout worker runs at once (default: 2, the stack server\'s slots)',
-  'episode-tokens': '--policy llm: token budget of an episode\'s sequence (default: 4096)',
-  'episode-seconds': '--policy llm: wall-clock budget of an episode\'s model turns (default: 600)',
+  'concurrent-episodes': `--policy llm: episodes a rollout worker runs at once (default: ${LLM_DEFAULTS.concurrentEpisodes}, the stack server's slots)`,
+  'episode-tokens': `--policy llm: token budget of an episode's sequence (default: ${LLM_DEFAULTS.maxEpisodeTokens})`,
+  'episode-seconds': `--policy llm: wall-clock budget in seconds of an episode's model turns (default: ${LLM_DEFAULTS.maxEpisodeMs / 1000})`,
   unconstrained: '--policy llm: no constrained decoding (an invalid reply is then a failed turn the model is told about)',
 };
 
