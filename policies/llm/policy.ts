@@ -1,6 +1,6 @@
 import { ChatClient, LlamaCppClient, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
 import { REPAIR_TOOL_SPECS, type RepairObservation } from '../../envs/index.js';
-import { ConfigError, type LlmCall, type LlmTokens, type ToolCall, type ToolResult } from '../../schemas/index.js';
+import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
 import type { ResolvedLlmPolicyOptions } from './options.js';
 import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema, type ParsedReply, type ToolSpec } from './tool-calls.js';
@@ -148,33 +148,23 @@ export class LlmEpisode implements Policy<RepairObservation> {
   private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, observation: RepairObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
     const { client, identity } = backend;
     const { options, tools } = this.policy;
-    let messages: TemplateMessage[];
-    let rendered: string;
-    let appended: number[];
-    if (result === null) {
-      messages = openingMessages(observation, tools, true);
-      rendered = await client.applyTemplate(messages, signal);
-      appended = await client.tokenize(rendered, true, signal);
-    } else {
-      // Only the new part is tokenised: what the template renders after the model's reply (its end-of-turn
-      // and the result's turn up to the next generation prompt). The reply's own tokens stay as sampled.
-      messages = [...this.messages, { role: 'tool', content: result }];
-      rendered = await client.applyTemplate(messages, signal);
-      if (!rendered.startsWith(this.rendered)) {
-        throw new ConfigError(`the chat template of ${identity.model} does not render the conversation so far verbatim once a turn is added (earlier turns or the reply change), so its prompts cannot grow by appending tokens`);
-      }
-      appended = await client.tokenize(rendered.slice(this.rendered.length), false, signal);
-    }
-    const promptIds = [...this.ids, ...appended];
+    const messages: TemplateMessage[] = result === null ? openingMessages(observation, tools, true) : [...this.messages, { role: 'tool', content: result }];
+    const rendered = await client.applyTemplate(messages, signal);
+    // Only the new part is tokenised: what the template renders after the model's reply (its end-of-turn and
+    // the result's turn up to the next generation prompt); the reply's own tokens stay as sampled. A template
+    // that renders the conversation so far differently (one that trims or rewrites replies) cannot be
+    // extended: the prompt is then tokenised whole, and the record says it does not extend the previous turn.
+    const extendsPrevious = result !== null && rendered.startsWith(this.rendered);
+    const appended = await client.tokenize(extendsPrevious ? rendered.slice(this.rendered.length) : rendered, !extendsPrevious, signal);
+    const promptIds = extendsPrevious ? [...this.ids, ...appended] : appended;
     if (promptIds.length + sampling.maxTokens > options.maxEpisodeTokens) return submit();
     const completion = await client.complete({ promptIds, sampling, jsonSchema: options.constrained ? toolCallSchema(tools) : undefined }, signal);
     this.turns++;
     this.ids = [...promptIds, ...completion.completionIds];
-    // The reply enters the transcript as the text the server decoded; the template renders it verbatim.
-    // (the next turn's rendering must start with this text: checked there).
+    // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.
     this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: completion.content });
     this.rendered = rendered + completion.content;
-    const tokens: LlmTokens = { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious: result !== null, completionIds: completion.completionIds };
+    const tokens: LlmTokens = { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious, completionIds: completion.completionIds };
     const llm: LlmCall = {
       model: completion.model,
       content: completion.content,
