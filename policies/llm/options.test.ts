@@ -27,7 +27,7 @@ test('bad values and combinations are refused, naming the field', () => {
     [{ temperature: 3 }, /temperature must be within 0\.\.2, got 3/],
     [{ topP: 0 }, /topP must be > 0 and <= 1, got 0/],
     [{ maxTokensPerTurn: 1.5 }, /maxTokensPerTurn must be a whole number >= 1/],
-    [{ maxEpisodeTokens: 300, maxTokensPerTurn: 256 }, /maxEpisodeTokens \(300\) must be at least twice maxTokensPerTurn \(256\)/],
+    [{ maxEpisodeTokens: 300, maxTokensPerTurn: 256 }, /maxEpisodeTokens \(300\) must be at least twice LlmPolicyOptions\.maxTokensPerTurn \(256\)/],
     [{ seed: -1 }, /seed must be a whole number >= 0/],
     [{ concurrentEpisodes: 0 }, /concurrentEpisodes must be a whole number >= 1/],
     [{ server: 'tgi' as never }, /server must be one of auto, llama\.cpp, vllm, openai/],
