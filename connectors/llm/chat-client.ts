@@ -22,6 +22,8 @@ export interface ChatClientOptions {
   logprobs?: boolean;
   /** Nucleus sampling mass. @default 1 */
   topP?: number;
+  /** 'required' makes the server call a tool every reply (vLLM enforces it with structured outputs). @default 'auto' */
+  toolChoice?: 'auto' | 'required';
   /** Ask for the prompt's and the reply's token ids (vLLM's `return_token_ids`; other servers may refuse it). @default false */
   returnTokenIds?: boolean;
 }
@@ -37,6 +39,7 @@ export interface ResolvedChatClientOptions {
   readonly logprobs: boolean;
   readonly topP: number;
   readonly returnTokenIds: boolean;
+  readonly toolChoice: 'auto' | 'required';
 }
 
 export function resolveChatClientOptions(options: ChatClientOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedChatClientOptions {
@@ -63,6 +66,7 @@ export function resolveChatClientOptions(options: ChatClientOptions = {}, env: N
     logprobs: options.logprobs ?? true,
     topP,
     returnTokenIds: options.returnTokenIds ?? false,
+    toolChoice: options.toolChoice ?? 'auto',
   };
 }
 
@@ -139,7 +143,7 @@ export class ChatClient {
     const body = {
       model: this.options.model,
       messages: messages.map(toWire),
-      ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: t })), tool_choice: 'auto' } : {}),
+      ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: t })), tool_choice: this.options.toolChoice } : {}),
       temperature: this.options.temperature,
       max_tokens: this.options.maxTokens,
       ...(this.options.topP !== 1 ? { top_p: this.options.topP } : {}),

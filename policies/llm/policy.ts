@@ -46,6 +46,8 @@ async function connect(options: ResolvedLlmPolicyOptions): Promise<Backend> {
     topP: options.topP,
     maxTokens: options.maxTokensPerTurn,
     returnTokenIds: kind === 'vllm',
+    // vLLM constrains sampling to a call of one of the tools when one is required.
+    toolChoice: kind === 'vllm' && options.constrained ? 'required' : 'auto',
   });
   return { kind, client };
 }
@@ -229,7 +231,7 @@ export class LlmEpisode implements Policy<RepairObservation> {
       tokenizer: null,
       chatTemplateSha256: null,
       policyVersion: this.version,
-      constrained: false,
+      constrained: client.options.toolChoice === 'required',
       invalidReply: null,
     };
     const parsed: ParsedReply = call ? parseFunctionCall(call.name, call.arguments, tools) : { call: null, invalid: 'the reply called no tool; call exactly one tool per reply' };
