@@ -57,8 +57,9 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
   const launcher = checkoutFile('stack/llm/serve.py');
   // On the command line of the server we start (with the state folder), so a reused pid is never mistaken for it.
   const marker = `--state=${paths.stateDir}`;
-  // Any OpenAI-compatible server lists its models; llama.cpp answers 503 there while it loads.
-  const isUp = (): Promise<boolean> => httpAnswers(`${url}/models`);
+  // Any OpenAI-compatible server lists its models; llama.cpp answers 503 there while it loads. Someone else's
+  // server may want a key the stack does not hold: a 401 there still says it answers.
+  const isUp = async (): Promise<boolean> => (await httpAnswers(`${url}/models`)) || (external && (await httpAnswers(`${url}/models`, 401)));
 
   return {
     name: 'llm-server',
@@ -68,7 +69,7 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
     async ensure(log: StackLog) {
       if (await isUp()) return 'reused';
       if (external) {
-        throw new Error(`no model server answers at LLM_BASE_URL=${url} (GET ${url}/models); trialrun starts none when LLM_BASE_URL is set (unset it to use the built-in one)`);
+        throw new Error(`no model server answers at ${url} (GET ${url}/models); trialrun starts none at a URL other than its own ${STACK_LLM_URL} (given by LLM_BASE_URL or --llm-url; drop it to use the built-in server)`);
       }
       const { hostname, port } = new URL(url);
       let pid = runningDaemon(paths.stateDir, DAEMON, marker);
