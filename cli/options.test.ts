@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError } from '../schemas/index.js';
-import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, outputFile, positionOption, requiredInt, stringOption, taskRowsFile } from './options.js';
+import { choiceOption, existingDir, existingFile, intOption, listOption, numberOption, outputFile, policyChoice, positionOption, requiredInt, stringOption, taskRowsFile } from './options.js';
 
 test('whole numbers: plain digits at or above the minimum, else a ConfigError naming the option and the value', () => {
   assert.equal(intOption({ n: '3' }, 'n'), 3);
@@ -56,4 +56,21 @@ test('positions name their option in errors', () => {
   assert.throws(() => positionOption({}, 'from'), /--from is required/);
   assert.throws(() => positionOption({ from: 'yesterday' }, 'from'), /^ConfigError: --from: "yesterday" is not a position/);
   assert.throws(() => positionOption({ from: '-5' }, 'from'), /--from: "-5" is negative/);
+});
+
+test('--policy llm resolves its flags into LlmPolicyOptions before anything starts; llm flags with another policy are refused', () => {
+  const policies = ['linear-repair', 'onnx-repair', 'llm'];
+  const choice = policyChoice({ policy: 'llm', temperature: '0', 'top-p': '0.5', 'max-tokens-per-turn': '64', seed: '7', 'concurrent-episodes': '1', 'episode-tokens': '2048', 'episode-seconds': '30', unconstrained: true, 'llm-server': 'llama.cpp' }, policies, {});
+  assert.equal(choice.policyId, 'llm');
+  assert.deepEqual(
+    [choice.llm!.temperature, choice.llm!.topP, choice.llm!.maxTokensPerTurn, choice.llm!.seed, choice.llm!.concurrentEpisodes, choice.llm!.maxEpisodeTokens, choice.llm!.maxEpisodeMs, choice.llm!.constrained, choice.llm!.server],
+    [0, 0.5, 64, 7, 1, 2048, 30_000, false, 'llama.cpp'],
+  );
+  assert.equal(policyChoice({ policy: 'llm' }, policies, { LLM_BASE_URL: 'http://gpu:8000/v1' }).llm!.baseUrl, 'http://gpu:8000/v1');
+  assert.deepEqual(policyChoice({ policy: 'linear-repair', unconstrained: false }, policies, {}), { policyId: 'linear-repair' });
+  assert.throws(() => policyChoice({ policy: 'onnx-repair', temperature: '1' }, policies, {}), /--temperature goes with --policy llm, not --policy onnx-repair/);
+  assert.throws(() => policyChoice({ policy: 'llm', temperature: '5' }, policies, {}), /--temperature must be within 0\.\.2, got 5/);
+  assert.throws(() => policyChoice({ policy: 'llm', 'top-p': 'x' }, policies, {}), /--top-p must be a number/);
+  assert.throws(() => policyChoice({ policy: 'llm', 'llm-server': 'tgi' }, policies, {}), /--llm-server must be one of auto, llama\.cpp, vllm, openai, got "tgi"/);
+  assert.throws(() => policyChoice({ policy: 'llm', 'episode-tokens': '100', 'max-tokens-per-turn': '64' }, policies, {}), /--episode-tokens \(100\) must be at least twice --max-tokens-per-turn \(64\)/);
 });

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parsePosition, type Position } from '../connectors/kafka/index.js';
+import { LLM_POLICY, LLM_SERVER_KINDS, resolveLlmPolicyOptions, type LlmPolicyOptions, type LlmServerKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { ConfigError } from '../schemas/index.js';
 
 /** Parsed option values, as `node:util` parseArgs returns them. */
@@ -116,4 +117,102 @@ export function taskRowsFile(path: string, what: string): string {
     throw new ConfigError(`${what} takes a JSON Lines file of task rows; ${absolute} is a job file: run it with \`trialrun tasks publish ${path} --dry-run --out tasks.jsonl\` and pass tasks.jsonl`);
   }
   return absolute;
+}
+
+/**
+ * The llm policy's flags, shared by every command that rolls a policy out (demo, learn, run rollout-worker).
+ * They have no table defaults: LlmPolicyOptions holds them, and a flag given without `--policy llm` is refused.
+ */
+export const LLM_OPTIONS = {
+  'llm-url': { type: 'string' },
+  model: { type: 'string' },
+  'api-key-env': { type: 'string' },
+  'llm-server': { type: 'string' },
+  temperature: { type: 'string' },
+  'top-p': { type: 'string' },
+  'max-tokens-per-turn': { type: 'string' },
+  seed: { type: 'string' },
+  'concurrent-episodes': { type: 'string' },
+  'episode-tokens': { type: 'string' },
+  'episode-seconds': { type: 'string' },
+  unconstrained: { type: 'boolean' },
+} as const;
+
+/** LlmPolicyOptions' own defaults, for the help (never a second copy of them). */
+const LLM_DEFAULTS = resolveLlmPolicyOptions({}, {});
+
+export const LLM_HELP: Readonly<Record<keyof typeof LLM_OPTIONS, string>> = {
+  'llm-url': '--policy llm: OpenAI-compatible base URL of the model server (default: env LLM_BASE_URL, else the stack\'s own, which the command starts)',
+  model: `--policy llm: model name (default: env LLM_MODEL, else the stack's ${LLM_DEFAULTS.model})`,
+  'api-key-env': '--policy llm: environment variable holding the API key (default: LLM_API_KEY, sent when set)',
+  'llm-server': `--policy llm: server kind, one of ${LLM_SERVER_KINDS.join(', ')} (default: auto)`,
+  temperature: `--policy llm: sampling temperature, 0..2 (default: ${LLM_DEFAULTS.temperature})`,
+  'top-p': `--policy llm: nucleus sampling mass, (0, 1] (default: ${LLM_DEFAULTS.topP})`,
+  'max-tokens-per-turn': `--policy llm: completion tokens per model turn (default: ${LLM_DEFAULTS.maxTokensPerTurn})`,
+  seed: '--policy llm: sampler seed for every turn (default: drawn per turn from the episode\'s seeded stream)',
+  'concurrent-episodes': `--policy llm: episodes a rollout worker runs at once (default: ${LLM_DEFAULTS.concurrentEpisodes}, the stack server's slots)`,
+  'episode-tokens': `--policy llm: token budget of an episode's sequence (default: ${LLM_DEFAULTS.maxEpisodeTokens})`,
+  'episode-seconds': `--policy llm: wall-clock budget in seconds of an episode's model turns (default: ${LLM_DEFAULTS.maxEpisodeMs / 1000})`,
+  unconstrained: '--policy llm: no constrained decoding (an invalid reply is then a failed turn the model is told about)',
+};
+
+const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
+  baseUrl: '--llm-url (or LLM_BASE_URL)',
+  model: '--model',
+  apiKeyEnv: '--api-key-env',
+  server: '--llm-server',
+  temperature: '--temperature',
+  topP: '--top-p',
+  maxTokensPerTurn: '--max-tokens-per-turn',
+  seed: '--seed',
+  concurrentEpisodes: '--concurrent-episodes',
+  maxEpisodeTokens: '--episode-tokens',
+  maxEpisodeMs: '--episode-seconds (in ms)',
+};
+
+export interface PolicyChoice {
+  readonly policyId: string;
+  /** Set with --policy llm. */
+  readonly llm?: ResolvedLlmPolicyOptions;
+}
+
+/** `--policy` and, for llm, its flags resolved and checked (before `stack up`); llm flags with another policy are refused. */
+export function policyChoice(values: OptionValues, allowed: readonly string[], env: NodeJS.ProcessEnv = process.env): PolicyChoice {
+  const policyId = choiceOption(values, 'policy', allowed);
+  const given = Object.keys(LLM_OPTIONS).filter((name) => values[name] !== undefined && values[name] !== false);
+  if (policyId !== LLM_POLICY) {
+    if (given.length > 0) throw new ConfigError(`${given.map((name) => `--${name}`).join(', ')} ${given.length === 1 ? 'goes' : 'go'} with --policy llm, not --policy ${policyId}`);
+    return { policyId };
+  }
+  // Any finite number: its range is LlmPolicyOptions' to check.
+  const number = (name: string): number | undefined => {
+    const raw = values[name];
+    if (raw === undefined) return undefined;
+    const value = String(raw).trim() === '' ? Number.NaN : Number(raw);
+    if (!Number.isFinite(value)) throw new ConfigError(`--${name} must be a number, got "${String(raw)}"`);
+    return value;
+  };
+  const server = values['llm-server'] === undefined ? undefined : choiceOption<LlmServerKind>(values, 'llm-server', LLM_SERVER_KINDS);
+  const seconds = values['episode-seconds'] === undefined ? undefined : numberOption(values, 'episode-seconds', { above: 0 });
+  const options: LlmPolicyOptions = {
+    baseUrl: stringOption(values, 'llm-url'),
+    model: stringOption(values, 'model'),
+    apiKeyEnv: stringOption(values, 'api-key-env'),
+    server,
+    temperature: number('temperature'),
+    topP: number('top-p'),
+    maxTokensPerTurn: intOption(values, 'max-tokens-per-turn'),
+    seed: intOption(values, 'seed', 0),
+    concurrentEpisodes: intOption(values, 'concurrent-episodes'),
+    maxEpisodeTokens: intOption(values, 'episode-tokens'),
+    maxEpisodeMs: seconds === undefined ? undefined : Math.round(seconds * 1000),
+    constrained: values.unconstrained === true ? false : undefined,
+  };
+  try {
+    return { policyId, llm: resolveLlmPolicyOptions(options, env) };
+  } catch (error) {
+    // The flags the user typed, not the field names.
+    if (error instanceof ConfigError) throw new ConfigError(error.message.replace(/LlmPolicyOptions\.(\w+)/g, (field, name: string) => FLAG_OF_FIELD[name] ?? field));
+    throw error;
+  }
 }

@@ -1,11 +1,13 @@
 import type { RepairObservation } from '../envs/index.js';
+import { ConfigError } from '../schemas/index.js';
 import { linearRepairKind } from './linear-repair/index.js';
+import { LLM_POLICY, llmPolicyKind, type ResolvedLlmPolicyOptions } from './llm/index.js';
 import { onnxRepairKind } from './onnx-repair/index.js';
 import type { AnyPolicyKind } from './types.js';
 
 export * from './types.js';
 export * from './linear-repair/index.js';
-export * from './llm-repair/index.js';
+export * from './llm/index.js';
 export * from './onnx-repair/index.js';
 
 const kinds = new Map<string, AnyPolicyKind<RepairObservation>>([
@@ -13,11 +15,21 @@ const kinds = new Map<string, AnyPolicyKind<RepairObservation>>([
   [onnxRepairKind.policyId, onnxRepairKind],
 ]);
 
+/** What a configurable kind needs: the llm policy's server and sampling settings. */
+export interface PolicySettings {
+  /** @default none (then the llm kind cannot be made) */
+  readonly llm?: ResolvedLlmPolicyOptions;
+}
+
 /** The policy kind a checkpoint or a command names. */
-export function policyKind(policyId: string): AnyPolicyKind<RepairObservation> {
+export function policyKind(policyId: string, settings: PolicySettings = {}): AnyPolicyKind<RepairObservation> {
+  if (policyId === LLM_POLICY) {
+    if (!settings.llm) throw new ConfigError('the llm policy needs its server settings (PolicySettings.llm, from resolveLlmPolicyOptions)');
+    return llmPolicyKind(settings.llm);
+  }
   const kind = kinds.get(policyId);
-  if (!kind) throw new Error(`unknown policy "${policyId}"; known: ${[...kinds.keys()].join(', ')}`);
+  if (!kind) throw new Error(`unknown policy "${policyId}"; known: ${policyIds().join(', ')}`);
   return kind;
 }
 
-export const policyIds = (): string[] => [...kinds.keys()];
+export const policyIds = (): string[] => [...kinds.keys(), LLM_POLICY];

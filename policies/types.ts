@@ -6,6 +6,11 @@ export interface Action {
   readonly decision: PolicyDecision | null;
   /** Set when a language model chose the action. */
   readonly llm?: LlmCall;
+  /**
+   * Set when the policy's reply was no valid action (a language model's unparseable call): the turn is
+   * recorded as failed with this reason, the environment is not stepped, and the policy tells its model.
+   */
+  readonly invalid?: string;
 }
 
 /** A policy maps an observation to a tool call, with the log-probability of any learned choice. */
@@ -47,6 +52,8 @@ export interface UpdateOptions {
 export interface PolicyKind<Obs, Params, Optimizer> {
   readonly policyId: string;
   readonly featureNames: readonly string[];
+  /** False for a kind the learner cannot train (the llm policy, whose weights live in a model server). @default true */
+  readonly trainable?: boolean;
   initial(): { params: Params; optimizer: Optimizer };
   encodeParams(params: Params): Buffer;
   decodeParams(bytes: Buffer): Params;

@@ -11,3 +11,4 @@ export * from './topics.js';
 export * from './trajectory.js';
 export * from './verification.js';
 export * from './workspace.js';
+export * from './llm-server.js';

@@ -1,20 +1,32 @@
 import { appendFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { errorMessage } from '../schemas/index.js';
+import { errorMessage, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { imagesComponent, resolveImageTag } from './images.js';
 import { kafkaComponent } from './kafka.js';
+import { llmComponent } from './llm.js';
 import { registryComponent } from './registry.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
+export { llmComponent, type LlmServerOptions } from './llm.js';
 export { setupLogFile, stackPaths } from './state.js';
 
-/** The parts in start order: the registry keeps its schemas in Kafka, images need the engine. */
-export function stackComponents(): StackComponent[] {
-  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent()];
+export interface StackSelection {
+  /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */
+  readonly llm?: boolean;
+  /** The model server's OpenAI-compatible URL; one other than the stack's own is only checked, never started. @default env LLM_BASE_URL, else STACK_LLM_URL */
+  readonly llmUrl?: string;
+}
+
+/**
+ * The parts in start order: the registry keeps its schemas in Kafka, images need the engine. The model
+ * server is optional: only `--llm` or the llm policy brings it up; `stack down` always stops it if ours.
+ */
+export function stackComponents(selection: StackSelection = {}): StackComponent[] {
+  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent(), ...(selection.llm ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [])];
 }
 
 export interface StackReport {

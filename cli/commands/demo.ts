@@ -2,9 +2,10 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
 import { policyIds } from '../../policies/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
+import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { choiceOption, intOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, checkpointStore, dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -26,13 +27,13 @@ export function formatSummary(summary: LoopSummary): string {
 
 /** The loop's settings from the command line, every one checked: a bad value stops before `stack up`. */
 export type DemoSettings = Required<Pick<LoopOptions, 'taskFile' | 'dataDir' | 'policyId' | 'groupSize' | 'batchSize' | 'maxTurns' | 'rolloutWorkers' | 'verifiers'>> &
-  Pick<LoopOptions, 'limitTasks'>;
+  Pick<LoopOptions, 'limitTasks' | 'llm'>;
 
 export function resolveDemoSettings(values: OptionValues): DemoSettings {
   return {
     taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
     dataDir: dataDir(),
-    policyId: choiceOption(values, 'policy', policyIds()),
+    ...policyChoice(values, policyIds()),
     limitTasks: intOption(values, 'limit'),
     groupSize: requiredInt(values, 'group-size'),
     batchSize: requiredInt(values, 'batch-size'),
@@ -55,6 +56,7 @@ export const demoCommand: Command = {
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
     policy: { type: 'string', default: 'linear-repair' },
+    ...LLM_OPTIONS,
   },
   help: {
     tasks: 'JSON Lines task file (default: the bundled tasks/repair-bundle.jsonl)',
@@ -64,11 +66,12 @@ export const demoCommand: Command = {
     'max-turns': 'tool calls per episode',
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
-    policy: `policy kind: ${policyIds().join(', ')}`,
+    policy: `policy kind: ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
+    ...LLM_HELP,
   },
   async run(values) {
     const settings = resolveDemoSettings(values);
-    await stackUp((line) => void process.stderr.write(`${line}\n`));
+    await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
     const context = await processorContext();
     const pool = new DockerSandboxPool();
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.

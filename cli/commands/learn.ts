@@ -10,8 +10,9 @@ import { prepareTasks } from '../../pipelines/task-job/index.js';
 import { ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.js';
 import { ConfigError, topicNames, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
+import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
-import { choiceOption, numberOption, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -50,7 +51,7 @@ export function resolveLearnSettings(values: OptionValues) {
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
     learningRate: numberOption(values, 'learning-rate', { above: 0 }),
-    policyId: choiceOption(values, 'policy', policyIds()),
+    policy: policyChoice(values, policyIds()),
   };
 }
 
@@ -72,6 +73,7 @@ export const learnCommand: Command = {
     verifiers: { type: 'string', default: '2' },
     'learning-rate': { type: 'string', default: '0.1' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
+    ...LLM_OPTIONS,
   },
   help: {
     tasks: 'JSON Lines task file with held-out rows marked split "eval" (default: the bundled tasks)',
@@ -84,10 +86,11 @@ export const learnCommand: Command = {
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
     'learning-rate': 'the learner\'s Adam step size',
-    policy: 'policy kind to train',
+    policy: `policy kind to train: ${policyIds().join(', ')} (llm is rolled out and evaluated, not trained: its weights are the model server's)`,
+    ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policyId } = resolveLearnSettings(values);
+    const { taskFile, minutes, evalSamples, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policy } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -95,9 +98,9 @@ export const learnCommand: Command = {
     const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
     if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);
     process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
-    await stackUp((line) => void process.stderr.write(`${line}\n`));
+    await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(policy));
 
-    const kind = policyKind(policyId);
+    const kind = policyKind(policy.policyId, { llm: policy.llm });
     const pool = new DockerSandboxPool();
     const store = new LocalCheckpointStore(join(stateDir(), 'checkpoints', runId));
     // Fresh topics: the run starts from the untrained policy and leaves the main topics alone.
@@ -117,6 +120,7 @@ export const learnCommand: Command = {
         runId: heldOutRunId,
         maxTurns,
         samplesPerTask: evalSamples,
+        concurrency: policy.llm?.concurrentEpisodes,
         seed: runId,
         onProgress: (done, total) => printProgress(progressLine(`[${label}]`, done, total, performance.now() - started)),
       });
@@ -134,6 +138,7 @@ export const learnCommand: Command = {
         imageFor,
         checkpoints: store,
         policyId: kind.policyId,
+        llm: policy.llm,
         runId,
         // Training stops at T even mid-epoch (a HumanEval-derived epoch takes longer than 20 minutes here).
         durationMs: minutes * 60_000,

@@ -3,14 +3,16 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
-import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { LINEAR_REPAIR_POLICY, policyIds } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
 import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
-import { imageFor } from '../../stack/index.js';
+import { imageFor, stackUp } from '../../stack/index.js';
+import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { requiredInt, stringOption } from '../options.js';
+import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
 import { checkpointStore, dataDir } from '../paths.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
@@ -33,6 +35,8 @@ export const runProcessorCommand: Command = {
     'group-size': { type: 'string', default: '4' },
     'batch-size': { type: 'string', default: '16' },
     'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
+    policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
+    ...LLM_OPTIONS,
   },
   help: {
     instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',
@@ -40,6 +44,8 @@ export const runProcessorCommand: Command = {
     'group-size': 'rollout-worker: samples per task',
     'batch-size': 'learner: samples per update',
     'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
+    policy: `rollout-worker: policy kind rolled out, ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
+    ...LLM_HELP,
   },
   async run(values, [name, ...extra]) {
     if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number]) || extra.length > 0) {
@@ -52,15 +58,18 @@ export const runProcessorCommand: Command = {
     const sessionTimeoutMs = requiredInt(values, 'session-timeout-ms', MIN_SESSION_TIMEOUT_MS);
     const groupSize = requiredInt(values, 'group-size');
     const batchSize = requiredInt(values, 'batch-size');
+    const policy = policyChoice(values, policyIds());
+    if (name !== 'rollout-worker' && (policy.policyId !== LINEAR_REPAIR_POLICY || policy.llm)) throw new ConfigError(`--policy and its flags go with run rollout-worker, not run ${name}`);
     // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
     const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
     if (name === 'rollout-worker') {
-      const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore() });
+      await stackUp((line) => void process.stderr.write(`${line}\n`), llmServerFor(policy));
+      const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore(), policyId: policy.policyId, settings: { llm: policy.llm } });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs });
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());

@@ -1,4 +1,4 @@
-import { stackDown, stackStatus, stackUp } from '../../stack/index.js';
+import { stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 
@@ -7,30 +7,35 @@ const log = (line: string): void => void process.stderr.write(`${line}\n`);
 export const stackCommand: Command = {
   name: 'stack',
   summary:
-    'Manage the local stack: Kafka (KRaft), the schema registry, the Docker engine and the sandbox images.\n' +
-    '  up      install what is missing, start what is not running, wait until each part answers (idempotent)\n' +
-    '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST)\n' +
-    '  status  show each endpoint and whether it answers',
+    'Manage the local stack: Kafka (KRaft), the schema registry, the Docker engine, the sandbox images, and (with --llm) a model server.\n' +
+    '  up      install what is missing, start what is not running, wait until each part answers (idempotent);\n' +
+    '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set)\n' +
+    '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
+    '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)',
   usage: 'up|down|status',
-  options: {},
-  help: {},
-  async run(_values, [action, ...extra]) {
+  options: { llm: { type: 'boolean', default: false } },
+  help: { llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)' },
+  async run(values, [action, ...extra]) {
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
+    if (values.llm === true && action !== 'up') throw new ConfigError(`--llm goes with stack up; stack ${action ?? ''} always includes the model server`);
     if (action === 'up') {
       const started = performance.now();
-      await stackUp(log); // one line per component
+      await stackUp(log, stackComponents({ llm: values.llm === true })); // one line per component
       log(`stack up in ${((performance.now() - started) / 1000).toFixed(1)}s`);
       return 0;
     }
     if (action === 'down') {
-      for (const report of await stackDown(log)) log(`${report.name.padEnd(10)} ${report.result} ${report.endpoint}`);
+      for (const report of await stackDown(log, stackComponents({ llm: true }))) log(`${report.name.padEnd(10)} ${report.result} ${report.endpoint}`);
       return 0;
     }
     if (action === 'status') {
-      const status = await stackStatus();
+      const required = new Set(stackComponents().map((c) => c.name));
+      const status = await stackStatus(stackComponents({ llm: true }));
       const width = Math.max(...status.map((part) => part.name.length)) + 1;
-      for (const part of status) process.stdout.write(`${part.name.padEnd(width)} ${part.up ? 'up  ' : 'down'} ${part.endpoint}\n`);
-      return status.every((part) => part.up) ? 0 : 1;
+      for (const part of status) {
+        process.stdout.write(`${part.name.padEnd(width)} ${part.up ? 'up  ' : 'down'} ${part.endpoint}${required.has(part.name) ? '' : ' (optional)'}\n`);
+      }
+      return status.every((part) => part.up || !required.has(part.name)) ? 0 : 1;
     }
     throw new ConfigError(`expected up, down or status, got "${action ?? ''}"`);
   },

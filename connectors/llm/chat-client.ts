@@ -1,14 +1,7 @@
-import {
-  ConfigError,
-  ConnectionError,
-  errorMessage,
-  resolveRetryOptions,
-  TimeoutError,
-  TrialrunError,
-  withRetries,
-  type ResolvedRetryOptions,
-  type RetryOptions,
-} from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ChatRequestError, postJson } from './http.js';
+
+export { ChatRequestError } from './http.js';
 
 export interface ChatClientOptions {
   /** OpenAI-compatible base URL (vLLM, SGLang and hosted APIs serve `/chat/completions` under it). @default env OPENAI_BASE_URL, else 'http://localhost:8000/v1' */
@@ -27,6 +20,12 @@ export interface ChatClientOptions {
   maxTokens?: number;
   /** Ask for token logprobs (recorded in trajectories when the server returns them). @default true */
   logprobs?: boolean;
+  /** Nucleus sampling mass. @default 1 */
+  topP?: number;
+  /** 'required' makes the server call a tool every reply (vLLM enforces it with structured outputs). @default 'auto' */
+  toolChoice?: 'auto' | 'required';
+  /** Ask for the prompt's and the reply's token ids (vLLM's `return_token_ids`; other servers may refuse it). @default false */
+  returnTokenIds?: boolean;
 }
 
 export interface ResolvedChatClientOptions {
@@ -38,6 +37,9 @@ export interface ResolvedChatClientOptions {
   readonly temperature: number;
   readonly maxTokens: number;
   readonly logprobs: boolean;
+  readonly topP: number;
+  readonly returnTokenIds: boolean;
+  readonly toolChoice: 'auto' | 'required';
 }
 
 export function resolveChatClientOptions(options: ChatClientOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedChatClientOptions {
@@ -51,6 +53,8 @@ export function resolveChatClientOptions(options: ChatClientOptions = {}, env: N
   if (!(temperature >= 0 && temperature <= 2)) throw new ConfigError(`ChatClientOptions.temperature must be within 0..2, got ${temperature}`);
   const maxTokens = options.maxTokens ?? 1024;
   if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new ConfigError(`ChatClientOptions.maxTokens must be a whole number >= 1, got ${maxTokens}`);
+  const topP = options.topP ?? 1;
+  if (!(topP > 0 && topP <= 1)) throw new ConfigError(`ChatClientOptions.topP must be > 0 and <= 1, got ${topP}`);
   return {
     baseUrl,
     apiKey: options.apiKey ?? env.OPENAI_API_KEY ?? null,
@@ -60,6 +64,9 @@ export function resolveChatClientOptions(options: ChatClientOptions = {}, env: N
     temperature,
     maxTokens,
     logprobs: options.logprobs ?? true,
+    topP,
+    returnTokenIds: options.returnTokenIds ?? false,
+    toolChoice: options.toolChoice ?? 'auto',
   };
 }
 
@@ -92,18 +99,10 @@ export interface ChatCompletion {
   readonly logprobs: readonly number[] | null;
   readonly latencyMs: number;
   readonly attempts: number;
-}
-
-/** A non-retriable answer from the server (bad request, auth, unknown model). */
-export class ChatRequestError extends TrialrunError {}
-
-class RetriableHttpError extends ConnectionError {
-  constructor(
-    message: string,
-    readonly retryAfterMs: number | null,
-  ) {
-    super(message);
-  }
+  /** The prompt's token ids as the server rendered and tokenised it (with returnTokenIds, where the server gives them). */
+  readonly promptTokenIds: readonly number[] | null;
+  /** The reply's sampled token ids (likewise). */
+  readonly completionTokenIds: readonly number[] | null;
 }
 
 const toWire = (message: ChatMessage): Record<string, unknown> => {
@@ -123,9 +122,11 @@ interface WireResponse {
   choices?: Array<{
     message?: { content?: string | null; tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }> };
     finish_reason?: string | null;
+    token_ids?: number[] | null;
     logprobs?: { content?: Array<{ logprob?: number }> | null } | null;
   }>;
   usage?: { prompt_tokens?: number; completion_tokens?: number };
+  prompt_token_ids?: number[] | null;
 }
 
 /** An OpenAI-compatible chat-completions client with function-calling tools, per-attempt timeouts and retries. */
@@ -136,25 +137,21 @@ export class ChatClient {
     this.options = resolveChatClientOptions(options);
   }
 
-  async complete(messages: readonly ChatMessage[], tools: readonly ChatTool[], signal: AbortSignal = new AbortController().signal): Promise<ChatCompletion> {
+  /** `seed` is sent when given (servers that take none ignore it). */
+  async complete(messages: readonly ChatMessage[], tools: readonly ChatTool[], signal: AbortSignal = new AbortController().signal, seed?: number): Promise<ChatCompletion> {
     const started = performance.now();
-    const body = JSON.stringify({
+    const body = {
       model: this.options.model,
       messages: messages.map(toWire),
-      ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: t })), tool_choice: 'auto' } : {}),
+      ...(tools.length ? { tools: tools.map((t) => ({ type: 'function', function: t })), tool_choice: this.options.toolChoice } : {}),
       temperature: this.options.temperature,
       max_tokens: this.options.maxTokens,
+      ...(this.options.topP !== 1 ? { top_p: this.options.topP } : {}),
+      ...(seed !== undefined ? { seed } : {}),
       ...(this.options.logprobs ? { logprobs: true } : {}),
-    });
-    let attempts = 0;
-    const wire = await withRetries(
-      async () => {
-        attempts++;
-        return this.post(body, signal);
-      },
-      this.options.retry,
-      signal,
-    );
+      ...(this.options.returnTokenIds ? { return_token_ids: true } : {}),
+    };
+    const { value: wire, attempts } = await postJson<WireResponse>(`${this.options.baseUrl}/chat/completions`, body, { ...this.options, signal });
     const choice = wire.choices?.[0];
     if (!choice?.message) throw new ChatRequestError(`${this.options.baseUrl} answered without a choice`);
     const logprobs = choice.logprobs?.content?.map((t) => t.logprob ?? Number.NaN).filter(Number.isFinite) ?? null;
@@ -168,37 +165,8 @@ export class ChatClient {
       logprobs: logprobs && logprobs.length ? logprobs : null,
       latencyMs: performance.now() - started,
       attempts,
+      promptTokenIds: Array.isArray(wire.prompt_token_ids) ? wire.prompt_token_ids : null,
+      completionTokenIds: Array.isArray(choice.token_ids) ? choice.token_ids : null,
     };
-  }
-
-  private async post(body: string, signal: AbortSignal): Promise<WireResponse> {
-    const url = `${this.options.baseUrl}/chat/completions`;
-    let response: Response;
-    try {
-      response = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...(this.options.apiKey ? { authorization: `Bearer ${this.options.apiKey}` } : {}) },
-        body,
-        signal: AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]),
-      });
-    } catch (error) {
-      if (signal.aborted) throw error;
-      if (error instanceof DOMException && error.name === 'TimeoutError') throw new TimeoutError(`POST ${url}`, this.options.timeoutMs);
-      throw new ConnectionError(`POST ${url} failed: ${errorMessage(error)}`, error);
-    }
-    const text = await response.text();
-    if (response.ok) {
-      try {
-        return JSON.parse(text) as WireResponse;
-      } catch {
-        throw new ChatRequestError(`${url} answered with invalid JSON: ${text.slice(0, 200)}`);
-      }
-    }
-    const detail = `POST ${url}: HTTP ${response.status} ${text.slice(0, 300)}`;
-    if ([408, 409, 429].includes(response.status) || response.status >= 500) {
-      const retryAfter = Number(response.headers.get('retry-after'));
-      throw new RetriableHttpError(detail, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : null);
-    }
-    throw new ChatRequestError(detail);
   }
 }

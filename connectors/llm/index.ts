@@ -1,1 +1,10 @@
-export { ChatClient, ChatRequestError, resolveChatClientOptions, type ChatClientOptions, type ChatCompletion, type ChatMessage, type ChatTool, type ToolCallRequest } from './chat-client.js';
+export * from './chat-client.js';
+export {
+  LlamaCppClient,
+  type LlamaCppClientOptions,
+  type SamplingParams,
+  type ServerIdentity,
+  type TemplateMessage,
+  type TokenCompletion,
+  type TokenCompletionRequest,
+} from './llama-cpp.js';

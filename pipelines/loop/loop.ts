@@ -4,11 +4,12 @@ import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { settledTopicOffsets } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
+import { LINEAR_REPAIR_POLICY, policyKind, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
-import { createRolloutWorker, PolicyTracker } from '../rollout-worker/index.js';
+import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
@@ -26,6 +27,12 @@ export interface LoopOptions {
   checkpoints: CheckpointStore;
   /** The policy kind rolled out and trained. @default 'linear-repair' */
   policyId?: string;
+  /**
+   * The llm policy's server and sampling settings (required with policyId 'llm'). Its episodes run
+   * `concurrentEpisodes` at a time per rollout worker; no learner runs for it (its weights are the server's).
+   * @default none
+   */
+  llm?: ResolvedLlmPolicyOptions;
   /** @default a random UUID */
   runId?: string;
   /** Use only the first N valid tasks. @default all */
@@ -123,6 +130,9 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const started = performance.now();
   const runId = options.runId ?? randomUUID();
   const groupSize = options.groupSize ?? 4;
+  const settings = { llm: options.llm };
+  // Checked before anything is published: an llm policy without its settings stops here.
+  const trainable = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, settings).trainable !== false;
   await prepareTopics(context);
 
   let rejectedRows = 0;
@@ -141,7 +151,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const expected = (): number => epochs * tasks.length * groupSize;
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
-  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId });
+  const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const rolloutWorkers = options.rolloutWorkers ?? 2;
   const verifierCount = options.verifiers ?? 2;
   if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
@@ -162,16 +172,18 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: 1, admit, accept: ownTask }),
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
     createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });
-  const learner = createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate, accept: ownRecord });
+  const learner = trainable
+    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate, accept: ownRecord })
+    : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
-  const processors = [...workers, ...verifiers, reward, learner, sink];
+  const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink];
   await Promise.all(processors.map((p) => p.start()));
   const publishEpoch = async (): Promise<void> => {
     await publishTasks(context.kafka, context.serde, context.names, tasks);
@@ -214,8 +226,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         landed('trajectories') >= trajectoriesDue &&
         landed('verifications') >= verificationsDue &&
         landed('rewards') >= rewardsDue &&
-        learner.metrics.handled >= trajectoriesDue + rewardsDue &&
-        landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered
+        (learner === null || (learner.metrics.handled >= trajectoriesDue + rewardsDue && landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered))
       )
         break;
       if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);

@@ -31,7 +31,12 @@ export async function runEpisode<Obs>(
       signal.throwIfAborted();
       const stepStarted = performance.now();
       const startedAt = nowIso();
-      const { action, decision, llm } = await actor.act(observation, random, signal);
+      const { action, decision, llm, invalid } = await actor.act(observation, random, signal);
+      if (invalid !== undefined) {
+        // An invalid reply is a failed turn of its own: recorded, never given to the environment.
+        steps.push({ index: steps.length, observation: env.describe(observation), toolCall: action, toolResult: { ok: false, output: invalid, truncated: false, exitCode: null }, decision, llm: llm ?? null, startedAt, durationMs: performance.now() - stepStarted, sandboxMs: 0 });
+        continue;
+      }
       const transition = await env.step(action, signal);
       sandboxMs += transition.sandboxMs;
       steps.push({

@@ -3,13 +3,15 @@ import type { Kafka, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import type { RepairObservation } from '../../envs/index.js';
-import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy } from '../../policies/index.js';
+import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy, type PolicySettings } from '../../policies/index.js';
 import { errorMessage, type PolicyCheckpoint, type TopicNames } from '../../schemas/index.js';
 
 export interface PolicyTrackerOptions {
   store: CheckpointStore;
   /** @default 'linear-repair' */
   policyId?: string;
+  /** Settings of a configurable kind (the llm policy's server and sampling). @default none */
+  settings?: PolicySettings;
   /** Called when the served version changes (for logs and the reload-latency benchmark). @default none */
   onChange?: (version: number, checkpoint: PolicyCheckpoint | null) => void;
 }
@@ -30,7 +32,7 @@ export class PolicyTracker {
   ) {}
 
   static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
-    const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
+    const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, options.settings);
     const tracker = new PolicyTracker(options, kind, await kind.load(kind.initial().params, 0));
     // Both topics are compacted and keyed by policy id; only this kind's records matter.
     const follow = async (topic: string, what: string, apply: (value: Buffer) => Promise<void>): Promise<void> => {

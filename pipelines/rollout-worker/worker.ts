@@ -1,6 +1,6 @@
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { makeEnv, type Environment } from '../../envs/index.js';
-import { seededRandom, type Policy } from '../../policies/index.js';
+import { seededRandom, type Policy, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { nowIso, type Trajectory } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
@@ -31,6 +31,14 @@ export interface RolloutWorkerOptions extends MembershipOptions {
   admit?: (signal: AbortSignal) => Promise<void>;
   /** Which tasks this worker is for; the others are committed past (ProcessorOptions.accept). @default every task */
   accept?: Accept<'tasks'>;
+}
+
+/**
+ * A task's budget (all G samples) under the llm policy: its episodes run `concurrentEpisodes` at a time, each
+ * within its wall-clock budget, plus time for the sandboxes and the last tool calls.
+ */
+export function llmTaskTimeoutMs(llm: Pick<ResolvedLlmPolicyOptions, 'concurrentEpisodes' | 'maxEpisodeMs'>, groupSize: number): number {
+  return Math.ceil(groupSize / llm.concurrentEpisodes) * (llm.maxEpisodeMs + 120_000);
 }
 
 async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

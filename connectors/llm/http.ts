@@ -1,0 +1,70 @@
+import { ConnectionError, errorMessage, TimeoutError, TrialrunError, withRetries, type ResolvedRetryOptions } from '../../schemas/index.js';
+
+/** A non-retriable answer from a model server (bad request, auth, unknown model, a reply of the wrong shape). */
+export class ChatRequestError extends TrialrunError {}
+
+class RetriableHttpError extends ConnectionError {
+  constructor(
+    message: string,
+    readonly retryAfterMs: number | null,
+  ) {
+    super(message);
+  }
+}
+
+export interface PostOptions {
+  readonly apiKey: string | null;
+  /** Budget for one attempt. */
+  readonly timeoutMs: number;
+  readonly retry: ResolvedRetryOptions;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * POSTs JSON to a model server and parses the JSON answer, with a timeout per attempt and retries for network
+ * errors, timeouts, 408/409/429 and 5xx (a 503 is what llama.cpp answers while it loads). `attempts` counts them.
+ */
+export async function postJson<T>(url: string, body: unknown, options: PostOptions): Promise<{ value: T; attempts: number }> {
+  const signal = options.signal ?? new AbortController().signal;
+  const text = JSON.stringify(body);
+  let attempts = 0;
+  const value = await withRetries(
+    async () => {
+      attempts++;
+      return postOnce<T>(url, text, options, signal);
+    },
+    options.retry,
+    signal,
+  );
+  return { value, attempts };
+}
+
+async function postOnce<T>(url: string, body: string, options: PostOptions, signal: AbortSignal): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}) },
+      body,
+      signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]),
+    });
+  } catch (error) {
+    if (signal.aborted) throw error;
+    if (error instanceof DOMException && error.name === 'TimeoutError') throw new TimeoutError(`POST ${url}`, options.timeoutMs);
+    throw new ConnectionError(`POST ${url} failed: ${errorMessage(error)}`, error);
+  }
+  const text = await response.text();
+  if (response.ok) {
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ChatRequestError(`${url} answered with invalid JSON: ${text.slice(0, 200)}`);
+    }
+  }
+  const detail = `POST ${url}: HTTP ${response.status} ${text.slice(0, 300)}`;
+  if ([408, 409, 429].includes(response.status) || response.status >= 500) {
+    const retryAfter = Number(response.headers.get('retry-after'));
+    throw new RetriableHttpError(detail, Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter * 1000 : null);
+  }
+  throw new ChatRequestError(detail);
+}

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import { ChatRequestError } from './http.js';
+import { LlamaCppClient } from './llama-cpp.js';
+
+/** A stand-in for llama.cpp's native endpoints, answering what each test sets. */
+let answer: (path: string, body: Record<string, unknown>, res: ServerResponse) => void;
+const requests: Array<{ path: string; body: Record<string, unknown> }> = [];
+const server = createServer((req, res) => {
+  let raw = '';
+  req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+  req.on('end', () => {
+    const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
+    requests.push({ path: req.url ?? '', body });
+    answer(req.url ?? '', body, res);
+  });
+});
+const send = (res: ServerResponse, body: unknown, status = 200): void => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+let client: LlamaCppClient;
+let root = '';
+before(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  client = new LlamaCppClient({ rootUrl: root, retry: { retries: 2, initialDelayMs: 1, maxDelayMs: 2 } });
+});
+after(() => server.close());
+
+const sampling = { temperature: 0.5, topP: 0.9, maxTokens: 8, seed: 42 };
+
+test('a completion sends the token-array prompt, the sampling and the schema, and returns ids with one logprob each', async () => {
+  requests.length = 0;
+  answer = (_path, _body, res) =>
+    send(res, { model: 'm', content: '{}', tokens: [5, 0], stop_type: 'eos', completion_probabilities: [{ id: 5, logprob: -0.25 }, { id: 0, logprob: -0.5 }] });
+  const completion = await client.complete({ promptIds: [1, 2, 3], sampling, jsonSchema: { type: 'object' } });
+  assert.deepEqual([completion.completionIds, completion.logprobs, completion.finishReason, completion.content], [[5, 0], [-0.25, -0.5], 'stop', '{}']);
+  const { path, body } = requests[0]!;
+  assert.equal(path, '/completion');
+  assert.deepEqual(body, { prompt: [1, 2, 3], n_predict: 8, temperature: 0.5, top_p: 0.9, seed: 42, n_probs: 1, return_tokens: true, cache_prompt: true, json_schema: { type: 'object' } });
+});
+
+test('a completion cut at its token limit finishes with length; a 503 while loading is retried', async () => {
+  let calls = 0;
+  answer = (_path, _body, res) =>
+    ++calls === 1 ? send(res, { error: 'loading model' }, 503) : send(res, { content: 'x', tokens: [7], stop_type: 'limit', completion_probabilities: [{ id: 7, logprob: -1 }] });
+  const completion = await client.complete({ promptIds: [1], sampling });
+  assert.equal(completion.finishReason, 'length');
+  assert.equal(completion.attempts, 2);
+});
+
+test('logprobs that do not match the sampled tokens are refused, not recorded', async () => {
+  answer = (_path, _body, res) => send(res, { content: 'x', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, logprob: -1 }] });
+  await assert.rejects(client.complete({ promptIds: [1], sampling }), (error: unknown) => error instanceof ChatRequestError && /2 tokens but 1 logprobs/.test(error.message));
+});
+
+test('tokenize parses special tokens; the identity hashes the chat template; a server without one is named', async () => {
+  answer = (path, _body, res) =>
+    path === '/tokenize' ? send(res, { tokens: [1, 2] }) : send(res, { chat_template: '{{ messages }}', model_alias: 'tiny', model_path: '/m.gguf', total_slots: 2, default_generation_settings: { n_ctx: 4096 } });
+  requests.length = 0;
+  assert.deepEqual(await client.tokenize('<|im_start|>x', false), [1, 2]);
+  assert.deepEqual(requests[0]!.body, { content: '<|im_start|>x', add_special: false, parse_special: true });
+  const identity = await client.identity();
+  assert.equal(identity.model, 'tiny');
+  assert.match(identity.chatTemplateSha256, /^[0-9a-f]{64}$/);
+  assert.deepEqual([identity.slots, identity.contextTokens], [2, 4096]);
+  assert.equal(await LlamaCppClient.probe(root, null), true);
+  answer = (_path, _body, res) => send(res, { data: [] });
+  assert.equal(await LlamaCppClient.probe(root, null), false);
+  await assert.rejects(client.identity(), /names no chat_template/);
+});

@@ -1,0 +1,181 @@
+import { createHash } from 'node:crypto';
+import { ConfigError, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ChatRequestError, postJson } from './http.js';
+
+/**
+ * llama.cpp's native server API (`/completion` with a token-array prompt, `/tokenize`, `/detokenize`,
+ * `/apply-template`, `/props`), which is what token-exact trajectories need: the prompt goes in as token
+ * ids, and the sampled token ids and their logprobs come back, so nothing the model generated is ever
+ * re-tokenised. Its `json_schema` parameter constrains sampling to replies that match a JSON Schema.
+ */
+export interface LlamaCppClientOptions {
+  /** The server's root (not its OpenAI `/v1` base). */
+  rootUrl: string;
+  /** @default none */
+  apiKey?: string | null;
+  /** Budget for one HTTP attempt (a completion on a busy CPU takes tens of seconds). @default 120000 */
+  timeoutMs?: number;
+  /** @default { retries: 3, initialDelayMs: 500, maxDelayMs: 10000 } */
+  retry?: RetryOptions;
+}
+
+export interface SamplingParams {
+  readonly temperature: number;
+  readonly topP: number;
+  readonly maxTokens: number;
+  readonly seed: number;
+}
+
+export interface TokenCompletionRequest {
+  readonly promptIds: readonly number[];
+  readonly sampling: SamplingParams;
+  /** Constrains the reply to this JSON Schema (llama.cpp turns it into a grammar). @default unconstrained */
+  readonly jsonSchema?: Record<string, unknown>;
+}
+
+export interface TokenCompletion {
+  readonly model: string;
+  /** The reply as text (the sampled tokens detokenised by the server, an end-of-generation token excluded). */
+  readonly content: string;
+  /** Every sampled token, an end-of-generation token included. */
+  readonly completionIds: number[];
+  /** The logprob of each sampled token under the model, one per completion id. */
+  readonly logprobs: number[];
+  /** 'stop' (an end-of-generation token or a stop word) or 'length' (the token limit). */
+  readonly finishReason: 'stop' | 'length';
+  readonly latencyMs: number;
+  readonly attempts: number;
+}
+
+export interface ServerIdentity {
+  readonly model: string;
+  /** sha256 of the chat template, to tell which rendering produced a prompt's template tokens. */
+  readonly chatTemplateSha256: string;
+  /** sha256 of the model file path and type the server reports (llama.cpp's tokenizer lives in the GGUF). */
+  readonly tokenizer: string;
+  readonly slots: number;
+  readonly contextTokens: number;
+}
+
+export interface TemplateMessage {
+  readonly role: string;
+  readonly content: string;
+}
+
+interface WireCompletion {
+  model?: string;
+  content?: string;
+  tokens?: number[];
+  stop_type?: string;
+  completion_probabilities?: Array<{ id?: number; logprob?: number }>;
+}
+
+interface WireProps {
+  model_alias?: string;
+  model_path?: string;
+  model_ftype?: string;
+  chat_template?: string;
+  total_slots?: number;
+  default_generation_settings?: { n_ctx?: number };
+}
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+export class LlamaCppClient {
+  readonly rootUrl: string;
+  private readonly post: { apiKey: string | null; timeoutMs: number; retry: ResolvedRetryOptions };
+
+  constructor(options: LlamaCppClientOptions) {
+    this.rootUrl = options.rootUrl.replace(/\/+$/, '');
+    if (!/^https?:\/\//.test(this.rootUrl)) throw new ConfigError(`LlamaCppClientOptions.rootUrl "${options.rootUrl}" is not an http(s) URL`);
+    const timeoutMs = options.timeoutMs ?? 120_000;
+    if (!(timeoutMs > 0)) throw new ConfigError(`LlamaCppClientOptions.timeoutMs must be > 0, got ${timeoutMs}`);
+    this.post = { apiKey: options.apiKey ?? null, timeoutMs, retry: resolveRetryOptions({ retries: 3, initialDelayMs: 500, maxDelayMs: 10_000, ...options.retry }) };
+  }
+
+  /** True when a llama.cpp server answers `/props` at the root (how `server: 'auto'` tells llama.cpp from other servers). */
+  static async probe(rootUrl: string, apiKey: string | null, timeoutMs = 5_000): Promise<boolean> {
+    try {
+      const response = await fetch(`${rootUrl.replace(/\/+$/, '')}/props`, {
+        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+      if (!response.ok) return false;
+      const props = (await response.json()) as WireProps;
+      return typeof props.chat_template === 'string' && typeof props.default_generation_settings === 'object';
+    } catch {
+      return false;
+    }
+  }
+
+  async identity(signal?: AbortSignal): Promise<ServerIdentity> {
+    const response = await fetch(`${this.rootUrl}/props`, { headers: this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}, signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]) });
+    if (!response.ok) throw new ChatRequestError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
+    const props = (await response.json()) as WireProps;
+    if (typeof props.chat_template !== 'string') throw new ChatRequestError(`${this.rootUrl}/props names no chat_template: not a llama.cpp server with a chat model`);
+    return {
+      model: props.model_alias ?? props.model_path ?? 'unknown',
+      chatTemplateSha256: sha256(props.chat_template),
+      tokenizer: `gguf-sha256:${sha256(`${props.model_path ?? ''}\n${props.model_ftype ?? ''}`).slice(0, 16)}`,
+      slots: props.total_slots ?? 1,
+      contextTokens: props.default_generation_settings?.n_ctx ?? 0,
+    };
+  }
+
+  /** The chat template's rendering of `messages`, ending with the assistant's generation prompt. */
+  async applyTemplate(messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<string> {
+    const { value } = await postJson<{ prompt?: unknown }>(`${this.rootUrl}/apply-template`, { messages }, { ...this.post, signal });
+    if (typeof value.prompt !== 'string') throw new ChatRequestError(`${this.rootUrl}/apply-template answered without a prompt`);
+    return value.prompt;
+  }
+
+  /** Token ids of text that may hold the template's special tokens (`<|im_start|>`); `addSpecial` adds a BOS where the model wants one. */
+  async tokenize(text: string, addSpecial: boolean, signal?: AbortSignal): Promise<number[]> {
+    const { value } = await postJson<{ tokens?: unknown }>(`${this.rootUrl}/tokenize`, { content: text, add_special: addSpecial, parse_special: true }, { ...this.post, signal });
+    if (!Array.isArray(value.tokens) || !value.tokens.every((t) => Number.isInteger(t))) throw new ChatRequestError(`${this.rootUrl}/tokenize answered without token ids`);
+    return value.tokens as number[];
+  }
+
+  async detokenize(ids: readonly number[], signal?: AbortSignal): Promise<string> {
+    const { value } = await postJson<{ content?: unknown }>(`${this.rootUrl}/detokenize`, { tokens: ids }, { ...this.post, signal });
+    if (typeof value.content !== 'string') throw new ChatRequestError(`${this.rootUrl}/detokenize answered without content`);
+    return value.content;
+  }
+
+  /** Samples a completion of a token-id prompt; the reply's token ids and one logprob per token come back. */
+  async complete(request: TokenCompletionRequest, signal?: AbortSignal): Promise<TokenCompletion> {
+    const started = performance.now();
+    const { value, attempts } = await postJson<WireCompletion>(
+      `${this.rootUrl}/completion`,
+      {
+        prompt: request.promptIds,
+        n_predict: request.sampling.maxTokens,
+        temperature: request.sampling.temperature,
+        top_p: request.sampling.topP,
+        seed: request.sampling.seed,
+        // One probability per sampled token: its logprob under the model (before temperature and top-p).
+        n_probs: 1,
+        return_tokens: true,
+        // The slot keeps the previous turn's KV cache: only the appended tokens are evaluated.
+        cache_prompt: true,
+        ...(request.jsonSchema ? { json_schema: request.jsonSchema } : {}),
+      },
+      { ...this.post, signal },
+    );
+    const completionIds = value.tokens;
+    if (!Array.isArray(completionIds) || typeof value.content !== 'string') throw new ChatRequestError(`${this.rootUrl}/completion answered without tokens and content`);
+    const probabilities = value.completion_probabilities ?? [];
+    if (probabilities.length !== completionIds.length || probabilities.some((p, i) => p.id !== completionIds[i] || typeof p.logprob !== 'number')) {
+      throw new ChatRequestError(`${this.rootUrl}/completion answered ${completionIds.length} tokens but ${probabilities.length} logprobs that do not match them`);
+    }
+    return {
+      model: value.model ?? 'unknown',
+      content: value.content,
+      completionIds,
+      logprobs: probabilities.map((p) => p.logprob!),
+      finishReason: value.stop_type === 'limit' ? 'length' : 'stop',
+      latencyMs: performance.now() - started,
+      attempts,
+    };
+  }
+}

@@ -1,0 +1,42 @@
+import type { RepairObservation } from '../../envs/index.js';
+import { ConfigError } from '../../schemas/index.js';
+import type { PolicyKind } from '../types.js';
+import type { ResolvedLlmPolicyOptions } from './options.js';
+import { LLM_POLICY, LlmPolicy } from './policy.js';
+
+/** What an llm checkpoint names: the model the server serves (its weights live in the server, not here). */
+export interface LlmParams {
+  readonly model: string;
+}
+
+/**
+ * The llm policy as a policy kind, configured with its server and sampling settings. Its weights are the
+ * model server's, so this learner does not train it (`trainable: false`: the loop runs no learner for it).
+ */
+export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<RepairObservation, LlmParams, null> {
+  return {
+    policyId: LLM_POLICY,
+    featureNames: [],
+    trainable: false,
+    initial: () => ({ params: { model: options.model }, optimizer: null }),
+    encodeParams: (params) => Buffer.from(JSON.stringify({ policyId: LLM_POLICY, model: params.model })),
+    decodeParams: (bytes) => {
+      let parsed: { policyId?: unknown; model?: unknown };
+      try {
+        parsed = JSON.parse(bytes.toString('utf8')) as typeof parsed;
+      } catch {
+        throw new ConfigError('an llm artifact is not valid JSON');
+      }
+      if (parsed.policyId !== LLM_POLICY || typeof parsed.model !== 'string') throw new ConfigError(`an llm artifact needs policyId "${LLM_POLICY}" and a model name`);
+      return { model: parsed.model };
+    },
+    encodeOptimizer: () => Buffer.from('null'),
+    decodeOptimizer: () => null,
+    inlineWeights: () => [],
+    // A checkpoint names the model to serve; the server's settings (and its model, unless named) are this run's.
+    load: async (params, version) => new LlmPolicy({ ...options, model: params.model }, version),
+    update: async () => {
+      throw new ConfigError('the llm policy is not trained by the learner: its weights live in the model server');
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import assert from 'node:assert/strict';
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { after, before, test } from 'node:test';
+import type { RepairObservation } from '../../envs/index.js';
+import { seededRandom } from '../types.js';
+import { resolveLlmPolicyOptions } from './options.js';
+import { INVALID_REPLY, LlmPolicy } from './policy.js';
+
+/**
+ * The function-calling path against a stand-in OpenAI-compatible server that answers like vLLM (with
+ * `return_token_ids`): the token-exact llama.cpp path is tested against the real server in
+ * test/integration/llm-episode.test.ts.
+ */
+const replies: Array<(body: Record<string, unknown>) => unknown> = [];
+const requests: Array<Record<string, unknown>> = [];
+const server = createServer((req, res) => {
+  let raw = '';
+  req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
+  req.on('end', () => {
+    if (req.url === '/version') return send(res, { version: '0.11.0' });
+    if (req.url !== '/v1/chat/completions') return send(res, { error: 'not found' }, 404);
+    const body = JSON.parse(raw) as Record<string, unknown>;
+    requests.push(body);
+    send(res, replies.shift()!(body));
+  });
+});
+const send = (res: ServerResponse, body: unknown, status = 200): void => {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+let baseUrl = '';
+before(async () => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+});
+after(() => server.close());
+
+const observation = (maxTurns: number, lastResult: RepairObservation['lastResult'] = null): RepairObservation => ({
+  description: 'Fix it.', modulePath: 'mod.py', moduleLineCount: 3, functions: [], turn: 0, maxTurns, lastTests: null, baselineTests: null, edits: null, applied: null, tried: [], lastTool: null, lastResult,
+});
+const choice = (toolCalls: Array<{ name: string; arguments: string }>, tokenIds: number[]) => ({
+  message: { content: null, tool_calls: toolCalls.map((c, i) => ({ id: `c${i}`, type: 'function', function: c })) },
+  finish_reason: 'tool_calls',
+  token_ids: tokenIds,
+  logprobs: { content: tokenIds.map(() => ({ logprob: -0.5 })) },
+});
+
+test('on vLLM a call is required of every reply, token ids are recorded, and a prompt extends the previous turn only where its ids do', async () => {
+  const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', seed: 5 }, {}), 3);
+  const actor = policy.startEpisode();
+  const random = seededRandom('x');
+  replies.push(() => ({ model: 'm', prompt_token_ids: [1, 2], choices: [choice([{ name: 'run_tests', arguments: '{}' }], [9])], usage: { prompt_tokens: 2, completion_tokens: 1 } }));
+  const first = await actor.act(observation(4), random);
+  assert.deepEqual(first.action, { name: 'run_tests', arguments: {} });
+  assert.deepEqual(first.llm!.tokens, { appendedPromptIds: [1, 2], promptLength: 2, extendsPrevious: false, completionIds: [9] });
+  assert.deepEqual([first.llm!.constrained, first.llm!.policyVersion, first.llm!.sampling!.seed], [true, 3, 5]);
+  const sent = requests.at(-1)!;
+  assert.equal(sent.tool_choice, 'required');
+  assert.equal(sent.return_token_ids, true);
+  assert.equal((sent.tools as unknown[]).length, 7, 'the environment\'s seven tools');
+
+  replies.push(() => ({ model: 'm', prompt_token_ids: [1, 2, 9, 4], choices: [choice([{ name: 'read_file', arguments: '{"path": ' }], [8])] }));
+  const second = await actor.act(observation(4, { ok: true, output: '1 passed', truncated: false, exitCode: 0 }), random);
+  assert.deepEqual(second.llm!.tokens, { appendedPromptIds: [4], promptLength: 4, extendsPrevious: true, completionIds: [8] });
+  // The tool result went back by call id; the broken arguments make a failed turn.
+  assert.deepEqual((requests.at(-1)!.messages as Array<Record<string, unknown>>).at(-1), { role: 'tool', content: 'run_tests ok:\n1 passed', tool_call_id: 'c0' });
+  assert.equal(second.action.name, INVALID_REPLY);
+  assert.match(second.invalid!, /arguments of "read_file" are not JSON/);
+  assert.equal(second.llm!.invalidReply, second.invalid);
+
+  // The server re-rendered the chat differently: the prompt is recorded whole, not as an extension.
+  replies.push(() => ({ model: 'm', prompt_token_ids: [1, 3, 9, 4, 8, 5], choices: [choice([{ name: 'submit', arguments: '{}' }], [7])] }));
+  const third = await actor.act(observation(4), random);
+  const told = (requests.at(-1)!.messages as Array<Record<string, unknown>>).at(-1)!;
+  assert.match(String(told.content), /^invalid reply: the arguments of "read_file" are not JSON/);
+  assert.deepEqual(third.llm!.tokens, { appendedPromptIds: [1, 3, 9, 4, 8, 5], promptLength: 6, extendsPrevious: false, completionIds: [7] });
+  assert.equal(third.action.name, 'submit');
+});
+
+test('every reply counts against the turn cap: once it is reached the policy submits without calling the model', async () => {
+  const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', server: 'openai' }, {}), 0);
+  const actor = policy.startEpisode();
+  replies.push(() => ({ model: 'm', choices: [{ message: { content: 'I will think about it.' }, finish_reason: 'stop' }] }));
+  const first = await actor.act(observation(1), seededRandom('y'));
+  assert.equal(first.action.name, INVALID_REPLY);
+  assert.match(first.invalid!, /called no tool/);
+  assert.equal(first.llm!.tokens, null, 'an OpenAI server gives no token ids');
+  assert.equal(requests.at(-1)!.tool_choice, 'auto');
+  assert.equal(requests.at(-1)!.return_token_ids, undefined);
+  const calls = requests.length;
+  const last = await actor.act(observation(1), seededRandom('y'));
+  assert.deepEqual(last, { action: { name: 'submit', arguments: {} }, decision: null });
+  assert.equal(requests.length, calls);
+});

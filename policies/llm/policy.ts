@@ -1,0 +1,250 @@
+import { ChatClient, LlamaCppClient, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
+import { REPAIR_TOOL_SPECS, type RepairObservation } from '../../envs/index.js';
+import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
+import type { Action, Policy } from '../types.js';
+import type { ResolvedLlmPolicyOptions } from './options.js';
+import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema, type ParsedReply, type ToolSpec } from './tool-calls.js';
+
+export const LLM_POLICY = 'llm';
+
+/** The tool name an invalid reply is recorded under (it never reaches the environment). */
+export const INVALID_REPLY = 'invalid_reply';
+
+type Backend =
+  | { readonly kind: 'llama.cpp'; readonly client: LlamaCppClient; readonly identity: ServerIdentity }
+  | { readonly kind: 'vllm' | 'openai'; readonly client: ChatClient };
+
+/** The server's root for its native endpoints: the OpenAI base URL without its trailing /v1. */
+const rootOf = (baseUrl: string): string => baseUrl.replace(/\/v1$/, '');
+
+async function answersVllmVersion(rootUrl: string, apiKey: string | null): Promise<boolean> {
+  try {
+    const response = await fetch(`${rootUrl}/version`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {}, signal: AbortSignal.timeout(5_000) });
+    return response.ok && typeof ((await response.json()) as { version?: unknown }).version === 'string';
+  } catch {
+    return false;
+  }
+}
+
+async function connect(options: ResolvedLlmPolicyOptions): Promise<Backend> {
+  const root = rootOf(options.baseUrl);
+  let kind = options.server;
+  if (kind === 'auto') {
+    if (await LlamaCppClient.probe(root, options.apiKey)) kind = 'llama.cpp';
+    else kind = (await answersVllmVersion(root, options.apiKey)) ? 'vllm' : 'openai';
+  }
+  if (kind === 'llama.cpp') {
+    const client = new LlamaCppClient({ rootUrl: root, apiKey: options.apiKey, timeoutMs: options.requestTimeoutMs });
+    return { kind, client, identity: await client.identity() };
+  }
+  const client = new ChatClient({
+    baseUrl: options.baseUrl,
+    model: options.model,
+    apiKey: options.apiKey ?? undefined,
+    timeoutMs: options.requestTimeoutMs,
+    temperature: options.temperature,
+    topP: options.topP,
+    maxTokens: options.maxTokensPerTurn,
+    returnTokenIds: kind === 'vllm',
+    // vLLM constrains sampling to a call of one of the tools when one is required.
+    toolChoice: kind === 'vllm' && options.constrained ? 'required' : 'auto',
+  });
+  return { kind, client };
+}
+
+export const SYSTEM_PROMPT =
+  'You repair a Python module so that its tests pass. Work only through the tools: run the visible tests, ' +
+  'read the module, list candidate edits and apply one, or write the file yourself; re-run the tests; ' +
+  'submit when they pass. Hidden tests will check your fix, so fix the bug rather than the tests.';
+
+/** The first two messages of an episode: instructions with the tools, and the task. */
+export function openingMessages(observation: RepairObservation, tools: readonly ToolSpec[], listTools: boolean): TemplateMessage[] {
+  const toolList = listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(tools)}` : ' Call exactly one tool per reply.';
+  return [
+    { role: 'system', content: `${SYSTEM_PROMPT}${toolList}` },
+    { role: 'user', content: `${observation.description}\n\nThe module is ${observation.modulePath}; the visible tests are in the workspace. You have ${observation.maxTurns} tool calls.` },
+  ];
+}
+
+/** A tool result (or why the reply was refused) as the model reads it, cut to `maxChars` (head and tail kept). */
+export function resultMessage(tool: string, result: Pick<ToolResult, 'ok' | 'output'>, maxChars: number): string {
+  const output = result.output.length > maxChars ? `${result.output.slice(0, maxChars / 2)}\n...\n${result.output.slice(-maxChars / 2)}` : result.output;
+  return `${tool} ${result.ok ? 'ok' : 'failed'}:\n${output}`;
+}
+
+/**
+ * A language model as a policy over the environment's tools (REPAIR_TOOL_SPECS, the environment's own specs).
+ * One actor per episode keeps its transcript. Against llama.cpp every turn is token-exact: the prompt goes in
+ * as token ids that only ever grow by appending, decoding is constrained to valid tool calls, and the sampled
+ * ids and logprobs go into the trajectory. Against other OpenAI-compatible servers it uses function calling.
+ */
+export class LlmPolicy implements Policy<RepairObservation> {
+  readonly policyId = LLM_POLICY;
+  private backend: Promise<Backend> | null = null;
+
+  constructor(
+    readonly options: ResolvedLlmPolicyOptions,
+    readonly version: number,
+    readonly tools: readonly ToolSpec[] = REPAIR_TOOL_SPECS,
+  ) {}
+
+  /** The server, probed once per policy; a failed probe is retried by the next episode. */
+  connect(): Promise<Backend> {
+    this.backend ??= connect(this.options).catch((error: unknown) => {
+      this.backend = null;
+      throw error;
+    });
+    return this.backend;
+  }
+
+  startEpisode(): LlmEpisode {
+    return new LlmEpisode(this);
+  }
+
+  act(): Promise<Action> {
+    throw new Error('LlmPolicy keeps a transcript per episode: call startEpisode() and act on the actor');
+  }
+}
+
+const submit = (): Action => ({ action: { name: 'submit', arguments: {} }, decision: null });
+
+/** One episode's actor: the transcript, the token sequence so far, and the budgets. */
+export class LlmEpisode implements Policy<RepairObservation> {
+  readonly policyId = LLM_POLICY;
+  readonly version: number;
+  private readonly started = performance.now();
+  private turns = 0;
+  /** What the model saw, message by message (the template's input). */
+  private readonly messages: TemplateMessage[] = [];
+  /** llama.cpp: the template's rendering of `messages` (ending with the generation prompt) and the token ids so far (the last completion included). */
+  private rendered = '';
+  private ids: number[] = [];
+  /** The last reply: its call (or why it was refused) and, for function calling, the server's call ids. */
+  private last: { tool: string; invalid: string | null; calls: readonly ToolCallRequest[] } | null = null;
+  private readonly chat: ChatMessage[] = [];
+
+  constructor(private readonly policy: LlmPolicy) {
+    this.version = policy.version;
+  }
+
+  /** The conversation so far as the chat template's input (system, task, then replies and results). */
+  transcript(): readonly TemplateMessage[] {
+    return this.messages;
+  }
+
+  async act(observation: RepairObservation, random: () => number, signal?: AbortSignal): Promise<Action> {
+    const { options } = this.policy;
+    // Every reply is a turn, valid or not: the turn cap and the wall-clock budget end the episode by submitting.
+    if (this.turns >= observation.maxTurns || performance.now() - this.started >= options.maxEpisodeMs) return submit();
+    const backend = await this.policy.connect();
+    const sampling: SamplingParams = {
+      temperature: options.temperature,
+      topP: options.topP,
+      maxTokens: options.maxTokensPerTurn,
+      seed: options.seed ?? Math.floor(random() * 2 ** 31),
+    };
+    const result = this.last && (this.last.invalid === null ? resultMessage(this.last.tool, observation.lastResult ?? { ok: false, output: '' }, options.maxToolResultChars) : `invalid reply: ${this.last.invalid}`);
+    return backend.kind === 'llama.cpp' ? this.tokenTurn(backend, observation, result, sampling, signal) : this.chatTurn(backend.client, backend.kind, observation, result, sampling, signal);
+  }
+
+  private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, observation: RepairObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+    const { client, identity } = backend;
+    const { options, tools } = this.policy;
+    const messages: TemplateMessage[] = result === null ? openingMessages(observation, tools, true) : [...this.messages, { role: 'tool', content: result }];
+    const rendered = await client.applyTemplate(messages, signal);
+    // Only the new part is tokenised: what the template renders after the model's reply (its end-of-turn and
+    // the result's turn up to the next generation prompt); the reply's own tokens stay as sampled. A template
+    // that renders the conversation so far differently (one that trims or rewrites replies) cannot be
+    // extended: the prompt is then tokenised whole, and the record says it does not extend the previous turn.
+    const extendsPrevious = result !== null && rendered.startsWith(this.rendered);
+    const appended = await client.tokenize(extendsPrevious ? rendered.slice(this.rendered.length) : rendered, !extendsPrevious, signal);
+    const promptIds = extendsPrevious ? [...this.ids, ...appended] : appended;
+    if (promptIds.length + sampling.maxTokens > options.maxEpisodeTokens) return submit();
+    const completion = await client.complete({ promptIds, sampling, jsonSchema: options.constrained ? toolCallSchema(tools) : undefined }, signal);
+    this.turns++;
+    this.ids = [...promptIds, ...completion.completionIds];
+    // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.
+    this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: completion.content });
+    this.rendered = rendered + completion.content;
+    const tokens: LlmTokens = { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious, completionIds: completion.completionIds };
+    const llm: LlmCall = {
+      model: completion.model,
+      content: completion.content,
+      finishReason: completion.finishReason,
+      promptTokens: promptIds.length,
+      completionTokens: completion.completionIds.length,
+      logprobs: completion.logprobs,
+      latencyMs: completion.latencyMs,
+      attempts: completion.attempts,
+      tokens,
+      sampling,
+      tokenizer: identity.tokenizer,
+      chatTemplateSha256: identity.chatTemplateSha256,
+      policyVersion: this.version,
+      constrained: options.constrained,
+      invalidReply: null,
+    };
+    return this.answer(parseToolCallReply(completion.content, tools), llm, completion.content, []);
+  }
+
+  private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', observation: RepairObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+    const { tools } = this.policy;
+    if (result === null) {
+      const opening = openingMessages(observation, tools, false);
+      this.messages.push(...opening);
+      this.chat.push(...opening.map((m) => ({ role: m.role as 'system' | 'user', content: m.content })));
+    } else {
+      // Every call of the last reply is answered by id; only the first was executed.
+      const [executed, ...skipped] = this.last?.calls ?? [];
+      if (executed) this.chat.push({ role: 'tool', toolCallId: executed.id, content: result });
+      else this.chat.push({ role: 'user', content: result });
+      for (const call of skipped) this.chat.push({ role: 'tool', toolCallId: call.id, content: 'not executed: one tool call per reply' });
+      this.messages.push({ role: 'tool', content: result });
+    }
+    const previous = this.ids;
+    const reply = await client.complete(this.chat, tools, signal, sampling.seed);
+    this.turns++;
+    this.chat.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
+    const [call] = reply.toolCalls;
+    const text = call ? JSON.stringify({ name: call.name, arguments: call.arguments }) : (reply.content ?? '');
+    this.messages.push({ role: 'assistant', content: text });
+    // vLLM re-renders and re-tokenises the chat each turn: the ids are recorded as it gives them, and a
+    // prompt counts as extending the previous turn only where it truly starts with its prompt and completion.
+    let tokens: LlmTokens | null = null;
+    if (reply.promptTokenIds && reply.completionTokenIds) {
+      const prompt = [...reply.promptTokenIds];
+      const extendsPrevious = previous.length > 0 && previous.every((id, i) => prompt[i] === id);
+      tokens = { appendedPromptIds: extendsPrevious ? prompt.slice(previous.length) : prompt, promptLength: prompt.length, extendsPrevious, completionIds: [...reply.completionTokenIds] };
+      this.ids = [...prompt, ...reply.completionTokenIds];
+    }
+    const llm: LlmCall = {
+      model: reply.model,
+      content: reply.content,
+      finishReason: reply.finishReason,
+      promptTokens: reply.promptTokens,
+      completionTokens: reply.completionTokens,
+      logprobs: reply.logprobs ? [...reply.logprobs] : null,
+      latencyMs: reply.latencyMs,
+      attempts: reply.attempts,
+      tokens,
+      sampling: { ...sampling, seed: kind === 'vllm' ? sampling.seed : null },
+      tokenizer: null,
+      chatTemplateSha256: null,
+      policyVersion: this.version,
+      constrained: client.options.toolChoice === 'required',
+      invalidReply: null,
+    };
+    const parsed: ParsedReply = call ? parseFunctionCall(call.name, call.arguments, tools) : { call: null, invalid: 'the reply called no tool; call exactly one tool per reply' };
+    return this.answer(parsed, llm, text, reply.toolCalls);
+  }
+
+  private answer(parsed: ParsedReply, llm: LlmCall, reply: string, calls: readonly ToolCallRequest[]): Action {
+    if (parsed.call) {
+      this.last = { tool: parsed.call.name, invalid: null, calls };
+      return { action: parsed.call, decision: null, llm };
+    }
+    this.last = { tool: INVALID_REPLY, invalid: parsed.invalid, calls };
+    const recorded: ToolCall = { name: INVALID_REPLY, arguments: { reply } };
+    return { action: recorded, decision: null, llm: { ...llm, invalidReply: parsed.invalid }, invalid: parsed.invalid };
+  }
+}

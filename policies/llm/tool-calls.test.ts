@@ -1,0 +1,32 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { REPAIR_TOOL_SPECS } from '../../envs/index.js';
+import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
+
+test('the reply schema allows exactly one call of each of the environment\'s tools, with that tool\'s own argument schema', () => {
+  const schema = toolCallSchema(REPAIR_TOOL_SPECS) as { oneOf: Array<{ properties: { name: { const: string }; arguments: unknown }; required: string[]; additionalProperties: boolean }> };
+  assert.deepEqual(schema.oneOf.map((option) => option.properties.name.const), REPAIR_TOOL_SPECS.map((tool) => tool.name));
+  for (const [i, option] of schema.oneOf.entries()) {
+    assert.equal(option.properties.arguments, REPAIR_TOOL_SPECS[i]!.parameters, 'the spec itself, never a copy');
+    assert.deepEqual(option.required, ['name', 'arguments']);
+    assert.equal(option.additionalProperties, false);
+  }
+});
+
+test('the tool list names every tool with its arguments', () => {
+  const listing = describeTools(REPAIR_TOOL_SPECS);
+  assert.match(listing, /\{"name": "apply_edit", "arguments": \{"id": <integer>\}\}/);
+  assert.equal(listing.split('\n').length, REPAIR_TOOL_SPECS.length);
+});
+
+test('a reply is one tool call or a reason it is not', () => {
+  assert.deepEqual(parseToolCallReply('{"name": "apply_edit", "arguments": {"id": 3}}', REPAIR_TOOL_SPECS), { call: { name: 'apply_edit', arguments: { id: 3 } }, invalid: null });
+  assert.deepEqual(parseToolCallReply('{"name": "run_tests"}', REPAIR_TOOL_SPECS).call, { name: 'run_tests', arguments: {} });
+  assert.match(parseToolCallReply('{"name": "run_te', REPAIR_TOOL_SPECS).invalid!, /not one JSON object \(it starts "\{\\"name\\": \\"run_te"\)/);
+  assert.match(parseToolCallReply('', REPAIR_TOOL_SPECS).invalid!, /it is empty/);
+  assert.match(parseToolCallReply('[1]', REPAIR_TOOL_SPECS).invalid!, /must be a JSON object/);
+  assert.match(parseToolCallReply('{"name": "rm", "arguments": {}}', REPAIR_TOOL_SPECS).invalid!, /unknown tool "rm"; tools: read_file, write_file/);
+  assert.match(parseToolCallReply('{"name": "revert", "arguments": [1]}', REPAIR_TOOL_SPECS).invalid!, /arguments of revert must be a JSON object/);
+  assert.match(parseFunctionCall('read_file', '{"path": ', REPAIR_TOOL_SPECS).invalid!, /arguments of "read_file" are not JSON/);
+  assert.deepEqual(parseFunctionCall('submit', '', REPAIR_TOOL_SPECS).call, { name: 'submit', arguments: {} });
+});

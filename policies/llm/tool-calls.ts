@@ -1,0 +1,70 @@
+import type { ToolCall } from '../../schemas/index.js';
+
+/** A tool as an environment offers it to language models: a name, what it does, its arguments as JSON Schema. */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Record<string, unknown>;
+}
+
+/**
+ * The JSON Schema of one reply: a call of exactly one of the tools, `{"name": ..., "arguments": {...}}`, with
+ * the tool's own argument schema. Given to llama.cpp as `json_schema`, sampling can produce nothing else.
+ */
+export function toolCallSchema(tools: readonly ToolSpec[]): Record<string, unknown> {
+  return {
+    oneOf: tools.map((tool) => ({
+      type: 'object',
+      properties: { name: { const: tool.name }, arguments: tool.parameters },
+      required: ['name', 'arguments'],
+      additionalProperties: false,
+    })),
+  };
+}
+
+/** The tools as the system prompt lists them (for servers whose chat template knows no tools). */
+export function describeTools(tools: readonly ToolSpec[]): string {
+  return tools
+    .map((tool) => {
+      const properties = (tool.parameters.properties ?? {}) as Record<string, { type?: string }>;
+      const args = Object.entries(properties).map(([name, schema]) => `"${name}": <${schema.type ?? 'value'}>`);
+      return `- {"name": "${tool.name}", "arguments": {${args.join(', ')}}}  ${tool.description}`;
+    })
+    .join('\n');
+}
+
+export type ParsedReply = { readonly call: ToolCall; readonly invalid: null } | { readonly call: null; readonly invalid: string };
+
+/**
+ * A reply read as one tool call, or why it is not one: not JSON, not an object, no known tool name, arguments
+ * that are not an object. Whether the arguments suit the tool is the environment's to say, as for any call.
+ */
+export function parseToolCallReply(reply: string, tools: readonly ToolSpec[]): ParsedReply {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(reply);
+  } catch {
+    return { call: null, invalid: `the reply is not one JSON object (${reply.trim() === '' ? 'it is empty' : `it starts ${JSON.stringify(reply.slice(0, 60))}`}); reply with exactly one tool call` };
+  }
+  if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { call: null, invalid: 'the reply must be a JSON object {"name": ..., "arguments": {...}}' };
+  const { name, arguments: args } = parsed as { name?: unknown; arguments?: unknown };
+  return checkedCall(name, args ?? {}, tools);
+}
+
+/** A function call the server parsed (OpenAI tool_calls): its name and raw JSON argument string. */
+export function parseFunctionCall(name: string, rawArguments: string, tools: readonly ToolSpec[]): ParsedReply {
+  let args: unknown;
+  try {
+    args = JSON.parse(rawArguments || '{}');
+  } catch {
+    return { call: null, invalid: `the arguments of ${JSON.stringify(name)} are not JSON: ${JSON.stringify(rawArguments.slice(0, 80))}` };
+  }
+  return checkedCall(name, args, tools);
+}
+
+function checkedCall(name: unknown, args: unknown, tools: readonly ToolSpec[]): ParsedReply {
+  const known = tools.map((tool) => tool.name);
+  if (typeof name !== 'string' || !known.includes(name)) return { call: null, invalid: `unknown tool ${JSON.stringify(name) ?? 'nothing'}; tools: ${known.join(', ')}` };
+  if (args === null || typeof args !== 'object' || Array.isArray(args)) return { call: null, invalid: `the arguments of ${name} must be a JSON object` };
+  return { call: { name, arguments: args as Record<string, unknown> }, invalid: null };
+}

@@ -1,0 +1,138 @@
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { repoRoot } from '../../cli/paths.js';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { LlamaCppClient } from '../../connectors/llm/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { makeEnv, REPAIR_TOOL_SPECS, type RepairObservation } from '../../envs/index.js';
+import { runLoop } from '../../pipelines/loop/index.js';
+import { runEpisode } from '../../pipelines/rollout-worker/index.js';
+import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { INVALID_REPLY, LLM_POLICY, LlmPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
+import { llmTokenSequences, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
+import { imageFor, llmComponent, stackUp } from '../../stack/index.js';
+import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
+
+/**
+ * Against the stack's real model server (llama.cpp serving SmolLM2-135M-Instruct on the CPU, tens of
+ * tokens per second here): few, short episodes.
+ */
+const pool = new DockerSandboxPool();
+const server = new LlamaCppClient({ rootUrl: STACK_LLM_URL.replace(/\/v1$/, '') });
+let task: Task;
+before(async () => {
+  await ensureStack();
+  await stackUp((line) => console.log(`# ${line}`), [llmComponent({ url: STACK_LLM_URL, external: false })]);
+  const tasks = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('llm-rejects') })).tasks;
+  task = tasks[0]!;
+}, { timeout: 900_000 });
+after(() => pool.close());
+
+/** One episode with the actor kept, so its transcript can be compared with the recorded tokens. */
+async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; actor: LlmEpisode }> {
+  const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, server: 'llama.cpp', ...options }, {}), 0);
+  const actor = policy.startEpisode();
+  const once: Policy<RepairObservation> = { policyId: policy.policyId, version: policy.version, act: () => Promise.reject(new Error('unused')), startEpisode: () => actor };
+  const env = makeEnv(task.envId, { pool, runId: 'llm-it', imageFor, maxTurns });
+  const episode = await runEpisode(env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal);
+  return { steps: episode.steps, actor };
+}
+
+test('a multi-turn episode on llama.cpp is token-exact: one growing sequence that detokenises to its transcript, with a mask over exactly the model tokens', { timeout: 900_000 }, async () => {
+  const { steps, actor } = await playEpisode({ maxTokensPerTurn: 96 }, 3, 'token-exact');
+  const turns = steps.filter((step) => step.llm !== null);
+  assert.ok(turns.length >= 2, `at least two model turns, got ${turns.length}`);
+  const identity = await server.identity();
+  let length = 0;
+  for (const [i, { llm }] of turns.entries()) {
+    const tokens = llm!.tokens!;
+    assert.equal(llm!.logprobs!.length, tokens.completionIds.length, `turn ${i}: one logprob per completion token`);
+    assert.equal(llm!.completionTokens, tokens.completionIds.length);
+    assert.equal(llm!.constrained, true);
+    assert.equal(llm!.chatTemplateSha256, identity.chatTemplateSha256);
+    assert.equal(llm!.tokenizer, identity.tokenizer);
+    assert.equal(llm!.policyVersion, 0);
+    assert.ok(llm!.sampling && llm!.sampling.seed !== null && llm!.sampling.maxTokens === 96);
+    // Never re-tokenised: each prompt is the previous prompt and completion with the new part appended.
+    assert.equal(tokens.extendsPrevious, i > 0);
+    assert.equal(tokens.promptLength, length + tokens.appendedPromptIds.length, `turn ${i} extends the sequence so far`);
+    length = tokens.promptLength + tokens.completionIds.length;
+    // The sampled ids are the reply: its text, then at most the end-of-generation token.
+    const decoded = await server.detokenize(tokens.completionIds);
+    if (decoded !== llm!.content) {
+      assert.equal(llm!.finishReason, 'stop', `turn ${i}: completion ids decode to the reply`);
+      assert.equal(await server.detokenize(tokens.completionIds.slice(0, -1)), llm!.content, `turn ${i}: completion ids decode to the reply and its end-of-generation token`);
+    }
+  }
+  const sequences = llmTokenSequences(steps);
+  assert.equal(sequences.length, 1, 'one sequence: no prompt had to be rebuilt');
+  const [sequence] = sequences;
+  assert.equal(sequence!.ids.length, length);
+  // The mask is 1 exactly on the sampled tokens, and those are the completions in order.
+  assert.deepEqual(sequence!.ids.filter((_, i) => sequence!.lossMask[i] === 1), turns.flatMap(({ llm }) => llm!.tokens!.completionIds));
+  assert.equal(sequence!.lossMask.filter((bit) => bit === 1).length, turns.reduce((sum, { llm }) => sum + llm!.tokens!.completionIds.length, 0));
+  // The whole sequence decodes to the chat template's rendering of the transcript (each reply as sampled,
+  // end-of-generation token included), up to the end of the last reply.
+  const replies = await Promise.all(turns.map(({ llm }) => server.detokenize(llm!.tokens!.completionIds)));
+  let reply = 0;
+  const transcript = actor.transcript().map((m) => (m.role === 'assistant' ? { ...m, content: replies[reply++]! } : m));
+  const rendered = await server.applyTemplate(transcript);
+  const text = await server.detokenize(sequence!.ids);
+  assert.equal(rendered.slice(0, text.length), text);
+  assert.ok(text.endsWith(replies.at(-1)!));
+  // The environment's own tool specs were offered: the system prompt names each of them.
+  for (const tool of REPAIR_TOOL_SPECS) assert.ok(actor.transcript()[0]!.content.includes(`"name": "${tool.name}"`));
+});
+
+test('a reply that is no valid call (cut off at its token limit) is a failed turn the model is told about; the turn cap still ends the episode', { timeout: 600_000 }, async () => {
+  const { steps } = await playEpisode({ maxTokensPerTurn: 3 }, 2, 'invalid');
+  const [first, second, last] = steps;
+  for (const step of [first!, second!]) {
+    assert.equal(step.toolCall.name, INVALID_REPLY);
+    assert.equal(step.toolResult.ok, false);
+    assert.match(step.llm!.invalidReply!, /not one JSON object/);
+    assert.equal(step.llm!.finishReason, 'length');
+    assert.equal(step.sandboxMs, 0, 'the environment was not stepped');
+  }
+  const told = await server.detokenize(second!.llm!.tokens!.appendedPromptIds);
+  assert.match(told, /invalid reply: the reply is not one JSON object/);
+  // Two replies were the cap: the policy submits without another model call.
+  assert.equal(last!.toolCall.name, 'submit');
+  assert.equal(last!.llm, null);
+  assert.equal(steps.length, 3);
+});
+
+test('an episode of program-repair/v1 with the llm policy runs through the rollout worker to a verification, its tokens intact through the registry', { timeout: 900_000 }, async () => {
+  const context = await freshContext('llm-loop');
+  const llm = resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, maxTokensPerTurn: 96 }, {});
+  const summary = await runLoop(context, {
+    tasks: [task],
+    dataDir: tempDir('llm-loop'),
+    pool,
+    imageFor,
+    checkpoints: new LocalCheckpointStore(tempDir('llm-checkpoints')),
+    policyId: LLM_POLICY,
+    llm,
+    groupSize: 2,
+    maxTurns: 3,
+    rolloutWorkers: 1,
+    verifiers: 1,
+  });
+  assert.equal(summary.trajectories, 2);
+  assert.equal(summary.checkpoints, 0, 'no learner runs for the llm policy');
+  const [trajectories, verifications, deadLetters] = await Promise.all([readAll(context, 'trajectories'), readAll(context, 'verifications'), readAll(context, 'deadLetters')]);
+  assert.deepEqual(deadLetters, []);
+  assert.equal(trajectories.length, 2);
+  assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), trajectories.map((t) => t.trajectoryId).sort());
+  for (const trajectory of trajectories) {
+    assert.equal(trajectory.policyId, LLM_POLICY);
+    const turns = trajectory.steps.filter((step) => step.llm !== null);
+    assert.ok(turns.length >= 1);
+    for (const { llm: call } of turns) assert.equal(call!.logprobs!.length, call!.tokens!.completionIds.length);
+    assert.equal(llmTokenSequences(trajectory.steps).length, 1);
+    // The record stays compact: the prompt is never repeated per turn.
+    const bytes = Buffer.byteLength(JSON.stringify(trajectory));
+    console.log(`# llm trajectory: ${turns.length} model turns, ${llmTokenSequences(trajectory.steps)[0]!.ids.length} tokens, ${bytes} bytes as JSON`);
+  }
+});
