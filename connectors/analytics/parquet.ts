@@ -1,9 +1,9 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
-import { tableToIPC } from 'apache-arrow';
-import * as parquet from 'parquet-wasm';
-import { toArrowTable } from './arrow.js';
-import type { Column } from './tables.js';
+import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { sqlString } from './sql.js';
+import { duckdbType, type Column, type ColumnType } from './tables.js';
 
 /** Writes bytes under a temporary name, flushes them to disk, then renames: readers never see half a file. */
 export function writeFileAtomically(path: string, bytes: Uint8Array | string): void {
@@ -19,28 +19,128 @@ export function writeFileAtomically(path: string, bytes: Uint8Array | string): v
   renameSync(temp, path);
 }
 
-/**
- * Writes rows as one Parquet file (zstd), atomically: a reader or a crashed writer never leaves or sees a
- * half-written file under the final name. `metadata` lands in the file's key-value metadata (DuckDB:
- * `parquet_kv_metadata(file)`).
- * @returns the file's size in bytes
- */
-export function writeParquetFile<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: Readonly<Record<string, string>> = {}): number {
-  const table = toArrowTable(columns, rows);
-  const wasmTable = parquet.Table.fromIPCStream(tableToIPC(table, 'stream'));
-  // Nested lists hold mostly free text (tool output, observations): dictionaries and min/max statistics
-  // cost a third of the write there and prune nothing. parquet-wasm addresses columns by top-level name
-  // only, so both are off by default and back on for every scalar column.
-  let builder = new parquet.WriterPropertiesBuilder()
-    .setCompression(parquet.Compression.ZSTD)
-    .setKeyValueMetadata(new Map(Object.entries(metadata)))
-    .setDictionaryEnabled(false)
-    .setStatisticsEnabled(parquet.EnabledStatistics.None);
-  for (const column of columns) {
-    if (typeof column.type === 'string') builder = builder.setColumnDictionaryEnabled(column.name, true).setColumnStatisticsEnabled(column.name, parquet.EnabledStatistics.Page);
+function fsyncFile(path: string): void {
+  const fd = openSync(path, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
   }
-  const properties = builder.build();
-  const bytes = parquet.writeParquet(wasmTable, properties);
-  writeFileAtomically(path, bytes);
-  return bytes.length;
+}
+
+const STAGING_SLICE_CHARS = 8 * 1024 * 1024;
+/**
+ * The largest row DuckDB's JSON reader takes. A row is one topic record, which the broker caps at 1 MiB
+ * by default; a larger bound costs DuckDB's reader time on every batch (it sizes its buffers by it).
+ */
+const MAX_ROW_JSON_BYTES = 16 * 1024 * 1024;
+
+/** Key-value metadata of a Parquet file (DuckDB: `parquet_kv_metadata(file)`). */
+export type ParquetMetadata = Readonly<Record<string, string>>;
+
+const kvMetadataSql = (metadata: ParquetMetadata): string => `{${Object.entries(metadata).map(([key, value]) => `${sqlString(key)}: ${sqlString(value)}`).join(', ')}}`;
+
+/** A cell as JSON text for DuckDB's reader: int64 values beyond 2^53 go as digit strings, which DuckDB casts exactly. */
+const jsonCell = (value: unknown): unknown => (typeof value === 'bigint' ? (Number.isSafeInteger(Number(value)) ? Number(value) : value.toString()) : value);
+
+/** Epoch milliseconds become ISO text, the one time format DuckDB's JSON reader parses as TIMESTAMP. */
+const timeCell = (value: unknown): unknown => (typeof value === 'number' || typeof value === 'bigint' ? new Date(Number(value)).toISOString() : value);
+
+const cellFor = (type: ColumnType): ((value: unknown) => unknown) => (type === 'timestamp' ? timeCell : jsonCell);
+
+/**
+ * The analytics store's one Parquet writer, for the sink's row batches and compaction's merges alike:
+ * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose encoder runs natively, on its own
+ * threads. Rows reach it as newline-delimited JSON (one `JSON.stringify` per row, the fastest way from
+ * JavaScript objects into DuckDB) read back with the table's declared column types, so a column that is
+ * null in every row still has its type. Every file is written under a temporary name, fsynced, then
+ * renamed: a reader or a crashed writer never leaves or sees a half-written file under the final name.
+ */
+export class ParquetWriter {
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly connection: DuckDBConnection,
+    /** Where row batches are staged as JSON; a folder of this writer's own, removed on close. */
+    private readonly stagingDir: string,
+  ) {}
+
+  /** Row batches staged so far: names each staging file. */
+  private staged = 0;
+
+  static async open(): Promise<ParquetWriter> {
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    return new ParquetWriter(instance, connection, mkdtempSync(join(tmpdir(), 'trialrun-parquet-')));
+  }
+
+  /**
+   * Writes rows as one Parquet file with the given columns, in row order.
+   * @returns the file's size in bytes
+   */
+  async writeRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
+    const staged = join(this.stagingDir, `rows-${++this.staged}.json`);
+    try {
+      this.stage(staged, columns, rows);
+      const types = `{${columns.map((column) => `${sqlString(column.name)}: ${sqlString(duckdbType(column.type))}`).join(', ')}}`;
+      return await this.writeQuery(path, `SELECT * FROM read_json(${sqlString(staged)}, format = 'newline_delimited', columns = ${types}, maximum_object_size = ${MAX_ROW_JSON_BYTES})`, metadata);
+    } finally {
+      rmSync(staged, { force: true });
+    }
+  }
+
+  /**
+   * Writes the result of a query (for example `SELECT * FROM read_parquet([...])`) as one Parquet file.
+   * @returns the file's size in bytes
+   */
+  async writeQuery(path: string, select: string, metadata: ParquetMetadata = {}): Promise<number> {
+    mkdirSync(dirname(path), { recursive: true });
+    const temp = `${path}.tmp-${process.pid}`;
+    try {
+      const kv = Object.keys(metadata).length ? `, KV_METADATA ${kvMetadataSql(metadata)}` : '';
+      await this.connection.run(`COPY (${select}) TO ${sqlString(temp)} (FORMAT parquet, COMPRESSION zstd${kv})`);
+      fsyncFile(temp);
+      renameSync(temp, path);
+    } catch (error) {
+      rmSync(temp, { force: true });
+      throw error;
+    }
+    return statSync(path).size;
+  }
+
+  /** Rows as JSON lines, written in slices so no one string grows with the batch. */
+  private stage<R>(file: string, columns: readonly Column<R>[], rows: readonly R[]): void {
+    const cells = columns.map((column) => cellFor(column.type));
+    const fd = openSync(file, 'w');
+    try {
+      let slice = '';
+      for (const source of rows) {
+        const row: Record<string, unknown> = {};
+        for (let c = 0; c < columns.length; c++) row[columns[c]!.name] = cells[c]!(columns[c]!.value(source));
+        slice += `${JSON.stringify(row)}\n`;
+        if (slice.length >= STAGING_SLICE_CHARS) {
+          writeSync(fd, slice);
+          slice = '';
+        }
+      }
+      if (slice) writeSync(fd, slice);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  close(): void {
+    this.connection.closeSync();
+    this.instance.closeSync();
+    rmSync(this.stagingDir, { recursive: true, force: true });
+  }
+}
+
+/** Writes rows as one Parquet file through a writer of its own; for a few files (tests, fixtures), not a stream of them. */
+export async function writeParquetRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
+  const writer = await ParquetWriter.open();
+  try {
+    return await writer.writeRows(path, columns, rows, metadata);
+  } finally {
+    writer.close();
+  }
 }

@@ -2,12 +2,13 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   bucketOf,
+  dataFileMetadata,
   dataFileName,
   listDataFiles,
+  ParquetWriter,
   readLedger,
   tableForTopic,
   writeLedger,
-  writeParquetFile,
   type Row,
   type TableSpec,
 } from '../../connectors/analytics/index.js';
@@ -89,7 +90,21 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
 const partitionKey = (topic: string, partition: number): string => `${topic}:${partition}`;
 
 /**
- * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet, built as Arrow record
+ * Where the sink's time goes, in milliseconds since start: what `npm run bench:analytics` prints per
+ * record. The rest of its wall time is the consumer's own (fetching and framing records).
+ */
+export interface SinkStageTimes {
+  /** Decoding and checking records against their contracts, and buffering the rows. */
+  decode: number;
+  /** Turning buffered rows into Parquet files (written, fsynced, renamed). */
+  write: number;
+  /** The Kafka transaction of a flush (dead letters and offsets) and its ledger entry. */
+  commit: number;
+}
+
+/**
+ * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet, written by DuckDB (the
+ * store's one ParquetWriter, which compaction uses too) from the record
  * batches. Records are buffered per topic partition and written when the buffer is big or old enough,
  * one file per (table, run, hour) named by the topic partition and offset range it covers.
  *
@@ -108,6 +123,7 @@ export class AnalyticsSink {
   private readonly rowsWrittenByRun = new Map<string, number>();
   filesWritten = 0;
   bytesWritten = 0;
+  readonly stageMs: SinkStageTimes = { decode: 0, write: 0, commit: 0 };
   private readonly options: ResolvedSinkOptions;
   private readonly chain: RawHandler;
   private readonly shutdown = new AbortController();
@@ -122,6 +138,7 @@ export class AnalyticsSink {
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
   private admin: Admin | undefined;
+  private writer: ParquetWriter | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -161,6 +178,7 @@ export class AnalyticsSink {
 
   async start(): Promise<void> {
     const { kafka } = this.context;
+    this.writer = await ParquetWriter.open();
     this.admin = kafka.admin();
     await this.admin.connect();
     this.producer = kafka.producer({ transactionalId: `${this.groupId}-0`, idempotent: true, maxInFlightRequests: 1 });
@@ -214,6 +232,7 @@ export class AnalyticsSink {
       await this.consumer?.disconnect();
       await this.producer?.disconnect();
       await this.admin?.disconnect();
+      this.writer?.close();
     }
   }
 
@@ -283,7 +302,9 @@ export class AnalyticsSink {
         headers: {},
         timestamp: message.timestamp,
       };
+      const started = performance.now();
       letters = await this.chain({ record: raw, signal: this.shutdown.signal });
+      this.stageMs.decode += performance.now() - started;
     }
     buffer.consumed(offset, message.value?.length ?? 0, letters, Date.now());
   }
@@ -317,19 +338,17 @@ export class AnalyticsSink {
       this.removeFilesAfter(topic, partition, range.first - 1n);
       this.dirty.delete(key);
     }
-    const metadata = {
-      'trialrun.table': spec.table,
-      'trialrun.topic': topic,
-      'trialrun.partition': String(partition),
-      'trialrun.first_offset': range.first.toString(),
-      'trialrun.last_offset': range.last.toString(),
-    };
+    const metadata = dataFileMetadata(spec.table, range);
     const written: Array<{ path: string; bytes: number }> = [];
+    let commitStarted = 0;
     try {
+      const writeStarted = performance.now();
       for (const [bucket, rows] of buffer.buckets) {
         const path = join(this.options.dataDir, spec.table, bucket, dataFileName(range));
-        written.push({ path, bytes: writeParquetFile(path, spec.columns, rows, metadata) });
+        written.push({ path, bytes: await this.writer!.writeRows(path, spec.columns, rows, metadata) });
       }
+      this.stageMs.write += performance.now() - writeStarted;
+      commitStarted = performance.now();
       const transaction = await this.producer!.transaction();
       try {
         if (buffer.deadLetters.length) {
@@ -354,6 +373,7 @@ export class AnalyticsSink {
       throw error;
     }
     writeLedger(this.options.dataDir, topic, partition, range.last);
+    this.stageMs.commit += performance.now() - commitStarted;
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
     // A bucket is one run's (and hour's) rows.

@@ -2,30 +2,30 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetFile, type Row } from '../../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetRows, type Row } from '../../connectors/analytics/index.js';
 import type { Reward, Trajectory } from '../../schemas/index.js';
 import { main } from '../../cli/main.js';
 import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
 import { tempDir } from './harness.js';
 
 /** Writes rows where the sink would, for one run and one offset range of partition 0. */
-function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): void {
+async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): Promise<void> {
   const rows: Row<R>[] = records.map((record, i) => ({ record, meta: { topic, partition: 0, offset: String(first + i) } }));
   const range = { topic, partition: 0, first: BigInt(first), last: BigInt(first + records.length - 1) };
-  writeParquetFile(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
+  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
 }
 
 test('the catalog: nested steps, a column added later, run filters and the steps view', async () => {
   const dataDir = tempDir('store');
   const a = Array.from({ length: 5 }, (_, i) => syntheticTrajectory(i, { runId: 'run-a', steps: 3 }));
   const b = Array.from({ length: 4 }, (_, i) => syntheticTrajectory(10 + i, { runId: 'run-b', steps: 2 }));
-  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
-  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
   // An older file, written before the reward table had its last columns.
   const rewards = Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'run-a' }));
   const older = REWARDS.columns.filter((c) => !['disposition', 'reason', 'rescore_id', 'hacked', 'fraction_passed'].includes(c.name));
-  land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
-  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
 
   const catalog = await AnalyticsCatalog.open(dataDir);
   try {
@@ -80,7 +80,7 @@ async function sql(dataDir: string, ...args: string[]): Promise<{ code: number; 
 
 test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is wrong with bad input', async () => {
   const dataDir = tempDir('sql');
-  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
   const query = 'SELECT reward_id, reward FROM rewards ORDER BY reward_id';
   assert.match((await sql(dataDir, query)).out, /reward_id\s+\| reward\n-+-\+-+\n.*\n.*\n.*\n\(3 rows\)/);
   assert.equal((await sql(dataDir, '--format', 'csv', query)).out.split('\n')[0], 'reward_id,reward');
