@@ -49,10 +49,29 @@ const timeCell = (value: unknown): unknown => (typeof value === 'number' || type
 const cellFor = (type: ColumnType): ((value: unknown) => unknown) => (type === 'timestamp' ? timeCell : jsonCell);
 
 /**
+ * Turns rows of one table into the JSON lines its Parquet files are written from: each line an object of
+ * the table's columns, by name. Made once per table; a line can be built as soon as its record is
+ * decoded, so a buffer holds flat strings rather than record objects for the garbage collector to trace.
+ */
+export class JsonRowEncoder<R> {
+  private readonly cells: ReadonlyArray<(value: unknown) => unknown>;
+
+  constructor(readonly columns: readonly Column<R>[]) {
+    this.cells = columns.map((column) => cellFor(column.type));
+  }
+
+  encode(row: R): string {
+    const line: Record<string, unknown> = {};
+    for (let c = 0; c < this.columns.length; c++) line[this.columns[c]!.name] = this.cells[c]!(this.columns[c]!.value(row));
+    return JSON.stringify(line);
+  }
+}
+
+/**
  * The analytics store's one Parquet writer, for the sink's row batches and compaction's merges alike:
  * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose encoder runs natively, on its own
  * threads. Rows reach it as newline-delimited JSON (one `JSON.stringify` per row, the fastest way from
- * JavaScript objects into DuckDB) read back with the table's declared column types, so a column that is
+ * JavaScript objects into DuckDB, see JsonRowEncoder) read back with the table's declared column types, so a column that is
  * null in every row still has its type. Every file is written under a temporary name, fsynced, then
  * renamed: a reader or a crashed writer never leaves or sees a half-written file under the final name.
  */
@@ -78,9 +97,18 @@ export class ParquetWriter {
    * @returns the file's size in bytes
    */
   async writeRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
+    const encoder = new JsonRowEncoder(columns);
+    return this.writeJsonRows(path, columns, rows.map((row) => encoder.encode(row)), metadata);
+  }
+
+  /**
+   * Writes rows already encoded by a JsonRowEncoder of the same columns as one Parquet file, in order.
+   * @returns the file's size in bytes
+   */
+  async writeJsonRows(path: string, columns: readonly Column<never>[], lines: readonly string[], metadata: ParquetMetadata = {}): Promise<number> {
     const staged = join(this.stagingDir, `rows-${++this.staged}.json`);
     try {
-      this.stage(staged, columns, rows);
+      stage(staged, lines);
       const types = `{${columns.map((column) => `${sqlString(column.name)}: ${sqlString(duckdbType(column.type))}`).join(', ')}}`;
       return await this.writeQuery(path, `SELECT * FROM read_json(${sqlString(staged)}, format = 'newline_delimited', columns = ${types}, maximum_object_size = ${MAX_ROW_JSON_BYTES})`, metadata);
     } finally {
@@ -107,31 +135,28 @@ export class ParquetWriter {
     return statSync(path).size;
   }
 
-  /** Rows as JSON lines, written in slices so no one string grows with the batch. */
-  private stage<R>(file: string, columns: readonly Column<R>[], rows: readonly R[]): void {
-    const cells = columns.map((column) => cellFor(column.type));
-    const fd = openSync(file, 'w');
-    try {
-      let slice = '';
-      for (const source of rows) {
-        const row: Record<string, unknown> = {};
-        for (let c = 0; c < columns.length; c++) row[columns[c]!.name] = cells[c]!(columns[c]!.value(source));
-        slice += `${JSON.stringify(row)}\n`;
-        if (slice.length >= STAGING_SLICE_CHARS) {
-          writeSync(fd, slice);
-          slice = '';
-        }
-      }
-      if (slice) writeSync(fd, slice);
-    } finally {
-      closeSync(fd);
-    }
-  }
-
   close(): void {
     this.connection.closeSync();
     this.instance.closeSync();
     rmSync(this.stagingDir, { recursive: true, force: true });
+  }
+}
+
+/** JSON lines to a file, written in slices so no one string grows with the batch. */
+function stage(file: string, lines: readonly string[]): void {
+  const fd = openSync(file, 'w');
+  try {
+    let slice = '';
+    for (const line of lines) {
+      slice += `${line}\n`;
+      if (slice.length >= STAGING_SLICE_CHARS) {
+        writeSync(fd, slice);
+        slice = '';
+      }
+    }
+    if (slice) writeSync(fd, slice);
+  } finally {
+    closeSync(fd);
   }
 }
 

@@ -36,7 +36,10 @@ export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.Pr
 /**
  * Encodes and decodes topic values in the Confluent wire format (magic byte, schema id, JSON) with JSON
  * Schemas generated from the zod contracts. zod is the source of truth and checks values both ways:
- * nothing invalid is written, and nothing invalid reaches a handler.
+ * nothing invalid is written, and nothing invalid reaches a handler. It is the only check of a value's
+ * content: the registry holds the JSON Schemas (for compatibility and for other readers), and the
+ * framing is done here rather than by the registry client, whose encode and decode would run those
+ * schemas over every record as a second check of the same contract.
  */
 export class TopicSerde {
   private readonly registry: SchemaRegistry;
@@ -50,7 +53,7 @@ export class TopicSerde {
     private readonly options: RegistryOptions = {},
   ) {
     this.baseUrl = resolveRegistryUrl(options);
-    // zod already checks formats such as date-time; the registry client's ajv only needs the structure.
+    // Used to register schemas only (it compiles each with ajv there); zod checks formats such as date-time.
     this.registry = new SchemaRegistry({ host: this.baseUrl }, { [SchemaType.JSON]: { strict: false, validateFormats: false, allErrors: true, detailedErrorPaths: true } as object });
   }
 
@@ -108,10 +111,16 @@ export class TopicSerde {
     return this.ids.get(key)!;
   }
 
+  /** Checks a value against its zod contract, once, and frames it (magic byte 0, schema id, JSON). */
   async encode<K extends TopicKey>(key: K, value: TopicValue<K>): Promise<Buffer> {
     const parsed = TOPICS[key].schema.safeParse(value);
     if (!parsed.success) throw new ValidationError(`a ${TOPICS[key].name} record`, describeIssues(parsed.error));
-    return this.registry.encode(await this.schemaId(key), parsed.data);
+    const json = JSON.stringify(parsed.data);
+    const framed = Buffer.allocUnsafe(5 + Buffer.byteLength(json));
+    framed[0] = 0;
+    framed.writeInt32BE(await this.schemaId(key), 1);
+    framed.write(json, 5);
+    return framed;
   }
 
   /**

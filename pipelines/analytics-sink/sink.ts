@@ -4,6 +4,7 @@ import {
   bucketOf,
   dataFileMetadata,
   dataFileName,
+  JsonRowEncoder,
   listDataFiles,
   ParquetWriter,
   readLedger,
@@ -94,9 +95,9 @@ const partitionKey = (topic: string, partition: number): string => `${topic}:${p
  * record. The rest of its wall time is the consumer's own (fetching and framing records).
  */
 export interface SinkStageTimes {
-  /** Decoding and checking records against their contracts, and buffering the rows. */
+  /** Decoding and checking records against their contracts, and encoding and buffering their rows. */
   decode: number;
-  /** Turning buffered rows into Parquet files (written, fsynced, renamed). */
+  /** Turning buffered rows into Parquet files (written by DuckDB, fsynced, renamed). */
   write: number;
   /** The Kafka transaction of a flush (dead letters and offsets) and its ledger entry. */
   commit: number;
@@ -133,6 +134,8 @@ export class AnalyticsSink {
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
   private readonly topicKeys = new Map<string, TopicKey>();
+  /** Per physical topic, the encoder of its table's rows. */
+  private readonly encoders = new Map<string, JsonRowEncoder<Row<unknown>>>();
   private lock: Promise<unknown> = Promise.resolve();
   private timer: NodeJS.Timeout | undefined;
   private consumer: Consumer | undefined;
@@ -146,12 +149,16 @@ export class AnalyticsSink {
   ) {
     this.options = resolveSinkOptions(options);
     const { serde, names } = context;
-    for (const key of this.options.topics) this.topicKeys.set(names.name(key), key);
+    for (const key of this.options.topics) {
+      this.topicKeys.set(names.name(key), key);
+      this.encoders.set(names.name(key), new JsonRowEncoder(tableForTopic(key)!.columns));
+    }
     this.chain = compose(
       typed(serde, names, async ({ record }) => {
         const value = record.value as { lineage: Lineage };
-        const buffer = this.bufferFor(record.topic, record.partition);
-        buffer.addRow(bucketOf(value.lineage.runId, value.lineage.createdAt), { record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+        const { runId, createdAt } = value.lineage;
+        const line = this.encoders.get(record.topic)!.encode({ record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+        this.bufferFor(record.topic, record.partition).addRow(bucketOf(runId, createdAt), runId, line);
         return [];
       }),
       metrics(this.metrics),
@@ -343,9 +350,9 @@ export class AnalyticsSink {
     let commitStarted = 0;
     try {
       const writeStarted = performance.now();
-      for (const [bucket, rows] of buffer.buckets) {
-        const path = join(this.options.dataDir, spec.table, bucket, dataFileName(range));
-        written.push({ path, bytes: await this.writer!.writeRows(path, spec.columns, rows, metadata) });
+      for (const [folder, { lines }] of buffer.buckets) {
+        const path = join(this.options.dataDir, spec.table, folder, dataFileName(range));
+        written.push({ path, bytes: await this.writer!.writeJsonRows(path, spec.columns, lines, metadata) });
       }
       this.stageMs.write += performance.now() - writeStarted;
       commitStarted = performance.now();
@@ -377,9 +384,9 @@ export class AnalyticsSink {
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
     // A bucket is one run's (and hour's) rows.
-    for (const rows of buffer.buckets.values()) {
-      const key = `${spec.table}/${(rows[0]!.record as { lineage: { runId: string } }).lineage.runId}`;
-      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + rows.length);
+    for (const { runId, lines } of buffer.buckets.values()) {
+      const key = `${spec.table}/${runId}`;
+      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + lines.length);
     }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);
