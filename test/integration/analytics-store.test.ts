@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetRows, type Row } from '../../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, dataFileName, JsonRowEncoder, ParquetWriter, REWARDS, TRAJECTORIES, writeParquetRows, type Column, type Row } from '../../connectors/analytics/index.js';
 import type { Reward, Trajectory } from '../../schemas/index.js';
 import { main } from '../../cli/main.js';
 import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
@@ -98,4 +98,65 @@ test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is w
   assert.equal(badQuery.code, 2);
   assert.match(badQuery.stderr, /^trialrun sql: .*nope/m);
   assert.doesNotMatch(badQuery.stderr, /\n\s+at /);
+});
+
+test('the one Parquet writer: declared types even for all-null columns, exact int64, times from text or epoch ms, row order, metadata, no temporary files', async () => {
+  type Sample = { id: string; big: bigint | number; at: string | number; score: number | null; tags: string[]; steps: Array<{ tool: string; ms: number | null }> };
+  const columns: Column<Sample>[] = [
+    { name: 'id', type: 'utf8', value: (r) => r.id },
+    { name: 'big', type: 'int64', value: (r) => r.big },
+    { name: 'seen_at', type: 'timestamp', value: (r) => r.at },
+    { name: 'score', type: 'float64', value: (r) => r.score },
+    { name: 'tags', type: { listOf: 'utf8' }, value: (r) => r.tags },
+    { name: 'steps', type: { listOf: [{ name: 'tool', type: 'utf8' }, { name: 'ms', type: 'float64' }] }, value: (r) => r.steps },
+  ];
+  const rows: Sample[] = Array.from({ length: 2500 }, (_, i) => ({
+    id: `row-${i} "quoted" \\ ünïcode\n`,
+    big: i === 0 ? 2n ** 62n + 1n : i,
+    at: i % 2 ? '2025-03-04T05:06:07.089Z' : Date.parse('2025-03-04T05:06:07.089Z'),
+    score: null,
+    tags: i % 3 ? ['a', 'b'] : [],
+    steps: [{ tool: 'run_tests', ms: i % 2 ? null : 1.5 }],
+  }));
+  const dir = tempDir('writer');
+  const path = join(dir, 'folder', 'x-p0-0-2499.parquet');
+  const writer = await ParquetWriter.open();
+  try {
+    const bytes = await writer.writeRows(path, columns, rows, { 'trialrun.table': 'samples', 'trialrun.first_offset': '0' });
+    assert.ok(bytes > 0);
+    // Rows encoded ahead of time, as the sink does, land the same.
+    const encoder = new JsonRowEncoder(columns);
+    await writer.writeJsonRows(join(dir, 'folder', 'x-p0-2500-2501.parquet'), columns, rows.slice(0, 2).map((row) => encoder.encode(row)));
+  } finally {
+    writer.close();
+  }
+  assert.deepEqual(readdirSync(join(dir, 'folder')).sort(), ['x-p0-0-2499.parquet', 'x-p0-2500-2501.parquet'], 'only the renamed files, no temporary ones');
+  const catalog = await AnalyticsCatalog.open(dir);
+  try {
+    const rows_ = async (sql: string) => (await catalog.query(sql)).rows;
+    const file = `read_parquet('${path}')`;
+    const described = await rows_(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM ${file})`);
+    assert.deepEqual(described, [
+      ['id', 'VARCHAR'],
+      ['big', 'BIGINT'],
+      ['seen_at', 'TIMESTAMP'],
+      ['score', 'DOUBLE'],
+      ['tags', 'VARCHAR[]'],
+      ['steps', 'STRUCT(tool VARCHAR, ms DOUBLE)[]'],
+    ]);
+    assert.deepEqual(await rows_(`SELECT id, big::VARCHAR, seen_at::VARCHAR, score, len(tags)::INT, steps[1].ms FROM ${file} LIMIT 2`), [
+      [rows[0]!.id, (2n ** 62n + 1n).toString(), '2025-03-04 05:06:07.089', null, 0, 1.5],
+      [rows[1]!.id, '1', '2025-03-04 05:06:07.089', null, 2, null],
+    ]);
+    assert.deepEqual(await rows_(`SELECT count(*)::INT FROM ${file}`), [[2500]]);
+    assert.deepEqual(await rows_(`SELECT id FROM read_parquet('${path}', file_row_number = true) WHERE file_row_number = 1999`), [[rows[1999]!.id]], 'text comes back byte for byte');
+    const order = await rows_(`SELECT list(big ORDER BY file_row_number)[2:5] FROM read_parquet('${path}', file_row_number = true)`);
+    assert.deepEqual(order, [[['1', '2', '3', '4']]], 'rows keep their order');
+    assert.deepEqual(await rows_(`SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata('${path}') ORDER BY 1`), [
+      ['trialrun.first_offset', '0'],
+      ['trialrun.table', 'samples'],
+    ]);
+  } finally {
+    catalog.close();
+  }
 });
