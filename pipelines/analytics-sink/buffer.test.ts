@@ -25,6 +25,14 @@ test('tracks the offset range, rows per folder, dead letters and size; rolls by 
   assert.equal(buffer.due(2000, 250, 5000), true, 'size');
   assert.equal(buffer.due(6000, 1000, 5000), true, 'age counts from the oldest record');
   assert.throws(() => buffer.consumed(7n, 1, [], 2000), /offset 7 arrived after 7/);
+  const batch = buffer.detach();
+  assert.deepEqual([batch.first, batch.last, batch.rows, batch.deadLetters.length, [...batch.buckets.keys()]], [5n, 7n, 2, 1, ['run_id=a/hour=x', 'run_id=b/hour=x']]);
+  assert.equal(buffer.empty, true, 'detached: empty again');
+  assert.equal(buffer.bytes, 0);
+  assert.throws(() => buffer.consumed(7n, 1, [], 2000), /offset 7 arrived after 7/, 'a record delivered again while its batch lands is still refused');
+  buffer.consumed(8n, 10, [], 3000);
+  assert.equal(buffer.first, 8n);
+  assert.throws(() => new PartitionBuffer('t', 1).detach(), /nothing buffered/);
   buffer.clear();
   assert.equal(buffer.empty, true);
   assert.equal(buffer.rows, 0);

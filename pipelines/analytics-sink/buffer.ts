@@ -6,6 +6,17 @@ export interface Bucket {
   readonly lines: string[];
 }
 
+/** What one flush lands: one offset range of a topic partition, its rows by folder and its dead letters. */
+export interface FlushBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly buckets: ReadonlyMap<string, Bucket>;
+  readonly deadLetters: readonly EncodedOutput[];
+  readonly rows: number;
+}
+
 /**
  * The records of one topic partition read since its last flush: decoded rows, encoded as JSON lines
  * (flat strings, cheap to hold), grouped by the folder (run, hour) they land in, the dead letters of records that could not be decoded, and the offset range
@@ -53,6 +64,19 @@ export class PartitionBuffer {
   /** Size or age says the buffer should become files now. */
   due(now: number, rollBytes: number, rollAgeMs: number): boolean {
     return !this.empty && (this.bytes >= rollBytes || now - (this.openedAt ?? now) >= rollAgeMs);
+  }
+
+  /**
+   * Hands over everything buffered as one batch to land, and starts empty again. The last offset read
+   * stays, so a record delivered again (a batch retried) is still refused while the batch lands.
+   */
+  detach(): FlushBatch {
+    if (this.first === null) throw new Error(`${this.topic}[${this.partition}]: nothing buffered to detach`);
+    const batch: FlushBatch = { topic: this.topic, partition: this.partition, first: this.first, last: this.last, buckets: new Map(this.buckets), deadLetters: [...this.deadLetters], rows: this.rows };
+    const last = this.last;
+    this.clear();
+    this.last = last;
+    return batch;
   }
 
   clear(): void {

@@ -31,7 +31,7 @@ import {
   type ResolvedMembership,
   type RetryOptions,
 } from '../runtime/index.js';
-import { PartitionBuffer } from './buffer.js';
+import { PartitionBuffer, type FlushBatch } from './buffer.js';
 
 const MiB = 1024 * 1024;
 const DEFAULT_TOPICS: readonly TopicKey[] = ['tasks', 'trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
@@ -101,6 +101,8 @@ export interface SinkStageTimes {
   write: number;
   /** The Kafka transaction of a flush (dead letters and offsets) and its ledger entry. */
   commit: number;
+  /** The consumer waiting for the batch before to land before it hands over the next (write and commit run in the background). */
+  waiting: number;
 }
 
 /**
@@ -124,7 +126,9 @@ export class AnalyticsSink {
   private readonly rowsWrittenByRun = new Map<string, number>();
   filesWritten = 0;
   bytesWritten = 0;
-  readonly stageMs: SinkStageTimes = { decode: 0, write: 0, commit: 0 };
+  /** Flushes that failed (files not written or not committed); their records were read again. */
+  landingFailures = 0;
+  readonly stageMs: SinkStageTimes = { decode: 0, write: 0, commit: 0, waiting: 0 };
   private readonly options: ResolvedSinkOptions;
   private readonly chain: RawHandler;
   private readonly shutdown = new AbortController();
@@ -137,6 +141,9 @@ export class AnalyticsSink {
   /** Per physical topic, the encoder of its table's rows. */
   private readonly encoders = new Map<string, JsonRowEncoder<Row<unknown>>>();
   private lock: Promise<unknown> = Promise.resolve();
+  /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
+  private landing: Promise<void> = Promise.resolve();
+  private failedLanding: { batch: FlushBatch; error: unknown } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
@@ -192,7 +199,7 @@ export class AnalyticsSink {
     await this.producer.connect();
     this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: this.options.heartbeatIntervalMs });
     // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()));
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()).catch((error: unknown) => process.stderr.write(`[analytics-sink] ${errorMessage(error)}\n`)));
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: [...this.topicKeys.keys()], fromBeginning: true });
     await this.consumer.run({
@@ -234,6 +241,7 @@ export class AnalyticsSink {
     try {
       await this.exclusive(async () => {
         for (const buffer of this.buffers.values()) if (!buffer.empty && this.landed.has(partitionKey(buffer.topic, buffer.partition))) await this.flush(buffer);
+        await this.settleLanding();
       });
     } finally {
       await this.consumer?.disconnect();
@@ -259,7 +267,15 @@ export class AnalyticsSink {
     return buffer;
   }
 
-  private forgetAssignment(): void {
+  /**
+   * After a (re)join every partition restarts from its committed offset. The batch in flight lands (or
+   * fails) first: settling a partition while its transaction may still commit would take the batch's
+   * files for orphans.
+   */
+  private async forgetAssignment(): Promise<void> {
+    await this.landing;
+    // Its records are read again from the committed offset, like everything else buffered.
+    this.failedLanding = undefined;
     for (const buffer of this.buffers.values()) buffer.clear();
     this.landed.clear();
   }
@@ -334,13 +350,48 @@ export class AnalyticsSink {
     }
   }
 
-  /** Files, then the dead letters and the offset in one transaction, then the ledger. Caller holds the lock. */
+  /**
+   * Hands a partition's buffer to land in the background, so DuckDB writes its files while the consumer
+   * reads on. At most one batch lands at a time (they share the one transactional producer): a flush
+   * first waits for the one before it. Caller holds the lock.
+   */
   private async flush(buffer: PartitionBuffer): Promise<void> {
     if (buffer.empty) return;
-    const { topic, partition } = buffer;
+    await this.settleLanding();
+    if (buffer.empty) return; // the landing that failed was this partition's: the buffer was rewound
+    const batch = buffer.detach();
+    this.landing = this.land(batch).catch((error: unknown) => void (this.failedLanding = { batch, error }));
+  }
+
+  /**
+   * Waits for the batch in flight. If it failed, its records are only on Kafka now: the partition is
+   * rewound as after a restart (what landed is settled again, orphan files go, the consumer seeks back)
+   * and the failure is thrown. Caller holds the lock.
+   */
+  private async settleLanding(): Promise<void> {
+    const started = performance.now();
+    await this.landing;
+    this.stageMs.waiting += performance.now() - started;
+    const failed = this.failedLanding;
+    if (!failed) return;
+    this.failedLanding = undefined;
+    const { topic, partition } = failed.batch;
+    this.bufferFor(topic, partition).clear();
+    this.landed.delete(partitionKey(topic, partition));
+    if (this.consumer && !this.shutdown.signal.aborted) {
+      const landed = await this.prepare(topic, partition);
+      // The batch being handled for this partition, if any, is stale from now on (isStale) and is not read on.
+      this.consumer.seek({ topic, partition, offset: (landed + 1n).toString() });
+    }
+    throw failed.error;
+  }
+
+  /** Files, then the dead letters and the offset in one transaction, then the ledger. */
+  private async land(batch: FlushBatch): Promise<void> {
+    const { topic, partition } = batch;
     const key = partitionKey(topic, partition);
     const spec = this.tableOf(topic);
-    const range = { topic, partition, first: buffer.first!, last: buffer.last };
+    const range = { topic, partition, first: batch.first, last: batch.last };
     if (this.dirty.has(key)) {
       this.removeFilesAfter(topic, partition, range.first - 1n);
       this.dirty.delete(key);
@@ -350,7 +401,7 @@ export class AnalyticsSink {
     let commitStarted = 0;
     try {
       const writeStarted = performance.now();
-      for (const [folder, { lines }] of buffer.buckets) {
+      for (const [folder, { lines }] of batch.buckets) {
         const path = join(this.options.dataDir, spec.table, folder, dataFileName(range));
         written.push({ path, bytes: await this.writer!.writeJsonRows(path, spec.columns, lines, metadata) });
       }
@@ -358,9 +409,9 @@ export class AnalyticsSink {
       commitStarted = performance.now();
       const transaction = await this.producer!.transaction();
       try {
-        if (buffer.deadLetters.length) {
+        if (batch.deadLetters.length) {
           const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
-          for (const letter of buffer.deadLetters) {
+          for (const letter of batch.deadLetters) {
             const messages = byTopic.get(letter.topic) ?? [];
             messages.push({ key: letter.key, value: letter.value });
             byTopic.set(letter.topic, messages);
@@ -377,19 +428,19 @@ export class AnalyticsSink {
       // Not committed: these files must not survive next to the ones a later flush of the same records writes.
       for (const file of written) rmSync(file.path, { force: true });
       this.dirty.add(key);
+      this.landingFailures++;
       throw error;
     }
     writeLedger(this.options.dataDir, topic, partition, range.last);
     this.stageMs.commit += performance.now() - commitStarted;
     this.landed.set(key, range.last);
-    this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
+    this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + batch.rows);
     // A bucket is one run's (and hour's) rows.
-    for (const { runId, lines } of buffer.buckets.values()) {
+    for (const { runId, lines } of batch.buckets.values()) {
       const key = `${spec.table}/${runId}`;
       this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + lines.length);
     }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);
-    buffer.clear();
   }
 }
