@@ -1,17 +1,20 @@
 /**
  * Analytics benchmark: `npm run bench:analytics [-- --sink-records 20000 --trajectories 1000000 --steps 10 --runs 5 --dir /tmp/trialrun-bench-analytics]`.
  *
- * Every figure stands beside a baseline measured in the same run:
+ * Every figure stands beside a baseline measured in the same run, the two sides alternating over --runs
+ * rounds (at least 3) after one warm-up round of each, printed as median (min to max) with the load
+ * average at each round:
  *   1. sink throughput: rows per second from a Kafka topic of trajectories to Parquet (decode, validate,
- *      Arrow, zstd Parquet, transactional commit), against a bare kafkajs consume loop over the same topic
- *      that only counts the records; medians of --runs rounds, alternating;
+ *      zstd Parquet by DuckDB, transactional commit), with the sink's default roll settings, against a
+ *      bare kafkajs consume loop over the same topic that only counts the records; and where the sink's
+ *      time goes per record (its stage timers, and the decode taken apart on the same records);
  *   2. DuckDB on --trajectories trajectories (x --steps steps each) and their verifications, laid out as
  *      the sink lays them out (run and hour folders, one file per topic partition and offset range): the
  *      pass-rate-by-policy-version query over the Parquet views, against the same query on DuckDB tables
  *      loaded from the same Parquet; the same for a query over the unnested steps; and both again after
  *      `compactStore` merged the files.
  * The data set is generated under --dir at run time (reused by later runs with the same sizes). Part 1
- * needs the stack (Kafka, registry); `--sink-records 0` skips it.
+ * needs the stack (Kafka, registry); `--sink-records 0` skips it, `--trajectories 0` skips part 2.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -182,6 +185,10 @@ async function sinkThroughput(): Promise<SinkFigures> {
 
   const figures: SinkFigures = { sink: [], bare: [], load: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
   const addStage = (name: string, microseconds: number): void => void figures.stages.set(name, [...(figures.stages.get(name) ?? []), microseconds]);
+  // One round of each side first, not counted: the JIT, the broker's page cache and DuckDB warm up.
+  log('warm-up round (not counted)');
+  await bareRound();
+  await sinkRound();
   for (let run = 0; run < RUNS; run++) {
     figures.load.push(loadAverage());
     const bare = await bareRound();
@@ -356,6 +363,25 @@ async function duckdbFigures(storeDir: string, label: string): Promise<QueryFigu
   }
 }
 
+/** The sink's figures as the Markdown table docs/analytics.md shows, so the page is pasted from a run, not typed. */
+function sinkMarkdown(figures: SinkFigures, ratios: readonly number[]): string {
+  const cell = (values: readonly number[], digits = 0): string => {
+    const s = spread(values);
+    return `${fmt(s.median, digits)} | ${fmt(s.min, digits)} to ${fmt(s.max, digits)}`;
+  };
+  const lines = [
+    `${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps (${fmt(figures.bytesPerRecord)} bytes each), ${RUNS} interleaved rounds, load average ${cell(figures.load, 1).replace(' | ', ' (')})`,
+    '',
+    '| | median | min to max |',
+    '| --- | --- | --- |',
+    `| sink, rows/s | ${cell(figures.sink)} |`,
+    `| bare consume loop, rows/s | ${cell(figures.bare)} |`,
+    `| **sink / bare** (per round) | **${cell(ratios, 3).replace(' | ', '** | ')} |`,
+    ...[...figures.stages].map(([stage, values]) => `| ${stage.trim().startsWith('of which') || stage.startsWith('  ') ? '&nbsp;&nbsp;' : ''}${stage.trim()}, µs per record | ${cell(values, 1)} |`),
+  ];
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
   console.log(`trialrun analytics benchmark (${RUNS} interleaved rounds per figure; ${new Date().toISOString()}, load average ${loadavg().map((l) => fmt(l, 1)).join(' ')})\n`);
@@ -372,6 +398,7 @@ async function main(): Promise<void> {
     console.log(`   microseconds per record, median (min to max)`);
     for (const [stage, values] of figures.stages) console.log(`   ${stage.padEnd(40)} ${showSpread(spread(values), 1)}`);
     console.log('');
+    console.log(sinkMarkdown(figures, ratios));
   }
   if (TRAJECTORIES_N === 0) return;
 
