@@ -92,7 +92,8 @@ const partitionKey = (topic: string, partition: number): string => `${topic}:${p
 
 /**
  * Where the sink's time goes, in milliseconds since start: what `npm run bench:analytics` prints per
- * record. The rest of its wall time is the consumer's own (fetching and framing records).
+ * record. `decode` and `waiting` lie on the consumer's path, and the rest of its wall time is the
+ * consumer's own (fetching and framing records); `write` and `commit` run behind it, while it reads on.
  */
 export interface SinkStageTimes {
   /** Decoding and checking records against their contracts, and encoding and buffering their rows. */
@@ -106,17 +107,19 @@ export interface SinkStageTimes {
 }
 
 /**
- * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet, written by DuckDB (the
- * store's one ParquetWriter, which compaction uses too) from the record
- * batches. Records are buffered per topic partition and written when the buffer is big or old enough,
- * one file per (table, run, hour) named by the topic partition and offset range it covers.
+ * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet. Each record is checked
+ * against its contract once, at decode, and its row encoded as a JSON line at once; the lines are
+ * buffered per topic partition, and when a buffer is big or old enough a flush hands it to DuckDB (the
+ * store's one ParquetWriter, which compaction uses too) in the background, one file per (table, run,
+ * hour) named by the topic partition and offset range it covers.
  *
  * Exactly once, across crashes at any point: a flush writes its files (each atomically), then commits the
  * dead letters of the range with the consumed offset in one Kafka transaction, then records the range in
  * a ledger beside the data. When it gets a partition, the sink takes as landed the later of the ledger
  * and the committed offset, deletes any file that starts past it (the orphans of a flush that never
  * committed) and skips records up to it. The ledger keeps that true even after Kafka forgets the group's
- * offsets. One sink (one consumer group) per data folder.
+ * offsets. A flush that fails while landing is undone the same way for its partition, and the consumer
+ * seeks back to read its records again. One sink (one consumer group) per data folder.
  */
 export class AnalyticsSink {
   readonly metrics = new ProcessorMetrics();
