@@ -2,8 +2,9 @@ import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmS
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { errorMessage } from '../../schemas/index.js';
 import { sqlString } from './sql.js';
-import { duckdbType, type Column, type ColumnType } from './tables.js';
+import { duckdbType, type Column, type ColumnType, type ScalarType } from './tables.js';
 
 /** Writes bytes under a temporary name, flushes them to disk, then renames: readers never see half a file. */
 export function writeFileAtomically(path: string, bytes: Uint8Array | string): void {
@@ -40,13 +41,52 @@ export type ParquetMetadata = Readonly<Record<string, string>>;
 
 const kvMetadataSql = (metadata: ParquetMetadata): string => `{${Object.entries(metadata).map(([key, value]) => `${sqlString(key)}: ${sqlString(value)}`).join(', ')}}`;
 
-/** A cell as JSON text for DuckDB's reader: int64 values beyond 2^53 go as digit strings, which DuckDB casts exactly. */
-const jsonCell = (value: unknown): unknown => (typeof value === 'bigint' ? (Number.isSafeInteger(Number(value)) ? Number(value) : value.toString()) : value);
+type Cell = (value: unknown) => unknown;
+const isNull = (value: unknown): value is null | undefined => value === null || value === undefined;
 
-/** Epoch milliseconds become ISO text, the one time format DuckDB's JSON reader parses as TIMESTAMP. */
-const timeCell = (value: unknown): unknown => (typeof value === 'number' || typeof value === 'bigint' ? new Date(Number(value)).toISOString() : value);
+/**
+ * How a value of each type goes into a JSON line, checked: DuckDB reads the line with the column's type,
+ * and a value it cannot take would fail the whole file, so it fails here, for its own record, naming the
+ * column. int64 values beyond 2^53 go as digit strings (DuckDB casts them exactly); times go as ISO text
+ * in UTC with milliseconds, the precision of the TIMESTAMP columns, whatever form they came in.
+ */
+const SCALAR_CELLS: Record<ScalarType, (column: string) => Cell> = {
+  utf8: () => (value) => (isNull(value) || typeof value === 'string' ? value : String(value)),
+  int64: (column) => (value) => {
+    if (isNull(value)) return value;
+    if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+    if (typeof value === 'number' && Number.isInteger(value)) return value;
+    throw new TypeError(`column "${column}": ${String(value)} is not a whole number`);
+  },
+  float64: () => (value) => (isNull(value) ? value : Number(value)),
+  bool: (column) => (value) => {
+    if (isNull(value) || typeof value === 'boolean') return value;
+    throw new TypeError(`column "${column}": ${String(value)} is not true or false`);
+  },
+  timestamp: (column) => (value) => {
+    if (isNull(value)) return value;
+    const ms = typeof value === 'string' ? Date.parse(value) : Number(value);
+    if (!Number.isFinite(ms)) throw new TypeError(`column "${column}": "${String(value)}" is not a time`);
+    return new Date(ms).toISOString();
+  },
+};
 
-const cellFor = (type: ColumnType): ((value: unknown) => unknown) => (type === 'timestamp' ? timeCell : jsonCell);
+function cellFor(type: ColumnType, column: string): Cell {
+  if (typeof type === 'string') return SCALAR_CELLS[type](column);
+  const list = (item: Cell): Cell => (value) => {
+    if (isNull(value)) return value;
+    if (!Array.isArray(value)) throw new TypeError(`column "${column}": expected a list`);
+    return value.map(item);
+  };
+  if (typeof type.listOf === 'string') return list(SCALAR_CELLS[type.listOf](`${column}[]`));
+  const fields = type.listOf.map((field) => ({ name: field.name, cell: SCALAR_CELLS[field.type](`${column}[].${field.name}`) }));
+  return list((item) => {
+    if (isNull(item)) return item;
+    const struct: Record<string, unknown> = {};
+    for (const field of fields) struct[field.name] = field.cell((item as Record<string, unknown>)[field.name]);
+    return struct;
+  });
+}
 
 /**
  * Turns rows of one table into the JSON lines its Parquet files are written from: each line an object of
@@ -54,10 +94,10 @@ const cellFor = (type: ColumnType): ((value: unknown) => unknown) => (type === '
  * decoded, so a buffer holds flat strings rather than record objects for the garbage collector to trace.
  */
 export class JsonRowEncoder<R> {
-  private readonly cells: ReadonlyArray<(value: unknown) => unknown>;
+  private readonly cells: readonly Cell[];
 
   constructor(readonly columns: readonly Column<R>[]) {
-    this.cells = columns.map((column) => cellFor(column.type));
+    this.cells = columns.map((column) => cellFor(column.type, column.name));
   }
 
   encode(row: R): string {
@@ -98,7 +138,14 @@ export class ParquetWriter {
    */
   async writeRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
     const encoder = new JsonRowEncoder(columns);
-    return this.writeJsonRows(path, columns, rows.map((row) => encoder.encode(row)), metadata);
+    const lines = rows.map((row, index) => {
+      try {
+        return encoder.encode(row);
+      } catch (error) {
+        throw new TypeError(`row ${index}: ${errorMessage(error)}`, { cause: error });
+      }
+    });
+    return this.writeJsonRows(path, columns, lines, metadata);
   }
 
   /**
