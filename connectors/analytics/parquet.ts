@@ -111,9 +111,10 @@ export class JsonRowEncoder<R> {
  * The analytics store's one Parquet writer, for the sink's row batches and compaction's merges alike:
  * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose encoder runs natively, on its own
  * threads. Rows reach it as newline-delimited JSON (one `JSON.stringify` per row, the fastest way from
- * JavaScript objects into DuckDB, see JsonRowEncoder) read back with the table's declared column types, so a column that is
- * null in every row still has its type. Every file is written under a temporary name, fsynced, then
- * renamed: a reader or a crashed writer never leaves or sees a half-written file under the final name.
+ * JavaScript objects into DuckDB; see JsonRowEncoder), staged in a file of the writer's own and read
+ * back with the table's declared column types, so a column that is null in every row still has its
+ * type. Every file is written under a temporary name, fsynced, then renamed: a reader or a crashed
+ * writer never leaves or sees a half-written file under the final name.
  */
 export class ParquetWriter {
   private constructor(
