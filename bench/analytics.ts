@@ -1,28 +1,32 @@
 /**
  * Analytics benchmark: `npm run bench:analytics [-- --sink-records 20000 --trajectories 1000000 --steps 10 --runs 5 --dir /tmp/trialrun-bench-analytics]`.
  *
- * Every figure stands beside a baseline measured in the same run:
+ * Every figure stands beside a baseline measured in the same run, the two sides alternating over --runs
+ * rounds (at least 3) after one warm-up round of each, printed as median (min to max) with the load
+ * average at each round:
  *   1. sink throughput: rows per second from a Kafka topic of trajectories to Parquet (decode, validate,
- *      Arrow, zstd Parquet, transactional commit), against a bare kafkajs consume loop over the same topic
- *      that only counts the records; medians of --runs rounds, alternating;
+ *      zstd Parquet by DuckDB, transactional commit), with the sink's default roll settings, against a
+ *      bare kafkajs consume loop over the same topic that only counts the records; and where the sink's
+ *      time goes per record (its stage timers, and the decode taken apart on the same records);
  *   2. DuckDB on --trajectories trajectories (x --steps steps each) and their verifications, laid out as
  *      the sink lays them out (run and hour folders, one file per topic partition and offset range): the
  *      pass-rate-by-policy-version query over the Parquet views, against the same query on DuckDB tables
  *      loaded from the same Parquet; the same for a query over the unnested steps; and both again after
  *      `compactStore` merged the files.
  * The data set is generated under --dir at run time (reused by later runs with the same sizes). Part 1
- * needs the stack (Kafka, registry); `--sink-records 0` skips it.
+ * needs the stack (Kafka, registry); `--sink-records 0` skips it, `--trajectories 0` skips part 2.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import '../envs/index.js';
-import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, readLedger, TRAJECTORIES, VERIFICATIONS, writeParquetFile } from '../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, ParquetWriter, readLedger, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
-import { TopicSerde } from '../connectors/registry/index.js';
-import { AnalyticsSink } from '../pipelines/analytics-sink/index.js';
+import { parseContract, TopicSerde } from '../connectors/registry/index.js';
+import { AnalyticsSink, type SinkStageTimes } from '../pipelines/analytics-sink/index.js';
 import { topicNames } from '../schemas/index.js';
 import { syntheticPassed, syntheticTrajectory, syntheticVerification } from '../test/integration/analytics-fixtures.js';
 
@@ -41,9 +45,9 @@ const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs', min: nu
   return value;
 };
 const SINK_RECORDS = count('sink-records', 0);
-const TRAJECTORIES_N = count('trajectories', 1000);
+const TRAJECTORIES_N = count('trajectories', 0);
 const STEPS = count('steps', 1);
-const RUNS = count('runs', 1);
+const RUNS = count('runs', 3);
 const DIR = values.dir!;
 
 const median = (xs: number[]): number => {
@@ -55,9 +59,29 @@ const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maxim
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 
 // ---------------------------------------------------------------------------------------------------
-// 1. Sink throughput against a bare consume loop.
+// 1. Sink throughput against a bare consume loop, and where the sink's time goes.
 
-async function sinkThroughput(): Promise<{ sink: number[]; bare: number[]; bytes: number }> {
+interface Spread {
+  min: number;
+  median: number;
+  max: number;
+}
+const spread = (xs: readonly number[]): Spread => ({ min: Math.min(...xs), median: median([...xs]), max: Math.max(...xs) });
+const showSpread = (s: Spread, digits = 0): string => `${fmt(s.median, digits).padStart(9)}  (${fmt(s.min, digits)} to ${fmt(s.max, digits)})`;
+const loadAverage = (): number => loadavg()[0]!;
+
+interface SinkFigures {
+  /** Rows per second, one per round. */
+  sink: number[];
+  bare: number[];
+  /** 1-minute load average at the start of each round. */
+  load: number[];
+  /** Microseconds per record of each stage, one value per round. */
+  stages: Map<string, number[]>;
+  bytesPerRecord: number;
+}
+
+async function sinkThroughput(): Promise<SinkFigures> {
   const names = topicNames(`bench-analytics-${randomUUID().slice(0, 8)}.`);
   const kafka = createKafka({ clientId: 'bench-analytics' });
   const serde = new TopicSerde(names);
@@ -71,13 +95,13 @@ async function sinkThroughput(): Promise<{ sink: number[]; bare: number[]; bytes
   log(`producing ${fmt(SINK_RECORDS)} trajectories (${STEPS} steps each) to ${topic}`);
   const producer = kafka.producer({ idempotent: true });
   await producer.connect();
-  let bytes = 0;
+  const encoded: Buffer[] = [];
   for (let start = 0; start < SINK_RECORDS; start += 100) {
     const messages = [];
     for (let i = start; i < Math.min(SINK_RECORDS, start + 100); i++) {
       const trajectory = syntheticTrajectory(i, { runId: 'bench', steps: STEPS });
       const value = await serde.encode('trajectories', trajectory);
-      bytes += value.length;
+      encoded.push(value);
       messages.push({ key: trajectory.lineage.taskId, value });
     }
     await producer.send({ topic, messages });
@@ -85,6 +109,9 @@ async function sinkThroughput(): Promise<{ sink: number[]; bare: number[]; bytes
   await producer.disconnect();
   const ends = await admin.fetchTopicOffsets(topic);
   const total = ends.reduce((sum, p) => sum + Number(p.high), 0);
+  const waitFor = async (condition: () => boolean): Promise<void> => {
+    while (!condition()) await new Promise((resolve) => setTimeout(resolve, 2));
+  };
 
   /** Seconds from the first record handled to the last one done, so group joins do not count. */
   const bareRound = async (): Promise<number> => {
@@ -111,34 +138,77 @@ async function sinkThroughput(): Promise<{ sink: number[]; bare: number[]; bytes
     return (last - first) / 1000;
   };
 
-  const sinkRound = async (): Promise<number> => {
+  /**
+   * Seconds from the first record handled to the last one landed (in files, committed, in the ledger),
+   * with the sink's default roll settings; the last partial files are written by a graceful stop.
+   */
+  const sinkRound = async (): Promise<{ seconds: number; stageMs: SinkStageTimes }> => {
     const dataDir = join(DIR, `sink-${randomUUID().slice(0, 8)}`);
-    const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'], rollAgeMs: 200 });
+    const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'] });
     await sink.start();
-    let first = 0;
-    while (!first) {
-      if (sink.metrics.processed > 0) first = performance.now();
-      else await new Promise((resolve) => setTimeout(resolve, 2));
-    }
-    while (!ends.every((p) => readLedger(dataDir, topic, p.partition) >= BigInt(p.high) - 1n)) await new Promise((resolve) => setTimeout(resolve, 5));
+    await waitFor(() => sink.metrics.processed > 0);
+    const first = performance.now();
+    await waitFor(() => sink.metrics.processed >= total);
+    const stopped = sink.stop();
+    await waitFor(() => ends.every((p) => readLedger(dataDir, topic, p.partition) >= BigInt(p.high) - 1n));
     const last = performance.now();
-    await sink.stop();
+    await stopped;
     if (sink.rowsWritten.get('trajectories') !== SINK_RECORDS) throw new Error(`the sink landed ${sink.rowsWritten.get('trajectories')} rows, expected ${SINK_RECORDS}`);
     await admin.deleteGroups([sink.groupId]);
     rmSync(dataDir, { recursive: true, force: true });
-    return (last - first) / 1000;
+    return { seconds: (last - first) / 1000, stageMs: { ...sink.stageMs } };
   };
 
-  const sink: number[] = [];
-  const bare: number[] = [];
+  /**
+   * The decode stage taken apart on the same records, outside Kafka: the whole of serde.decode, and what
+   * JSON parsing and the zod contract check each cost of it. Timed record by record, keeping nothing, so
+   * the garbage collector works as it does in the sink.
+   */
+  const decodeParts = async (): Promise<Record<string, number>> => {
+    let decode = 0;
+    let jsonParse = 0;
+    let contract = 0;
+    for (const bytes of encoded) {
+      let started = performance.now();
+      await serde.decode('trajectories', bytes);
+      decode += performance.now() - started;
+      started = performance.now();
+      const raw = JSON.parse(bytes.toString('utf8', 5)) as unknown;
+      jsonParse += performance.now() - started;
+      started = performance.now();
+      parseContract('trajectories', raw);
+      contract += performance.now() - started;
+    }
+    const perRecord = (ms: number): number => (ms * 1000) / encoded.length;
+    return { 'serde.decode, all of it': perRecord(decode), '  of which JSON.parse': perRecord(jsonParse), '  of which the zod contract check': perRecord(contract) };
+  };
+
+  const figures: SinkFigures = { sink: [], bare: [], load: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
+  const addStage = (name: string, microseconds: number): void => void figures.stages.set(name, [...(figures.stages.get(name) ?? []), microseconds]);
+  // One round of each side first, not counted: the JIT, the broker's page cache and DuckDB warm up.
+  log('warm-up round (not counted)');
+  await bareRound();
+  await sinkRound();
   for (let run = 0; run < RUNS; run++) {
-    bare.push(await bareRound());
-    sink.push(await sinkRound());
-    log(`round ${run + 1}: bare ${fmt(SINK_RECORDS / bare[run]!)} rows/s, sink ${fmt(SINK_RECORDS / sink[run]!)} rows/s`);
+    figures.load.push(loadAverage());
+    const bare = await bareRound();
+    const { seconds, stageMs } = await sinkRound();
+    figures.bare.push(SINK_RECORDS / bare);
+    figures.sink.push(SINK_RECORDS / seconds);
+    const us = (ms: number): number => (ms * 1000) / SINK_RECORDS;
+    addStage('bare consume loop, all of it', (bare * 1e6) / SINK_RECORDS);
+    addStage('sink, all of it', (seconds * 1e6) / SINK_RECORDS);
+    addStage('  decode, contract check, row as JSON', us(stageMs.decode));
+    addStage('  waiting for the flush before to land', us(stageMs.waiting));
+    addStage('  the rest (consumer: fetch, framing)', us(seconds * 1000 - stageMs.decode - stageMs.waiting));
+    addStage('  behind: Parquet files (DuckDB, fsync)', us(stageMs.write));
+    addStage('  behind: commit (transaction, ledger)', us(stageMs.commit));
+    for (const [name, value] of Object.entries(await decodeParts())) addStage(name, value);
+    log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s, sink ${fmt(figures.sink[run]!)} rows/s, ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
   }
   await admin.deleteTopics({ topics: catalogTopics(names).map((t) => t.topic) }).catch(() => undefined);
   await admin.disconnect();
-  return { sink, bare, bytes };
+  return figures;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -149,9 +219,9 @@ const ROWS_PER_FILE = 20_000;
 const PER_VERSION = 50_000;
 
 /** Writes the data set the way the sink lays it out: per run, hour and topic partition, in offset ranges. */
-function generateStore(storeDir: string): void {
+async function generateStore(storeDir: string): Promise<void> {
   const marker = join(storeDir, 'generated.json');
-  const spec = JSON.stringify({ trajectories: TRAJECTORIES_N, steps: STEPS, rowsPerFile: ROWS_PER_FILE, version: 2 });
+  const spec = JSON.stringify({ trajectories: TRAJECTORIES_N, steps: STEPS, rowsPerFile: ROWS_PER_FILE, version: 3 });
   if (existsSync(marker) && readFileSync(marker, 'utf8') === spec) return;
   rmSync(storeDir, { recursive: true, force: true });
   log(`generating ${fmt(TRAJECTORIES_N)} trajectories with ${fmt(TRAJECTORIES_N * STEPS)} steps, and their verifications, under ${storeDir}`);
@@ -190,6 +260,7 @@ function generateStore(storeDir: string): void {
   };
   const partitions = 3;
   const offsets = [0, 0, 0];
+  const writer = await ParquetWriter.open();
   for (let from = 0; from < TRAJECTORIES_N; from += ROWS_PER_FILE * partitions) {
     for (let partition = 0; partition < partitions; partition++) {
       const indexes: number[] = [];
@@ -207,13 +278,14 @@ function generateStore(storeDir: string): void {
       }
       for (const [bucket, members] of byBucket) {
         const trajectories = members.map((i, k) => ({ record: trajectoryAt(i), meta: { topic: 'bench.trajectories', partition, offset: String(first + BigInt(k)) } }));
-        writeParquetFile(join(storeDir, 'trajectories', bucket, dataFileName({ topic: 'bench.trajectories', partition, first, last })), TRAJECTORIES.columns, trajectories);
+        await writer.writeRows(join(storeDir, 'trajectories', bucket, dataFileName({ topic: 'bench.trajectories', partition, first, last })), TRAJECTORIES.columns, trajectories);
         const verifications = members.map((i, k) => ({ record: verificationAt(i), meta: { topic: 'bench.verifications', partition, offset: String(first + BigInt(k)) } }));
-        writeParquetFile(join(storeDir, 'verifications', bucket, dataFileName({ topic: 'bench.verifications', partition, first, last })), VERIFICATIONS.columns, verifications);
+        await writer.writeRows(join(storeDir, 'verifications', bucket, dataFileName({ topic: 'bench.verifications', partition, first, last })), VERIFICATIONS.columns, verifications);
       }
     }
     log(`  ${fmt(Math.min(TRAJECTORIES_N, from + ROWS_PER_FILE * partitions))} trajectories written`);
   }
+  writer.close();
   // The ledger says everything is landed, as the sink's would, so compaction may merge it all.
   for (const table of ['trajectories', 'verifications']) {
     for (let partition = 0; partition < partitions; partition++) {
@@ -231,18 +303,32 @@ const QUERIES = {
   'tool mix over unnested steps': `SELECT policy_version, tool, count(*) AS calls FROM steps GROUP BY 1, 2 ORDER BY 1, 2`,
 };
 
-async function timeQuery(run: (sql: string) => Promise<unknown>, sql: string): Promise<{ times: number[]; result: unknown }> {
-  const result = await run(sql); // warm-up: file metadata and the OS page cache
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const started = performance.now();
-    await run(sql);
-    times.push(performance.now() - started);
-  }
-  return { times, result };
+interface QueryFigure {
+  query: string;
+  layout: string;
+  /** Milliseconds per round. */
+  parquetMs: number[];
+  tableMs: number[];
+  load: number[];
 }
 
-async function duckdbFigures(storeDir: string, label: string): Promise<Array<{ query: string; layout: string; parquetMs: number; tableMs: number }>> {
+/** Both sides once each to warm file metadata and the page cache, then --runs rounds, the sides alternating. */
+async function timeQueries(parquet: (sql: string) => Promise<unknown>, table: (sql: string) => Promise<unknown>, sql: string): Promise<{ parquetMs: number[]; tableMs: number[]; load: number[]; results: [unknown, unknown] }> {
+  const results: [unknown, unknown] = [await parquet(sql), await table(sql)];
+  const figures = { parquetMs: [] as number[], tableMs: [] as number[], load: [] as number[] };
+  for (let i = 0; i < RUNS; i++) {
+    figures.load.push(loadAverage());
+    let started = performance.now();
+    await parquet(sql);
+    figures.parquetMs.push(performance.now() - started);
+    started = performance.now();
+    await table(sql);
+    figures.tableMs.push(performance.now() - started);
+  }
+  return { ...figures, results };
+}
+
+async function duckdbFigures(storeDir: string, label: string): Promise<QueryFigure[]> {
   const files = listDataFiles(join(storeDir, 'trajectories')).length + listDataFiles(join(storeDir, 'verifications')).length;
   const catalog = await AnalyticsCatalog.open(storeDir);
   const dbPath = join(DIR, `tables-${randomUUID().slice(0, 8)}.duckdb`);
@@ -257,12 +343,15 @@ async function duckdbFigures(storeDir: string, label: string): Promise<Array<{ q
     }
     await connection.run(`CREATE VIEW steps AS SELECT trajectory_id, policy_version, step.tool AS tool FROM (SELECT trajectory_id, policy_version, unnest(steps) AS step FROM trajectories)`);
     log(`${label}: ${files} Parquet files; loaded DuckDB tables in ${fmt((performance.now() - loadStarted) / 1000, 1)} s`);
-    const figures = [];
+    const figures: QueryFigure[] = [];
     for (const [name, sql] of Object.entries(QUERIES)) {
-      const parquet = await timeQuery((q) => catalog.query(q), sql);
-      const table = await timeQuery(async (q) => (await connection.runAndReadAll(q)).getRowsJson(), sql);
-      if (JSON.stringify(parquet.result && (parquet.result as { rows: unknown }).rows) !== JSON.stringify(table.result)) throw new Error(`${name}: the Parquet views and the tables disagree`);
-      figures.push({ query: name, layout: `${label} (${files} files)`, parquetMs: median(parquet.times), tableMs: median(table.times) });
+      const timed = await timeQueries(
+        async (q) => (await catalog.query(q)).rows,
+        async (q) => (await connection.runAndReadAll(q)).getRowsJson(),
+        sql,
+      );
+      if (JSON.stringify(timed.results[0]) !== JSON.stringify(timed.results[1])) throw new Error(`${name}: the Parquet views and the tables disagree`);
+      figures.push({ query: name, layout: `${label} (${files} files)`, parquetMs: timed.parquetMs, tableMs: timed.tableMs, load: timed.load });
     }
     return figures;
   } finally {
@@ -274,22 +363,47 @@ async function duckdbFigures(storeDir: string, label: string): Promise<Array<{ q
   }
 }
 
+/** The sink's figures as the Markdown table docs/analytics.md shows, so the page is pasted from a run, not typed. */
+function sinkMarkdown(figures: SinkFigures, ratios: readonly number[]): string {
+  const cell = (values: readonly number[], digits = 0): string => {
+    const s = spread(values);
+    return `${fmt(s.median, digits)} | ${fmt(s.min, digits)} to ${fmt(s.max, digits)}`;
+  };
+  const lines = [
+    `${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps (${fmt(figures.bytesPerRecord)} bytes each), ${RUNS} interleaved rounds, load average ${cell(figures.load, 1).replace(' | ', ' (')})`,
+    '',
+    '| | median | min to max |',
+    '| --- | --- | --- |',
+    `| sink, rows/s | ${cell(figures.sink)} |`,
+    `| bare consume loop, rows/s | ${cell(figures.bare)} |`,
+    `| **sink / bare** (per round) | **${cell(ratios, 3).replace(' | ', '** | ')} |`,
+    ...[...figures.stages].map(([stage, values]) => `| ${stage.trim().startsWith('of which') || stage.startsWith('  ') ? '&nbsp;&nbsp;' : ''}${stage.trim()}, µs per record | ${cell(values, 1)} |`),
+  ];
+  return lines.join('\n');
+}
+
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
-  console.log(`trialrun analytics benchmark (${RUNS} runs per figure, medians; ${new Date().toISOString()})\n`);
+  console.log(`trialrun analytics benchmark (${RUNS} interleaved rounds per figure; ${new Date().toISOString()}, load average ${loadavg().map((l) => fmt(l, 1)).join(' ')})\n`);
 
   if (SINK_RECORDS > 0) {
-    const { sink, bare, bytes } = await sinkThroughput();
-    const sinkRate = SINK_RECORDS / median(sink);
-    const bareRate = SINK_RECORDS / median(bare);
-    console.log(`1. Kafka -> Parquet sink, ${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps (${fmt(bytes / SINK_RECORDS)} bytes each on the topic)`);
-    console.log(`   sink (decode + validate + Arrow + Parquet + commit)  ${fmt(sinkRate).padStart(10)} rows/s   median ${fmt(median(sink), 2)} s`);
-    console.log(`   bare consume loop (count only)                        ${fmt(bareRate).padStart(10)} rows/s   median ${fmt(median(bare), 2)} s`);
-    console.log(`   sink / bare                                           ${fmt(sinkRate / bareRate, 3).padStart(10)}\n`);
+    const figures = await sinkThroughput();
+    const ratios = figures.sink.map((rate, i) => rate / figures.bare[i]!);
+    console.log(`1. Kafka -> Parquet sink, ${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps (${fmt(figures.bytesPerRecord)} bytes each on the topic), ${RUNS} interleaved rounds`);
+    console.log(`   load average (1 min) at each round    ${showSpread(spread(figures.load), 1)}`);
+    console.log(`   rows/s, median (min to max)`);
+    console.log(`   sink (decode, validate, Parquet, commit) ${showSpread(spread(figures.sink))}`);
+    console.log(`   bare consume loop (count only)        ${showSpread(spread(figures.bare))}`);
+    console.log(`   sink / bare, per round                ${showSpread(spread(ratios), 3)}`);
+    console.log(`   microseconds per record, median (min to max)`);
+    for (const [stage, values] of figures.stages) console.log(`   ${stage.padEnd(40)} ${showSpread(spread(values), 1)}`);
+    console.log('');
+    console.log(sinkMarkdown(figures, ratios));
   }
+  if (TRAJECTORIES_N === 0) return;
 
   const storeDir = join(DIR, `store-${TRAJECTORIES_N}x${STEPS}`);
-  generateStore(storeDir);
+  await generateStore(storeDir);
   const figures = await duckdbFigures(storeDir, 'as the sink writes it');
   const compactedDir = join(DIR, `store-${TRAJECTORIES_N}x${STEPS}-compacted`);
   rmSync(compactedDir, { recursive: true, force: true });
@@ -303,7 +417,9 @@ async function main(): Promise<void> {
 
   console.log(`2. DuckDB, ${fmt(TRAJECTORIES_N)} trajectories, ${fmt(TRAJECTORIES_N * STEPS)} steps, ${fmt(TRAJECTORIES_N)} verifications`);
   for (const f of figures) {
-    console.log(`   ${f.query.padEnd(30)} ${f.layout.padEnd(36)} Parquet views ${fmt(f.parquetMs).padStart(6)} ms   DuckDB tables ${fmt(f.tableMs).padStart(6)} ms   ratio ${fmt(f.parquetMs / f.tableMs, 2)}`);
+    const ratios = f.parquetMs.map((ms, i) => ms / f.tableMs[i]!);
+    console.log(`   ${f.query} / ${f.layout}, ms median (min to max), load ${showSpread(spread(f.load), 1)}`);
+    console.log(`     Parquet views ${showSpread(spread(f.parquetMs))}   DuckDB tables ${showSpread(spread(f.tableMs))}   ratio ${showSpread(spread(ratios), 2)}`);
   }
 }
 

@@ -20,7 +20,7 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../connectors/analytics/index.js';
+import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
 import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
@@ -153,7 +153,7 @@ async function generate(rows: number): Promise<string> {
 }
 
 /** Rewards for the first tenth of the rows, so the curriculum stage reads real pass rates. */
-function writeRewards(analyticsDir: string, rows: number): void {
+async function writeRewards(analyticsDir: string, rows: number): Promise<void> {
   const random = prng(99);
   const records: Array<{ record: Reward; meta: { topic: string; partition: number; offset: string } }> = [];
   const createdAt = '2025-01-01T00:00:00.000Z';
@@ -168,7 +168,7 @@ function writeRewards(analyticsDir: string, rows: number): void {
       });
     }
   }
-  writeParquetFile(join(analyticsDir, 'rewards', bucketOf('bench', createdAt), dataFileName({ topic: 'bench.rewards', partition: 0, first: 0n, last: BigInt(records.length - 1) })), REWARDS.columns, records);
+  await writeParquetRows(join(analyticsDir, 'rewards', bucketOf('bench', createdAt), dataFileName({ topic: 'bench.rewards', partition: 0, first: 0n, last: BigInt(records.length - 1) })), REWARDS.columns, records);
 }
 
 // --- measurements ---------------------------------------------------------------------------------------
@@ -284,7 +284,7 @@ async function main(): Promise<void> {
   const loadBefore = loadavg()[0]!;
   const bigFile = await generate(ROWS);
   const analyticsDir = join(DIR, `analytics-${ROWS}`);
-  if (!existsSync(join(analyticsDir, 'rewards'))) writeRewards(analyticsDir, ROWS);
+  if (!existsSync(join(analyticsDir, 'rewards'))) await writeRewards(analyticsDir, ROWS);
   const lines: string[] = [];
   lines.push(`data set: ${ROWS.toLocaleString('en-US')} rows (${bigFile}); load average ${loadBefore.toFixed(1)} at the start`);
 

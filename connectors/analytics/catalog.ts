@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ConfigError } from '../../schemas/index.js';
+import { sqlString } from './sql.js';
 import { listDataFiles, partitionSuperseded, runFolder, type DataFile } from './layout.js';
 import { ANALYTICS_TABLES, duckdbType, STEP_FIELDS, type AnyTableSpec } from './tables.js';
 
@@ -13,7 +14,7 @@ export interface QueryResult {
   readonly rows: ReadonlyArray<readonly unknown[]>;
 }
 
-export const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`;
+export { sqlString };
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 // One row per step, with the trajectory's identity beside it.

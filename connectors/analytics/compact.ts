@@ -1,9 +1,9 @@
-import { renameSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { ConfigError } from '../../schemas/index.js';
-import { readParquetSql, sqlString } from './catalog.js';
-import { dataFileName, groupFiles, listDataFiles, partitionSuperseded, readLedger, type DataFile } from './layout.js';
+import { readParquetSql } from './catalog.js';
+import { dataFileMetadata, dataFileName, groupFiles, listDataFiles, partitionSuperseded, readLedger, type DataFile } from './layout.js';
+import { ParquetWriter } from './parquet.js';
 import { ANALYTICS_TABLES } from './tables.js';
 
 const MiB = 1024 * 1024;
@@ -100,8 +100,7 @@ export async function compactStore(dataDir: string, options: CompactOptions = {}
     if (!ledger.has(key)) ledger.set(key, readLedger(dataDir, topic, partition));
     return ledger.get(key)!;
   };
-  const instance = await DuckDBInstance.create(':memory:');
-  const connection = await instance.connect();
+  const writer = await ParquetWriter.open();
   const reports: CompactTableReport[] = [];
   try {
     for (const table of resolved.tables) {
@@ -115,12 +114,10 @@ export async function compactStore(dataDir: string, options: CompactOptions = {}
           const first = inputs[0]!;
           const range = { topic: first.topic, partition: first.partition, first: first.first, last: inputs[inputs.length - 1]!.last };
           const path = join(dirname(first.path), dataFileName(range));
-          const temp = `${path}.tmp-compact-${process.pid}`;
-          const metadata = `{'trialrun.table': ${sqlString(table)}, 'trialrun.topic': ${sqlString(range.topic)}, 'trialrun.partition': '${range.partition}', 'trialrun.first_offset': '${range.first}', 'trialrun.last_offset': '${range.last}', 'trialrun.compacted_from': '${inputs.length}'}`;
-          await connection.run(
-            `COPY (SELECT * FROM ${readParquetSql(inputs.map((file) => file.path))}) TO ${sqlString(temp)} (FORMAT parquet, COMPRESSION zstd, KV_METADATA ${metadata})`,
-          );
-          renameSync(temp, path);
+          await writer.writeQuery(path, `SELECT * FROM ${readParquetSql(inputs.map((file) => file.path))}`, {
+            ...dataFileMetadata(table, range),
+            'trialrun.compacted_from': String(inputs.length),
+          });
           for (const file of inputs) rmSync(file.path, { force: true });
         }
         bytesAfter = listDataFiles(join(dataDir, table)).reduce((sum, file) => sum + file.bytes, 0);
@@ -138,8 +135,7 @@ export async function compactStore(dataDir: string, options: CompactOptions = {}
       });
     }
   } finally {
-    connection.closeSync();
-    instance.closeSync();
+    writer.close();
   }
   return reports;
 }

@@ -36,6 +36,17 @@ export function dataFileName(range: OffsetRange): string {
   return `${range.topic}-p${range.partition}-${range.first}-${range.last}.parquet`;
 }
 
+/** What a data file's Parquet key-value metadata says about it: its table and the offset range it covers. */
+export function dataFileMetadata(table: string, range: OffsetRange): Record<string, string> {
+  return {
+    'trialrun.table': table,
+    'trialrun.topic': range.topic,
+    'trialrun.partition': String(range.partition),
+    'trialrun.first_offset': range.first.toString(),
+    'trialrun.last_offset': range.last.toString(),
+  };
+}
+
 export function parseDataFileName(name: string): OffsetRange | undefined {
   const match = FILE_NAME.exec(name);
   if (!match) return undefined;

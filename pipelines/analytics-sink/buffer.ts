@@ -1,14 +1,30 @@
-import type { Row } from '../../connectors/analytics/index.js';
 import type { EncodedOutput } from '../runtime/index.js';
 
+/** The rows of one folder (run, hour), as the JSON lines its file is written from. */
+export interface Bucket {
+  readonly runId: string;
+  readonly lines: string[];
+}
+
+/** What one flush lands: one offset range of a topic partition, its rows by folder and its dead letters. */
+export interface FlushBatch {
+  readonly topic: string;
+  readonly partition: number;
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly buckets: ReadonlyMap<string, Bucket>;
+  readonly deadLetters: readonly EncodedOutput[];
+  readonly rows: number;
+}
+
 /**
- * The records of one topic partition read since its last flush: decoded rows grouped by the folder
- * (run, hour) they land in, the dead letters of records that could not be decoded, and the offset range
+ * The records of one topic partition read since its last flush: decoded rows, encoded as JSON lines
+ * (flat strings, cheap to hold), grouped by the folder (run, hour) they land in, the dead letters of records that could not be decoded, and the offset range
  * they all came from. A flush writes the whole buffer as one offset range, so a file never holds part of
  * a range whose other rows are elsewhere unwritten.
  */
 export class PartitionBuffer {
-  readonly buckets = new Map<string, Row<unknown>[]>();
+  readonly buckets = new Map<string, Bucket>();
   readonly deadLetters: EncodedOutput[] = [];
   first: bigint | null = null;
   last = -1n;
@@ -26,10 +42,10 @@ export class PartitionBuffer {
     return this.first === null;
   }
 
-  addRow(bucket: string, row: Row<unknown>): void {
-    const rows = this.buckets.get(bucket);
-    if (rows) rows.push(row);
-    else this.buckets.set(bucket, [row]);
+  addRow(folder: string, runId: string, line: string): void {
+    const bucket = this.buckets.get(folder);
+    if (bucket) bucket.lines.push(line);
+    else this.buckets.set(folder, { runId, lines: [line] });
     this.rows++;
   }
 
@@ -48,6 +64,19 @@ export class PartitionBuffer {
   /** Size or age says the buffer should become files now. */
   due(now: number, rollBytes: number, rollAgeMs: number): boolean {
     return !this.empty && (this.bytes >= rollBytes || now - (this.openedAt ?? now) >= rollAgeMs);
+  }
+
+  /**
+   * Hands over everything buffered as one batch to land, and starts empty again. The last offset read
+   * stays, so a record delivered again (a batch retried) is still refused while the batch lands.
+   */
+  detach(): FlushBatch {
+    if (this.first === null) throw new Error(`${this.topic}[${this.partition}]: nothing buffered to detach`);
+    const batch: FlushBatch = { topic: this.topic, partition: this.partition, first: this.first, last: this.last, buckets: new Map(this.buckets), deadLetters: [...this.deadLetters], rows: this.rows };
+    const last = this.last;
+    this.clear();
+    this.last = last;
+    return batch;
   }
 
   clear(): void {

@@ -1,1 +1,1 @@
-export { AnalyticsSink, type AnalyticsSinkOptions } from './sink.js';
+export { AnalyticsSink, type AnalyticsSinkOptions, type SinkStageTimes } from './sink.js';

@@ -2,12 +2,14 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   bucketOf,
+  dataFileMetadata,
   dataFileName,
+  JsonRowEncoder,
   listDataFiles,
+  ParquetWriter,
   readLedger,
   tableForTopic,
   writeLedger,
-  writeParquetFile,
   type Row,
   type TableSpec,
 } from '../../connectors/analytics/index.js';
@@ -29,7 +31,7 @@ import {
   type ResolvedMembership,
   type RetryOptions,
 } from '../runtime/index.js';
-import { PartitionBuffer } from './buffer.js';
+import { PartitionBuffer, type FlushBatch } from './buffer.js';
 
 const MiB = 1024 * 1024;
 const DEFAULT_TOPICS: readonly TopicKey[] = ['tasks', 'trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
@@ -89,16 +91,35 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
 const partitionKey = (topic: string, partition: number): string => `${topic}:${partition}`;
 
 /**
- * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet, built as Arrow record
- * batches. Records are buffered per topic partition and written when the buffer is big or old enough,
- * one file per (table, run, hour) named by the topic partition and offset range it covers.
+ * Where the sink's time goes, in milliseconds since start: what `npm run bench:analytics` prints per
+ * record. `decode` and `waiting` lie on the consumer's path, and the rest of its wall time is the
+ * consumer's own (fetching and framing records); `write` and `commit` run behind it, while it reads on.
+ */
+export interface SinkStageTimes {
+  /** Decoding and checking records against their contracts, and encoding and buffering their rows. */
+  decode: number;
+  /** Turning buffered rows into Parquet files (written by DuckDB, fsynced, renamed). */
+  write: number;
+  /** The Kafka transaction of a flush (dead letters and offsets) and its ledger entry. */
+  commit: number;
+  /** The consumer waiting for the batch before to land before it hands over the next (write and commit run in the background). */
+  waiting: number;
+}
+
+/**
+ * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet. Each record is checked
+ * against its contract once, at decode, and its row encoded as a JSON line at once; the lines are
+ * buffered per topic partition, and when a buffer is big or old enough a flush hands it to DuckDB (the
+ * store's one ParquetWriter, which compaction uses too) in the background, one file per (table, run,
+ * hour) named by the topic partition and offset range it covers.
  *
  * Exactly once, across crashes at any point: a flush writes its files (each atomically), then commits the
  * dead letters of the range with the consumed offset in one Kafka transaction, then records the range in
  * a ledger beside the data. When it gets a partition, the sink takes as landed the later of the ledger
  * and the committed offset, deletes any file that starts past it (the orphans of a flush that never
  * committed) and skips records up to it. The ledger keeps that true even after Kafka forgets the group's
- * offsets. One sink (one consumer group) per data folder.
+ * offsets. A flush that fails while landing is undone the same way for its partition, and the consumer
+ * seeks back to read its records again. One sink (one consumer group) per data folder.
  */
 export class AnalyticsSink {
   readonly metrics = new ProcessorMetrics();
@@ -108,6 +129,9 @@ export class AnalyticsSink {
   private readonly rowsWrittenByRun = new Map<string, number>();
   filesWritten = 0;
   bytesWritten = 0;
+  /** Flushes that failed (files not written or not committed); their records were read again. */
+  landingFailures = 0;
+  readonly stageMs: SinkStageTimes = { decode: 0, write: 0, commit: 0, waiting: 0 };
   private readonly options: ResolvedSinkOptions;
   private readonly chain: RawHandler;
   private readonly shutdown = new AbortController();
@@ -117,11 +141,17 @@ export class AnalyticsSink {
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
   private readonly topicKeys = new Map<string, TopicKey>();
+  /** Per physical topic, the encoder of its table's rows. */
+  private readonly encoders = new Map<string, JsonRowEncoder<Row<unknown>>>();
   private lock: Promise<unknown> = Promise.resolve();
+  /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
+  private landing: Promise<void> = Promise.resolve();
+  private failedLanding: { batch: FlushBatch; error: unknown } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private consumer: Consumer | undefined;
   private producer: Producer | undefined;
   private admin: Admin | undefined;
+  private writer: ParquetWriter | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -129,12 +159,16 @@ export class AnalyticsSink {
   ) {
     this.options = resolveSinkOptions(options);
     const { serde, names } = context;
-    for (const key of this.options.topics) this.topicKeys.set(names.name(key), key);
+    for (const key of this.options.topics) {
+      this.topicKeys.set(names.name(key), key);
+      this.encoders.set(names.name(key), new JsonRowEncoder(tableForTopic(key)!.columns));
+    }
     this.chain = compose(
       typed(serde, names, async ({ record }) => {
         const value = record.value as { lineage: Lineage };
-        const buffer = this.bufferFor(record.topic, record.partition);
-        buffer.addRow(bucketOf(value.lineage.runId, value.lineage.createdAt), { record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+        const { runId, createdAt } = value.lineage;
+        const line = this.encoders.get(record.topic)!.encode({ record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+        this.bufferFor(record.topic, record.partition).addRow(bucketOf(runId, createdAt), runId, line);
         return [];
       }),
       metrics(this.metrics),
@@ -161,13 +195,14 @@ export class AnalyticsSink {
 
   async start(): Promise<void> {
     const { kafka } = this.context;
+    this.writer = await ParquetWriter.open();
     this.admin = kafka.admin();
     await this.admin.connect();
     this.producer = kafka.producer({ transactionalId: `${this.groupId}-0`, idempotent: true, maxInFlightRequests: 1 });
     await this.producer.connect();
     this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: this.options.heartbeatIntervalMs });
     // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()));
+    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()).catch((error: unknown) => process.stderr.write(`[analytics-sink] ${errorMessage(error)}\n`)));
     await this.consumer.connect();
     await this.consumer.subscribe({ topics: [...this.topicKeys.keys()], fromBeginning: true });
     await this.consumer.run({
@@ -209,11 +244,13 @@ export class AnalyticsSink {
     try {
       await this.exclusive(async () => {
         for (const buffer of this.buffers.values()) if (!buffer.empty && this.landed.has(partitionKey(buffer.topic, buffer.partition))) await this.flush(buffer);
+        await this.settleLanding();
       });
     } finally {
       await this.consumer?.disconnect();
       await this.producer?.disconnect();
       await this.admin?.disconnect();
+      this.writer?.close();
     }
   }
 
@@ -233,7 +270,15 @@ export class AnalyticsSink {
     return buffer;
   }
 
-  private forgetAssignment(): void {
+  /**
+   * After a (re)join every partition restarts from its committed offset. The batch in flight lands (or
+   * fails) first: settling a partition while its transaction may still commit would take the batch's
+   * files for orphans.
+   */
+  private async forgetAssignment(): Promise<void> {
+    await this.landing;
+    // Its records are read again from the committed offset, like everything else buffered.
+    this.failedLanding = undefined;
     for (const buffer of this.buffers.values()) buffer.clear();
     this.landed.clear();
   }
@@ -283,7 +328,9 @@ export class AnalyticsSink {
         headers: {},
         timestamp: message.timestamp,
       };
+      const started = performance.now();
       letters = await this.chain({ record: raw, signal: this.shutdown.signal });
+      this.stageMs.decode += performance.now() - started;
     }
     buffer.consumed(offset, message.value?.length ?? 0, letters, Date.now());
   }
@@ -306,35 +353,68 @@ export class AnalyticsSink {
     }
   }
 
-  /** Files, then the dead letters and the offset in one transaction, then the ledger. Caller holds the lock. */
+  /**
+   * Hands a partition's buffer to land in the background, so DuckDB writes its files while the consumer
+   * reads on. At most one batch lands at a time (they share the one transactional producer): a flush
+   * first waits for the one before it. Caller holds the lock.
+   */
   private async flush(buffer: PartitionBuffer): Promise<void> {
     if (buffer.empty) return;
-    const { topic, partition } = buffer;
+    await this.settleLanding();
+    if (buffer.empty) return; // the landing that failed was this partition's: the buffer was rewound
+    const batch = buffer.detach();
+    this.landing = this.land(batch).catch((error: unknown) => void (this.failedLanding = { batch, error }));
+  }
+
+  /**
+   * Waits for the batch in flight. If it failed, its records are only on Kafka now: the partition is
+   * rewound as after a restart (what landed is settled again, orphan files go, the consumer seeks back)
+   * and the failure is thrown. Caller holds the lock.
+   */
+  private async settleLanding(): Promise<void> {
+    const started = performance.now();
+    await this.landing;
+    this.stageMs.waiting += performance.now() - started;
+    const failed = this.failedLanding;
+    if (!failed) return;
+    this.failedLanding = undefined;
+    const { topic, partition } = failed.batch;
+    this.bufferFor(topic, partition).clear();
+    this.landed.delete(partitionKey(topic, partition));
+    if (this.consumer && !this.shutdown.signal.aborted) {
+      const landed = await this.prepare(topic, partition);
+      // The batch being handled for this partition, if any, is stale from now on (isStale) and is not read on.
+      this.consumer.seek({ topic, partition, offset: (landed + 1n).toString() });
+    }
+    throw failed.error;
+  }
+
+  /** Files, then the dead letters and the offset in one transaction, then the ledger. */
+  private async land(batch: FlushBatch): Promise<void> {
+    const { topic, partition } = batch;
     const key = partitionKey(topic, partition);
     const spec = this.tableOf(topic);
-    const range = { topic, partition, first: buffer.first!, last: buffer.last };
+    const range = { topic, partition, first: batch.first, last: batch.last };
     if (this.dirty.has(key)) {
       this.removeFilesAfter(topic, partition, range.first - 1n);
       this.dirty.delete(key);
     }
-    const metadata = {
-      'trialrun.table': spec.table,
-      'trialrun.topic': topic,
-      'trialrun.partition': String(partition),
-      'trialrun.first_offset': range.first.toString(),
-      'trialrun.last_offset': range.last.toString(),
-    };
+    const metadata = dataFileMetadata(spec.table, range);
     const written: Array<{ path: string; bytes: number }> = [];
+    let commitStarted = 0;
     try {
-      for (const [bucket, rows] of buffer.buckets) {
-        const path = join(this.options.dataDir, spec.table, bucket, dataFileName(range));
-        written.push({ path, bytes: writeParquetFile(path, spec.columns, rows, metadata) });
+      const writeStarted = performance.now();
+      for (const [folder, { lines }] of batch.buckets) {
+        const path = join(this.options.dataDir, spec.table, folder, dataFileName(range));
+        written.push({ path, bytes: await this.writer!.writeJsonRows(path, spec.columns, lines, metadata) });
       }
+      this.stageMs.write += performance.now() - writeStarted;
+      commitStarted = performance.now();
       const transaction = await this.producer!.transaction();
       try {
-        if (buffer.deadLetters.length) {
+        if (batch.deadLetters.length) {
           const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
-          for (const letter of buffer.deadLetters) {
+          for (const letter of batch.deadLetters) {
             const messages = byTopic.get(letter.topic) ?? [];
             messages.push({ key: letter.key, value: letter.value });
             byTopic.set(letter.topic, messages);
@@ -351,18 +431,19 @@ export class AnalyticsSink {
       // Not committed: these files must not survive next to the ones a later flush of the same records writes.
       for (const file of written) rmSync(file.path, { force: true });
       this.dirty.add(key);
+      this.landingFailures++;
       throw error;
     }
     writeLedger(this.options.dataDir, topic, partition, range.last);
+    this.stageMs.commit += performance.now() - commitStarted;
     this.landed.set(key, range.last);
-    this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + buffer.rows);
+    this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + batch.rows);
     // A bucket is one run's (and hour's) rows.
-    for (const rows of buffer.buckets.values()) {
-      const key = `${spec.table}/${(rows[0]!.record as { lineage: { runId: string } }).lineage.runId}`;
-      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + rows.length);
+    for (const { runId, lines } of batch.buckets.values()) {
+      const key = `${spec.table}/${runId}`;
+      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + lines.length);
     }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);
-    buffer.clear();
   }
 }

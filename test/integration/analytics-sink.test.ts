@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { before, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
@@ -209,6 +209,37 @@ test('files roll by size while records stream in, and by age when they stop', { 
   const catalog = await AnalyticsCatalog.open(dataDir);
   try {
     assert.deepEqual((await catalog.query('SELECT count(*)::INT, count(DISTINCT reward_id)::INT FROM rewards')).rows, [[305, 300]]);
+  } finally {
+    catalog.close();
+  }
+});
+
+test('a flush that fails while landing in the background is rewound: its records are read again and land exactly once', { timeout: 300_000 }, async () => {
+  const context = await freshContext('sink-fail');
+  const dataDir = tempDir('sink-fail');
+  const rewards = await Promise.all(Array.from({ length: 200 }, (_, i) => context.serde.encode('rewards', syntheticReward(i, { runId: 'fail' }))));
+  await sendRaw(context, 'rewards', rewards.map((value, i) => ({ key: `t${i}`, value })));
+  // A file where the run's folder belongs: every flush fails to write its files until it goes.
+  const obstacle = join(dataDir, 'rewards', 'run_id=fail');
+  mkdirSync(join(dataDir, 'rewards'), { recursive: true });
+  writeFileSync(obstacle, 'not a folder');
+
+  const sink = new AnalyticsSink(context, { dataDir, topics: ['rewards'], rollBytes: rewards[0]!.length * 20, rollAgeMs: 300, onDeadLetter: () => undefined });
+  await sink.start();
+  try {
+    await eventually('a flush failed', async () => sink.landingFailures > 0, 60_000, 50);
+    assert.equal(sink.filesWritten, 0);
+    rmSync(obstacle);
+    const admin = context.kafka.admin();
+    await admin.connect();
+    const ends = await admin.fetchTopicOffsets(context.names.name('rewards')).finally(() => admin.disconnect());
+    await eventually('every partition landed', async () => ends.every((p) => readLedger(dataDir, context.names.name('rewards'), p.partition) === BigInt(p.high) - 1n), 240_000);
+  } finally {
+    await sink.stop();
+  }
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    assert.deepEqual((await catalog.query(`SELECT count(*)::INT, count(DISTINCT _partition || ':' || _offset)::INT, count(DISTINCT reward_id)::INT FROM rewards`)).rows, [[200, 200, 200]], 'no row twice, none skipped');
   } finally {
     catalog.close();
   }

@@ -1,31 +1,31 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, writeParquetFile, type Row } from '../../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, dataFileName, JsonRowEncoder, ParquetWriter, REWARDS, TRAJECTORIES, writeParquetRows, type Column, type Row } from '../../connectors/analytics/index.js';
 import type { Reward, Trajectory } from '../../schemas/index.js';
 import { main } from '../../cli/main.js';
 import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
 import { tempDir } from './harness.js';
 
 /** Writes rows where the sink would, for one run and one offset range of partition 0. */
-function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): void {
+async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): Promise<void> {
   const rows: Row<R>[] = records.map((record, i) => ({ record, meta: { topic, partition: 0, offset: String(first + i) } }));
   const range = { topic, partition: 0, first: BigInt(first), last: BigInt(first + records.length - 1) };
-  writeParquetFile(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
+  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
 }
 
 test('the catalog: nested steps, a column added later, run filters and the steps view', async () => {
   const dataDir = tempDir('store');
   const a = Array.from({ length: 5 }, (_, i) => syntheticTrajectory(i, { runId: 'run-a', steps: 3 }));
   const b = Array.from({ length: 4 }, (_, i) => syntheticTrajectory(10 + i, { runId: 'run-b', steps: 2 }));
-  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
-  land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
   // An older file, written before the reward table had its last columns.
   const rewards = Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'run-a' }));
   const older = REWARDS.columns.filter((c) => !['disposition', 'reason', 'rescore_id', 'hacked', 'fraction_passed'].includes(c.name));
-  land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
-  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
 
   const catalog = await AnalyticsCatalog.open(dataDir);
   try {
@@ -80,7 +80,7 @@ async function sql(dataDir: string, ...args: string[]): Promise<{ code: number; 
 
 test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is wrong with bad input', async () => {
   const dataDir = tempDir('sql');
-  land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
   const query = 'SELECT reward_id, reward FROM rewards ORDER BY reward_id';
   assert.match((await sql(dataDir, query)).out, /reward_id\s+\| reward\n-+-\+-+\n.*\n.*\n.*\n\(3 rows\)/);
   assert.equal((await sql(dataDir, '--format', 'csv', query)).out.split('\n')[0], 'reward_id,reward');
@@ -98,4 +98,65 @@ test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is w
   assert.equal(badQuery.code, 2);
   assert.match(badQuery.stderr, /^trialrun sql: .*nope/m);
   assert.doesNotMatch(badQuery.stderr, /\n\s+at /);
+});
+
+test('the one Parquet writer: declared types even for all-null columns, exact int64, times from text or epoch ms, row order, metadata, no temporary files', async () => {
+  type Sample = { id: string; big: bigint | number; at: string | number; score: number | null; tags: string[]; steps: Array<{ tool: string; ms: number | null }> };
+  const columns: Column<Sample>[] = [
+    { name: 'id', type: 'utf8', value: (r) => r.id },
+    { name: 'big', type: 'int64', value: (r) => r.big },
+    { name: 'seen_at', type: 'timestamp', value: (r) => r.at },
+    { name: 'score', type: 'float64', value: (r) => r.score },
+    { name: 'tags', type: { listOf: 'utf8' }, value: (r) => r.tags },
+    { name: 'steps', type: { listOf: [{ name: 'tool', type: 'utf8' }, { name: 'ms', type: 'float64' }] }, value: (r) => r.steps },
+  ];
+  const rows: Sample[] = Array.from({ length: 2500 }, (_, i) => ({
+    id: `row-${i} "quoted" \\ ünïcode\n`,
+    big: i === 0 ? 2n ** 62n + 1n : i,
+    at: i % 2 ? '2025-03-04T05:06:07.089Z' : Date.parse('2025-03-04T05:06:07.089Z'),
+    score: null,
+    tags: i % 3 ? ['a', 'b'] : [],
+    steps: [{ tool: 'run_tests', ms: i % 2 ? null : 1.5 }],
+  }));
+  const dir = tempDir('writer');
+  const path = join(dir, 'folder', 'x-p0-0-2499.parquet');
+  const writer = await ParquetWriter.open();
+  try {
+    const bytes = await writer.writeRows(path, columns, rows, { 'trialrun.table': 'samples', 'trialrun.first_offset': '0' });
+    assert.ok(bytes > 0);
+    // Rows encoded ahead of time, as the sink does, land the same.
+    const encoder = new JsonRowEncoder(columns);
+    await writer.writeJsonRows(join(dir, 'folder', 'x-p0-2500-2501.parquet'), columns, rows.slice(0, 2).map((row) => encoder.encode(row)));
+  } finally {
+    writer.close();
+  }
+  assert.deepEqual(readdirSync(join(dir, 'folder')).sort(), ['x-p0-0-2499.parquet', 'x-p0-2500-2501.parquet'], 'only the renamed files, no temporary ones');
+  const catalog = await AnalyticsCatalog.open(dir);
+  try {
+    const rows_ = async (sql: string) => (await catalog.query(sql)).rows;
+    const file = `read_parquet('${path}')`;
+    const described = await rows_(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM ${file})`);
+    assert.deepEqual(described, [
+      ['id', 'VARCHAR'],
+      ['big', 'BIGINT'],
+      ['seen_at', 'TIMESTAMP'],
+      ['score', 'DOUBLE'],
+      ['tags', 'VARCHAR[]'],
+      ['steps', 'STRUCT(tool VARCHAR, ms DOUBLE)[]'],
+    ]);
+    assert.deepEqual(await rows_(`SELECT id, big::VARCHAR, seen_at::VARCHAR, score, len(tags)::INT, steps[1].ms FROM ${file} LIMIT 2`), [
+      [rows[0]!.id, (2n ** 62n + 1n).toString(), '2025-03-04 05:06:07.089', null, 0, 1.5],
+      [rows[1]!.id, '1', '2025-03-04 05:06:07.089', null, 2, null],
+    ]);
+    assert.deepEqual(await rows_(`SELECT count(*)::INT FROM ${file}`), [[2500]]);
+    assert.deepEqual(await rows_(`SELECT id FROM read_parquet('${path}', file_row_number = true) WHERE file_row_number = 1999`), [[rows[1999]!.id]], 'text comes back byte for byte');
+    const order = await rows_(`SELECT list(big ORDER BY file_row_number)[2:5] FROM read_parquet('${path}', file_row_number = true)`);
+    assert.deepEqual(order, [[['1', '2', '3', '4']]], 'rows keep their order');
+    assert.deepEqual(await rows_(`SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata('${path}') ORDER BY 1`), [
+      ['trialrun.first_offset', '0'],
+      ['trialrun.table', 'samples'],
+    ]);
+  } finally {
+    catalog.close();
+  }
 });

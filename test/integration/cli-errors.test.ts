@@ -6,7 +6,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { repoRoot } from '../../cli/paths.js';
-import { bucketOf, dataFileName, REWARDS, writeParquetFile, type Row } from '../../connectors/analytics/index.js';
+import { bucketOf, dataFileName, REWARDS, writeParquetRows, type Row } from '../../connectors/analytics/index.js';
 import { createKafka, inTransaction, readRange } from '../../connectors/kafka/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { syntheticReward } from './analytics-fixtures.js';
@@ -54,11 +54,11 @@ async function closedPort(): Promise<number> {
 }
 
 /** Rewards where the sink would write them: one run, one file. */
-function landRewards(dataDir: string, runId: string, count: number): void {
+async function landRewards(dataDir: string, runId: string, count: number): Promise<void> {
   const records = Array.from({ length: count }, (_, i) => syntheticReward(i, { runId }));
   const rows: Row<Reward>[] = records.map((record, i) => ({ record, meta: { topic: 't.rewards', partition: 0, offset: String(i) } }));
   const file = dataFileName({ topic: 't.rewards', partition: 0, first: 0n, last: BigInt(count - 1) });
-  writeParquetFile(join(dataDir, 'rewards', bucketOf(runId, records[0]!.lineage.createdAt), file), REWARDS.columns as never, rows);
+  await writeParquetRows(join(dataDir, 'rewards', bucketOf(runId, records[0]!.lineage.createdAt), file), REWARDS.columns as never, rows);
 }
 
 test('a wrong option, policy, file or job field is one line and exit 2, before the stack is touched', { timeout: 180_000 }, async () => {
@@ -116,7 +116,7 @@ test('sql and notebook name the data folder they found empty, missing or without
   assert.ok(elsewhere.stderr.includes(join(repoRoot(), '.trialrun', 'data')), elsewhere.stderr);
 
   const store = tempDir('cli-store');
-  landRewards(store, 'run-a', 3);
+  await landRewards(store, 'run-a', 3);
   const unknownRun = await trialrun(['sql', '--data-dir', store, '--run', 'run-b', 'SELECT count(*) FROM rewards']);
   assert.equal(unknownRun.code, 2);
   assertOneLine(unknownRun, 'sql', /no rows for run "run-b" under .*; runs there: run-a/);

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { gzipSync } from 'node:zlib';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { bucketOf, dataFileName, REWARDS, writeParquetFile } from '../../connectors/analytics/index.js';
+import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../../connectors/analytics/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
 import { formatReport, resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
@@ -280,7 +280,7 @@ describe('task job: sources and cleaning (DuckDB)', () => {
       });
     }
     const file = join(analyticsDir, 'rewards', bucketOf('earlier-run', '2025-01-01T00:00:00.000Z'), dataFileName({ topic: 'it.rewards', partition: 0, first: 0n, last: BigInt(rewards.length - 1) }));
-    writeParquetFile(file, REWARDS.columns, rewards);
+    await writeParquetRows(file, REWARDS.columns, rewards);
 
     const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] }, analyticsDir);
     const byId = new Map(report.tasks.map((task) => [task.taskId, task]));

@@ -1,0 +1,38 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { JsonRowEncoder } from './parquet.js';
+import type { CellValue, Column } from './tables.js';
+
+type R = Record<string, CellValue>;
+const column = (name: string, type: Column<R>['type']): Column<R> => ({ name, type, value: (row) => row[name] ?? null });
+const line = (columns: Column<R>[], row: R): unknown => JSON.parse(new JsonRowEncoder(columns).encode(row));
+
+test('encodes each column by its type: exact int64, times as UTC ISO with milliseconds, nulls kept', () => {
+  const columns = [column('s', 'utf8'), column('i', 'int64'), column('f', 'float64'), column('b', 'bool'), column('t', 'timestamp'), column('never', 'utf8')];
+  assert.deepEqual(line(columns, { s: 'héllo "q"\n', i: 3, f: 1.5, b: true, t: '2025-01-02T03:04:05.678Z' }), { s: 'héllo "q"\n', i: 3, f: 1.5, b: true, t: '2025-01-02T03:04:05.678Z', never: null });
+  assert.deepEqual(line(columns, { s: null, i: 9007199254740993n, f: null, b: false, t: 0 }), { s: null, i: '9007199254740993', f: null, b: false, t: '1970-01-01T00:00:00.000Z', never: null });
+  assert.deepEqual(line(columns, { i: 12n, t: '2025-01-02T03:04:05.678912Z' }), { s: null, i: 12, f: null, b: null, t: '2025-01-02T03:04:05.678Z', never: null }, 'finer times are cut to milliseconds, the column precision');
+});
+
+test('encodes lists of scalars and lists of structs with only the declared fields', () => {
+  const columns = [
+    column('tags', { listOf: 'utf8' }),
+    column('steps', { listOf: [{ name: 'index', type: 'int64' }, { name: 'at', type: 'timestamp' }, { name: 'ok', type: 'bool' }] }),
+  ];
+  assert.deepEqual(line(columns, { tags: ['a', 'b'], steps: [{ index: 0, at: 1000, ok: true, extra: 'x' } as never, { index: 1n, at: null, ok: null }] }), {
+    tags: ['a', 'b'],
+    steps: [
+      { index: 0, at: '1970-01-01T00:00:01.000Z', ok: true },
+      { index: 1, at: null, ok: null },
+    ],
+  });
+  assert.deepEqual(line(columns, { tags: [], steps: null }), { tags: [], steps: null });
+});
+
+test('refuses a value its column cannot take, naming the column', () => {
+  assert.throws(() => new JsonRowEncoder([column('n', 'int64')]).encode({ n: 1.5 }), /column "n": 1.5 is not a whole number/);
+  assert.throws(() => new JsonRowEncoder([column('t', 'timestamp')]).encode({ t: 'yesterday' }), /column "t": "yesterday" is not a time/);
+  assert.throws(() => new JsonRowEncoder([column('l', { listOf: 'utf8' })]).encode({ l: 'x' }), /column "l": expected a list/);
+  assert.throws(() => new JsonRowEncoder([column('b', 'bool')]).encode({ b: 'yes' }), /column "b": yes is not true or false/);
+  assert.throws(() => new JsonRowEncoder([column('s', { listOf: [{ name: 'n', type: 'int64' }] })]).encode({ s: [{ n: 0.5 }] }), /column "s\[\]\.n": 0.5 is not a whole number/);
+});

@@ -1,0 +1,2 @@
+/** A SQL string literal. */
+export const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`;
