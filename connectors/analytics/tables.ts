@@ -127,6 +127,7 @@ export const VERIFICATIONS: TableSpec<Row<Verification>> = {
     col('tests_total', 'int64', (r) => r.testsTotal),
     col('fraction_passed', 'float64', (r) => r.fractionPassed),
     col('failure', 'utf8', (r) => r.failure),
+    col('failure_detail', 'utf8', (r) => r.failureDetail ?? null),
     col('duration_ms', 'float64', (r) => r.durationMs),
     col('tests', { listOf: [{ name: 'id', type: 'utf8' }, { name: 'outcome', type: 'utf8' }, { name: 'duration_ms', type: 'float64' }, { name: 'message', type: 'utf8' }] }, (r) =>
       r.tests.map((t) => ({ id: t.id, outcome: t.outcome, duration_ms: t.durationMs, message: t.message })),
