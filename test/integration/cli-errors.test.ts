@@ -8,6 +8,7 @@ import { before, test } from 'node:test';
 import { repoRoot } from '../../cli/paths.js';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows, type Row } from '../../connectors/analytics/index.js';
 import { createKafka, inTransaction, readRange } from '../../connectors/kafka/index.js';
+import { policyIds } from '../../policies/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { syntheticReward } from './analytics-fixtures.js';
 import { ensureStack, freshContext, tempDir } from './harness.js';
@@ -69,7 +70,7 @@ test('a wrong option, policy, file or job field is one line and exit 2, before t
   assert.equal(workers.stderr, 'trialrun demo: --workers must be a whole number >= 1, got "abc"\n');
   const policy = await trialrun(['demo', '--policy', 'nope'], { env });
   assert.equal(policy.code, 2);
-  assertOneLine(policy, 'demo', /--policy must be one of linear-repair, onnx-repair, got "nope"/);
+  assertOneLine(policy, 'demo', new RegExp(`--policy must be one of ${policyIds().join(', ')}, got "nope"`));
   const tasks = await trialrun(['demo', '--tasks', '/nonexistent/tasks.jsonl'], { env });
   assert.equal(tasks.code, 2);
   assertOneLine(tasks, 'demo', /--tasks: no such file \/nonexistent\/tasks\.jsonl/);
