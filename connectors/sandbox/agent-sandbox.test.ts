@@ -1,24 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { isRetriable } from '../../schemas/index.js';
-import { AgentChannel } from './agent-channel.js';
-import { AgentSandbox } from './agent-sandbox.js';
+import { startHostAgent } from '../../test/fixtures/host-agent.js';
+import type { AgentSandbox } from './agent-sandbox.js';
 
 // The agent's process handling runs the same on the host as in a sandbox, so it is tested here without Docker.
-function agentScript(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
-    const script = join(dir, 'sandbox-images', 'python-repair', 'agent', 'agent.py');
-    if (existsSync(script)) return script;
-  }
-  throw new Error('sandbox-images/python-repair/agent/agent.py not found above this test');
-}
 
 /** Host processes whose command line contains `marker`. */
 function processesWith(marker: string): number[] {
@@ -45,16 +36,11 @@ async function until(what: string, probe: () => boolean, timeoutMs = 30_000): Pr
 
 describe('the sandbox agent, run as a plain process', () => {
   let agent: ChildProcess;
-  let channel: AgentChannel;
   let sandbox: AgentSandbox;
-  const workdir = mkdtempSync(join(tmpdir(), 'trialrun-agent-'));
+  let workdir: string;
 
   before(async () => {
-    agent = spawn('python3', ['-I', agentScript()], { stdio: ['pipe', 'pipe', 'inherit'] });
-    channel = new AgentChannel(agent.stdin!, agent.stdout!, 'host-agent');
-    await channel.ready;
-    const handle = { id: 'host-agent', imageDigest: 'none', channel, assign: async () => undefined, diagnose: async () => null, destroy: async () => undefined };
-    sandbox = new AgentSandbox(handle, () => undefined);
+    ({ agent, sandbox, workdir } = await startHostAgent('agent'));
   });
 
   after(() => {

@@ -1,23 +1,15 @@
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { SandboxError, WorkspaceFileError, isRetriable } from '../../schemas/index.js';
-import { AgentChannel } from './agent-channel.js';
-import { AgentSandbox } from './agent-sandbox.js';
+import { startHostAgent } from '../../test/fixtures/host-agent.js';
+import type { AgentChannel } from './agent-channel.js';
+import type { AgentSandbox } from './agent-sandbox.js';
 
 // File requests are judged by the agent; it runs the same on the host, so this needs no Docker.
-function agentScript(): string {
-  for (let dir = dirname(fileURLToPath(import.meta.url)); dirname(dir) !== dir; dir = dirname(dir)) {
-    const script = join(dir, 'sandbox-images', 'python-repair', 'agent', 'agent.py');
-    if (existsSync(script)) return script;
-  }
-  throw new Error('sandbox-images/python-repair/agent/agent.py not found above this test');
-}
-
 const refusal = (reason: string, message: RegExp) => (error: unknown) =>
   error instanceof WorkspaceFileError && error.reason === reason && !isRetriable(error) && message.test(error.message);
 
@@ -25,14 +17,10 @@ describe('file requests through the sandbox agent', () => {
   let agent: ChildProcess;
   let channel: AgentChannel;
   let sandbox: AgentSandbox;
-  const workdir = mkdtempSync(join(tmpdir(), 'trialrun-files-'));
+  let workdir: string;
 
   before(async () => {
-    agent = spawn('python3', ['-I', agentScript()], { stdio: ['pipe', 'pipe', 'inherit'] });
-    channel = new AgentChannel(agent.stdin!, agent.stdout!, 'host-agent');
-    await channel.ready;
-    const handle = { id: 'host-agent', imageDigest: 'none', channel, assign: async () => undefined, diagnose: async () => null, destroy: async () => undefined };
-    sandbox = new AgentSandbox(handle, () => undefined);
+    ({ agent, channel, sandbox, workdir } = await startHostAgent('files'));
   });
 
   after(() => {
