@@ -1,7 +1,8 @@
 /**
  * Layering, enforced by `npm run lint`:
  *   schemas <- connectors <- envs <- policies <- pipelines <- cli
- *   stack (the local services) depends on schemas only; cli may use everything.
+ *   stack (the local services) depends on schemas and connectors; cli may use everything.
+ * The Kafka client is reached through connectors/kafka only, so it can be swapped there alone.
  * Across top-level folders only a folder's index may be imported (no deep imports), and there are no cycles.
  */
 const LAYERS = {
@@ -10,7 +11,7 @@ const LAYERS = {
   envs: ['schemas', 'connectors'],
   policies: ['schemas', 'connectors', 'envs'],
   pipelines: ['schemas', 'connectors', 'envs', 'policies'],
-  stack: ['schemas'],
+  stack: ['schemas', 'connectors'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
@@ -43,6 +44,13 @@ module.exports = {
       to: { path: '^schemas/', pathNot: '^schemas/index\\.ts$' },
     },
     {
+      name: 'kafka-client-behind-its-port',
+      comment: 'Only connectors/kafka imports kafkajs; everything else uses its exports.',
+      severity: 'error',
+      from: { pathNot: '^connectors/kafka/' },
+      to: { path: 'node_modules/kafkajs/' },
+    },
+    {
       name: 'tests-stay-out-of-production',
       severity: 'error',
       from: { pathNot: '\\.test\\.ts$|^test/' },
@@ -53,6 +61,7 @@ module.exports = {
     doNotFollow: { path: 'node_modules' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    exclude: { path: '^(dist|node_modules)/' },
+    // node_modules stays in the graph (not followed) so that rules can name packages, e.g. kafkajs.
+    exclude: { path: '^dist/' },
   },
 };

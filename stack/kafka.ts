@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Kafka, logLevel, type Admin } from 'kafkajs';
+import { probeBrokers } from '../connectors/kafka/index.js';
 import { checkoutFile } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
@@ -56,7 +56,7 @@ export function kafkaComponent(options: KafkaOptions = {}): StackComponent {
   const serverProperties = join(kafkaDir, 'server.properties');
   const { logFile } = daemonFiles(paths.stateDir, DAEMON);
   const java = env.JAVA_HOME ? join(env.JAVA_HOME, 'bin', 'java') : 'java';
-  const isUp = (): Promise<boolean> => adminAnswers(brokerList, (admin) => admin.describeCluster());
+  const isUp = async (): Promise<boolean> => (await probeBrokers(brokerList)) === null;
 
   return {
     name: 'kafka',
@@ -94,7 +94,7 @@ export function kafkaComponent(options: KafkaOptions = {}): StackComponent {
           env,
         }));
       }
-      await waitUntil(() => adminAnswers(brokerList, (admin) => admin.listTopics()), {
+      await waitUntil(isUp, {
         what: `Kafka at ${brokers}`,
         timeoutMs: options.startTimeoutMs ?? 120_000,
         logFile,
@@ -114,34 +114,6 @@ export function kafkaComponent(options: KafkaOptions = {}): StackComponent {
       return (await isUp()) ? 'not-ours' : 'not-running';
     },
   };
-}
-
-/**
- * True when a kafkajs admin connects and `call` succeeds within `timeoutMs`. Retries and logging are
- * off: a closed port must answer false quickly and quietly.
- */
-async function adminAnswers(brokers: string[], call: (admin: Admin) => Promise<unknown>, timeoutMs = 3_000): Promise<boolean> {
-  const admin = new Kafka({
-    clientId: 'trialrun-stack',
-    brokers,
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 1_000,
-    requestTimeout: timeoutMs,
-    retry: { retries: 0 },
-  }).admin();
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('timeout')), timeoutMs);
-    });
-    await Promise.race([admin.connect().then(() => call(admin)), timeout]);
-    return true;
-  } catch {
-    return false;
-  } finally {
-    clearTimeout(timer);
-    await admin.disconnect().catch(() => undefined);
-  }
 }
 
 function splitHostPort(address: string): [string, number] {

@@ -128,21 +128,40 @@ const unreachable = (resolved: ResolvedKafkaOptions, reason: string, cause?: unk
  */
 export async function checkBrokers(options: KafkaOptions = {}): Promise<void> {
   const resolved = resolveKafkaOptions(options);
-  const probe = new Kafka({
-    clientId: `${resolved.clientId}-probe`,
-    brokers: [...resolved.brokers],
-    connectionTimeout: resolved.connectionTimeoutMs,
-    // The first connection either answers or the command stops; retrying it only delays the message.
+  const failure = await probeBrokers(resolved.brokers, { connectionTimeoutMs: resolved.connectionTimeoutMs, clientId: `${resolved.clientId}-probe` });
+  if (failure !== null) throw unreachable(resolved, rootMessage(failure), failure);
+}
+
+/**
+ * One quiet attempt, no retries and no client logging, to connect to `brokers` and read the cluster's
+ * metadata and topic list within `timeoutMs`: null when they answer, else the error. A closed port answers
+ * quickly; this is also the stack's health check for the broker it starts.
+ */
+export async function probeBrokers(
+  brokers: readonly string[],
+  options: { readonly connectionTimeoutMs?: number; readonly timeoutMs?: number; readonly clientId?: string } = {},
+): Promise<Error | null> {
+  const timeoutMs = options.timeoutMs ?? 3_000;
+  const admin = new Kafka({
+    clientId: options.clientId ?? 'trialrun-probe',
+    brokers: [...brokers],
+    connectionTimeout: options.connectionTimeoutMs ?? 1_000,
+    requestTimeout: timeoutMs,
+    // The first connection either answers or the caller decides; retrying it only delays the answer.
     retry: { retries: 0 },
     logLevel: logLevel.NOTHING,
-  });
-  const admin = probe.admin();
+  }).admin();
+  let timer: NodeJS.Timeout | undefined;
   try {
-    await admin.connect();
-    await admin.describeCluster();
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs);
+    });
+    await Promise.race([admin.connect().then(async () => { await admin.describeCluster(); await admin.listTopics(); }), timeout]);
+    return null;
   } catch (error) {
-    throw unreachable(resolved, rootMessage(error), error);
+    return error instanceof Error ? error : new Error(String(error));
   } finally {
+    clearTimeout(timer);
     await admin.disconnect().catch(() => undefined);
   }
 }
