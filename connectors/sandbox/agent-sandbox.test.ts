@@ -1,29 +1,13 @@
 import assert from 'node:assert/strict';
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isRetriable } from '../../schemas/index.js';
 import { startHostAgent } from '../../test/fixtures/host-agent.js';
+import { hostProcessesWith, rendezvous, uniqueMarker } from '../../test/fixtures/processes.js';
 import type { AgentSandbox } from './agent-sandbox.js';
 
 // The agent's process handling runs the same on the host as in a sandbox, so it is tested here without Docker.
-
-/** Host processes whose command line contains `marker`. */
-function processesWith(marker: string): number[] {
-  const found: number[] = [];
-  for (const name of readdirSync('/proc')) {
-    if (!/^\d+$/.test(name)) continue;
-    try {
-      if (readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(marker)) found.push(Number(name));
-    } catch {
-      // exited meanwhile
-    }
-  }
-  return found;
-}
 
 /** Waits for a condition with a generous deadline (a loaded machine is slow, not wrong). */
 async function until(what: string, probe: () => boolean, timeoutMs = 30_000): Promise<void> {
@@ -77,37 +61,36 @@ describe('the sandbox agent, run as a plain process', () => {
   });
 
   it('kills the whole tree at the deadline, setsid and double-forked processes included', async () => {
-    const marker = `${1000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const marker = uniqueMarker();
     const script = `trap '' TERM; setsid sleep ${marker} & (sleep ${marker} &) ; sleep ${marker}`;
     const result = await sandbox.exec(['sh', '-c', script], { timeoutMs: 500, cwd: workdir });
     assert.equal(result.status, 'timeout');
     assert.equal(result.exitCode, null);
-    assert.deepEqual(processesWith(`sleep\0${marker}`), [], 'no process of the command survived');
+    assert.deepEqual(hostProcessesWith(`sleep\0${marker}`), [], 'no process of the command survived');
   });
 
   it('kills background processes when the command exits', async () => {
-    const marker = `${2000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const marker = uniqueMarker();
     const result = await sandbox.exec(['sh', '-c', `setsid sleep ${marker} >/dev/null 2>&1 & echo started`], { cwd: workdir });
     assert.equal(result.stdout, 'started\n');
-    await until('the background process to be killed', () => processesWith(`sleep\0${marker}`).length === 0);
+    await until('the background process to be killed', () => hostProcessesWith(`sleep\0${marker}`).length === 0);
   });
 
   it('cancels a command through its AbortSignal', async () => {
-    const marker = `${3000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const marker = uniqueMarker();
     const controller = new AbortController();
     const running = sandbox.exec(['sleep', marker], { signal: controller.signal, cwd: workdir });
-    await until('the command to run', () => processesWith(`sleep\0${marker}`).length === 1);
+    await until('the command to run', () => hostProcessesWith(`sleep\0${marker}`).length === 1);
     controller.abort();
     const result = await running;
     assert.equal(result.status, 'timeout');
-    assert.deepEqual(processesWith(`sleep\0${marker}`), [], 'the cancelled command is gone');
+    assert.deepEqual(hostProcessesWith(`sleep\0${marker}`), [], 'the cancelled command is gone');
   });
 
   it('runs several commands at once', async () => {
     // Each command waits until all four have started, so commands run one after another would time out.
-    const meeting = mkdtempSync(join(workdir, 'meet-'));
-    const script = (n: number) => `touch ${meeting}/${n}; while [ "$(ls ${meeting} | wc -l)" -lt 4 ]; do sleep 0.05; done; echo ${n}`;
-    const results = await Promise.all([1, 2, 3, 4].map((n) => sandbox.exec(['sh', '-c', script(n)], { cwd: workdir, timeoutMs: 60_000 })));
+    const tag = uniqueMarker();
+    const results = await Promise.all([1, 2, 3, 4].map((n) => sandbox.exec(['sh', '-c', rendezvous(tag, n, 4)], { cwd: workdir, timeoutMs: 60_000 })));
     assert.deepEqual(
       results.map((r) => `${r.status} ${r.stdout}`),
       ['exited 1\n', 'exited 2\n', 'exited 3\n', 'exited 4\n'],
@@ -134,9 +117,9 @@ describe('the sandbox agent, run as a plain process', () => {
   });
 
   it('fails pending commands with a retriable error when the agent dies', async () => {
-    const marker = `${4000 + Math.floor(Math.random() * 1000)}.${randomUUID().replace(/\D/g, '').slice(0, 6)}`;
+    const marker = uniqueMarker();
     const pending = sandbox.exec(['sleep', marker], { cwd: workdir });
-    await until('the command to run', () => processesWith(`sleep\0${marker}`).length === 1);
+    await until('the command to run', () => hostProcessesWith(`sleep\0${marker}`).length === 1);
     agent.kill('SIGKILL');
     await assert.rejects(pending, (error: Error) => isRetriable(error) && /is gone/.test(error.message));
     await assert.rejects(sandbox.exec(['true']), /is gone/);
