@@ -47,17 +47,17 @@ export async function stackUp(log: StackLog, components = stackComponents(), sta
     const setupLog = setupLogFile(stateDir, component.name);
     ensureDir(dirname(setupLog));
     const note: StackLog = (line) => appendFileSync(setupLog, `${new Date().toISOString()} ${line}\n`);
-    const seconds = (): string => ((performance.now() - started) / 1000).toFixed(1);
     let result: 'reused' | 'started';
     try {
       result = await component.ensure(note);
     } catch (error) {
       note(`failed: ${errorMessage(error)}`);
-      log(`[${component.name}] failed after ${seconds()}s (set-up log: ${setupLog})`);
+      log(`[${component.name}] failed after ${((performance.now() - started) / 1000).toFixed(1)}s (set-up log: ${setupLog})`);
       throw error;
     }
-    log(`[${component.name}] ${result} ${component.endpoint()} (${seconds()}s${result === 'started' ? `; set-up log: ${setupLog}` : ''})`);
-    reports.push({ name: component.name, endpoint: component.endpoint(), result, seconds: (performance.now() - started) / 1000 });
+    const report = { name: component.name, endpoint: component.endpoint(), result, seconds: (performance.now() - started) / 1000 };
+    log(`[${report.name}] ${result} ${report.endpoint} (${report.seconds.toFixed(1)}s${result === 'started' ? `; set-up log: ${setupLog}` : ''})`);
+    reports.push(report);
   }
   return reports;
 }
