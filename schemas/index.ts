@@ -10,5 +10,6 @@ export * from './task.js';
 export * from './topics.js';
 export * from './trajectory.js';
 export * from './verification.js';
+export * from './verification-spec.js';
 export * from './workspace.js';
 export * from './llm-server.js';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FileTree, Lineage } from './lineage.js';
+import { TreeRef, VerificationSpec } from './verification-spec.js';
 
 /** Where a task row came from in its data set, so a published task can be traced to its source line. */
 export const TaskSource = z.object({
@@ -37,5 +38,18 @@ export const Task = z.object({
   difficulty: z.number().min(0).max(1).nullable(),
   source: TaskSource,
   lineage: Lineage,
+  // The fields below are optional so that tasks written before they existed stay valid.
+  /** How the task is verified; absent means `PYTEST_REPAIR_VERIFICATION`. */
+  verification: VerificationSpec.optional(),
+  /**
+   * Trees kept in the artifact store rather than inline (claim checks): for each field named here the inline
+   * tree is `{}` and the record carries the reference. The task job stores any tree above its size threshold.
+   */
+  stored: z.partialRecord(z.enum(['files', 'visibleTests', 'hiddenTests', 'referenceSolution']), TreeRef).optional(),
+  /** The sandbox image recipe the task runs in (agent and grading sandboxes); absent means its environment's default. */
+  image: z.string().min(1).optional(),
 });
 export type Task = z.infer<typeof Task>;
+
+/** The task fields that hold file trees, each of which may be stored as a claim check (`Task.stored`). */
+export type TaskTreeField = 'files' | 'visibleTests' | 'hiddenTests' | 'referenceSolution';

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FileTree, Lineage } from './lineage.js';
+import { TreeRef } from './verification-spec.js';
 import { WorkspaceExtras } from './workspace.js';
 
 /** What the policy chose among discrete candidates, kept so the learner can compute gradients from the stream. */
@@ -149,6 +150,8 @@ export const Trajectory = z.object({
   finalFiles: FileTree,
   /** Non-UTF-8 names and symlinks of the final workspace (empty for records written before it existed). */
   finalExtras: WorkspaceExtras.default({ escapedPaths: [], symlinks: [] }),
+  /** Set when the final tree is in the artifact store (a claim check); `finalFiles` is `{}` then. */
+  finalFilesRef: TreeRef.nullable().optional(),
   outcome: TrajectoryOutcome,
   error: z.string().nullable(),
   totalMs: z.number().min(0),

@@ -107,6 +107,13 @@ export const Verification = z.object({
   hacks: z.array(HackFlag).optional(),
   /** Set when the task is quarantined (flaky or broken reference); its rewards are withheld. */
   quarantine: Quarantine.nullable().optional(),
+  /**
+   * The reward this verification earns under the task's `RewardSpec`, in [0, 1]; 0 whenever a hack is flagged.
+   * Absent on records written before it existed: readers take `passed ? 1 : 0`.
+   */
+  score: z.number().min(0).max(1).optional(),
+  /** The verification kind that decided (`tests`, `script`, `output`); absent means `tests`. */
+  checkKind: z.enum(['tests', 'script', 'output']).optional(),
   /** Set on verifications written by `trialrun verify rescore`: the re-scoring run that wrote them. */
   rescoreId: z.string().nullable().optional(),
   lineage: Lineage,

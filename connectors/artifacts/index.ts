@@ -1,0 +1,1 @@
+export { LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, treeBytes, type TreeStore } from './tree-store.js';
