@@ -29,6 +29,7 @@ import { parseContract, TopicSerde } from '../connectors/registry/index.js';
 import { AnalyticsSink, type SinkStageTimes } from '../pipelines/analytics-sink/index.js';
 import { topicNames } from '../schemas/index.js';
 import { syntheticPassed, syntheticTrajectory, syntheticVerification } from '../test/integration/analytics-fixtures.js';
+import { BenchReport, figures as spread, type Figures as Spread } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -50,23 +51,12 @@ const STEPS = count('steps', 1);
 const RUNS = count('runs', 3);
 const DIR = values.dir!;
 
-const median = (xs: number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 
 // ---------------------------------------------------------------------------------------------------
 // 1. Sink throughput against a bare consume loop, and where the sink's time goes.
 
-interface Spread {
-  min: number;
-  median: number;
-  max: number;
-}
-const spread = (xs: readonly number[]): Spread => ({ min: Math.min(...xs), median: median([...xs]), max: Math.max(...xs) });
 const showSpread = (s: Spread, digits = 0): string => `${fmt(s.median, digits).padStart(9)}  (${fmt(s.min, digits)} to ${fmt(s.max, digits)})`;
 const loadAverage = (): number => loadavg()[0]!;
 
@@ -384,6 +374,7 @@ function sinkMarkdown(figures: SinkFigures, ratios: readonly number[]): string {
 
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
+  const report = new BenchReport('analytics', `npm run bench:analytics -- --sink-records ${SINK_RECORDS} --trajectories ${TRAJECTORIES_N} --steps ${STEPS} --runs ${RUNS}`);
   console.log(`trialrun analytics benchmark (${RUNS} interleaved rounds per figure; ${new Date().toISOString()}, load average ${loadavg().map((l) => fmt(l, 1)).join(' ')})\n`);
 
   if (SINK_RECORDS > 0) {
@@ -399,8 +390,12 @@ async function main(): Promise<void> {
     for (const [stage, values] of figures.stages) console.log(`   ${stage.padEnd(40)} ${showSpread(spread(values), 1)}`);
     console.log('');
     console.log(sinkMarkdown(figures, ratios));
+    report.compare({ metric: `sink, Kafka -> Parquet, ${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps`, unit: 'rows/s', ours: figures.sink, baseline: figures.bare, baselineName: 'bare consume loop', higherIsBetter: true, goal: '>= 0.5x' });
   }
-  if (TRAJECTORIES_N === 0) return;
+  if (TRAJECTORIES_N === 0) {
+    report.save();
+    return;
+  }
 
   const storeDir = join(DIR, `store-${TRAJECTORIES_N}x${STEPS}`);
   await generateStore(storeDir);
@@ -420,7 +415,9 @@ async function main(): Promise<void> {
     const ratios = f.parquetMs.map((ms, i) => ms / f.tableMs[i]!);
     console.log(`   ${f.query} / ${f.layout}, ms median (min to max), load ${showSpread(spread(f.load), 1)}`);
     console.log(`     Parquet views ${showSpread(spread(f.parquetMs))}   DuckDB tables ${showSpread(spread(f.tableMs))}   ratio ${showSpread(spread(ratios), 2)}`);
+    report.compare({ metric: `${f.query}, ${fmt(TRAJECTORIES_N)} trajectories, Parquet ${f.layout}`, unit: 'ms', ours: f.parquetMs, baseline: f.tableMs, baselineName: 'same query on DuckDB tables', higherIsBetter: false });
   }
+  report.save();
 }
 
 main().then(

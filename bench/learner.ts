@@ -1,10 +1,10 @@
 /**
  * Learner benchmark: `npm run bench:learner [-- --providers cpu --threads 1 --runs 15]`.
  *
- * Every figure is a median over repeated runs, set against a baseline measured in the same process, so
- * that a busy machine moves both sides alike:
- *   - update throughput: PPO + Adam steps through the ONNX update model against the same step written in
- *     plain TypeScript loops (policies/onnx-repair/reference.ts), at several batch sizes;
+ * Every figure is min / median / max over rounds that interleave both sides (bench/harness.ts), set against a
+ * baseline measured in the same process, so that a busy machine moves both sides alike:
+ *   - update throughput: PPO + Adam steps through the ONNX update model against the same step in tuned
+ *     TypeScript (bench/tuned-update.ts, checked against the float64 oracle first), at several batch sizes;
  *   - scoring latency: one rollout decision scored by the ONNX scoring model against the TypeScript
  *     forward pass;
  *   - reload latency (needs the stack; `stack up` runs first): checkpoint committed -> rollout worker serving
@@ -35,6 +35,8 @@ import { PolicyTracker } from '../pipelines/rollout-worker/index.js';
 import { onnxRepairKind, seededRandom, type PolicySample } from '../policies/index.js';
 import { topicNames } from '../schemas/index.js';
 import { stackUp } from '../stack/index.js';
+import { BenchReport, interleave, percentile } from './harness.js';
+import { TunedUpdate } from './tuned-update.js';
 
 const { values: args } = parseArgs({
   options: {
@@ -47,24 +49,15 @@ const { values: args } = parseArgs({
 const runtime: OnnxRuntimeOptions = { executionProviders: args.providers.split(','), intraOpThreads: Number(args.threads) };
 const RUNS = Number(args.runs);
 if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a whole number >= 1, got ${args.runs}`);
-const WARMUP = 3;
+if (RUNS < 3) throw new Error(`--runs must be at least 3 (rounds interleave both sides), got ${RUNS}`);
 const BATCH_SAMPLES = [16, 64, 256];
+const report = new BenchReport('learner', `npm run bench:learner -- --providers ${args.providers} --threads ${args.threads} --runs ${RUNS} --hidden ${args.hidden}`);
 
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-
-async function timeMs(run: () => unknown): Promise<number[]> {
-  for (let i = 0; i < WARMUP; i++) await run();
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const started = performance.now();
-    await run();
-    times.push(performance.now() - started);
-  }
-  return times;
+/** Milliseconds one call takes. */
+async function timed(run: () => unknown): Promise<number> {
+  const started = performance.now();
+  await run();
+  return performance.now() - started;
 }
 
 /** Candidates like the repair env's: one edit-kind one-hot, then sparse features in [0, 1]. */
@@ -85,39 +78,47 @@ function batch(samples: number, random: () => number): PolicySample[] {
   }));
 }
 
-function row(cells: (string | number)[], widths: number[]): string {
-  return cells.map((cell, i) => String(cell).padStart(widths[i]!)).join('  ');
-}
-
 async function updateThroughput(params: OnnxParams): Promise<void> {
   const trainer = await OnnxTrainer.create(runtime);
   const options = resolveUpdateOptions();
-  const widths = [8, 10, 13, 13, 15, 15, 12];
-  console.log(`\nupdate throughput: one PPO + Adam step, hidden ${params.hiddenSize}, ${ONNX_REPAIR_FEATURE_NAMES.length} features, median of ${RUNS}`);
-  console.log(row(['samples', 'decisions', 'onnx ms', 'ts loops ms', 'onnx samples/s', 'ts samples/s', 'onnx/ts'], widths));
+  const tuned = new TunedUpdate(params);
+  console.log(`\nupdate throughput: one PPO + Adam step, hidden ${params.hiddenSize}, ${ONNX_REPAIR_FEATURE_NAMES.length} features, ${RUNS} interleaved rounds`);
   for (const size of BATCH_SAMPLES) {
     const samples = batch(size, seededRandom(`bench/${size}`));
     const decisions = samples.reduce((sum, s) => sum + s.decisions.length, 0);
     const adam = freshAdamState(params);
-    const onnx = median(await timeMs(() => trainer.update(params, adam, samples)));
-    const loops = median(await timeMs(() => referenceUpdate(params, adam, samples, options)));
-    const rate = (ms: number): number => Math.round((size / ms) * 1000);
-    console.log(row([size, decisions, onnx.toFixed(2), loops.toFixed(2), rate(onnx), rate(loops), `${(loops / onnx).toFixed(1)}x`], widths));
+    // The baseline must compute what the graph computes: check it against the float64 oracle first.
+    const oracle = referenceUpdate(params, adam, samples, options);
+    const mine = tuned.step(params, adam, samples, options);
+    if (Math.abs(mine.gradNorm - oracle.gradNorm) > 1e-6 * Math.max(1, oracle.gradNorm)) throw new Error(`tuned update's gradient norm ${mine.gradNorm} differs from the oracle's ${oracle.gradNorm}`);
+    const perSecond = (ms: number): number => (size / ms) * 1000;
+    const rates = await interleave(
+      { onnx: async () => perSecond(await timed(() => trainer.update(params, adam, samples))), tuned: async () => perSecond(await timed(() => tuned.step(params, adam, samples, options))) },
+      { rounds: RUNS, warmup: 3 },
+    );
+    report.compare({
+      metric: `ONNX update, ${size} samples (${decisions} decisions)`,
+      unit: 'samples/s',
+      ours: rates.onnx,
+      baseline: rates.tuned,
+      baselineName: 'tuned TypeScript loops',
+      higherIsBetter: true,
+    });
   }
   await trainer.release();
 }
 
 async function scoringLatency(params: OnnxParams): Promise<void> {
   const scorer = await OnnxScorer.create(runtime);
-  const widths = [11, 13, 13, 12];
-  console.log(`\nscoring latency: one rollout decision, median of ${RUNS}`);
-  console.log(row(['candidates', 'onnx us', 'ts loops us', 'onnx/ts'], widths));
+  console.log(`\nscoring latency: one rollout decision, ${RUNS} interleaved rounds`);
   for (const count of [8, 40, 200]) {
     const random = seededRandom(`score/${count}`);
     const features = Array.from({ length: count }, () => candidate(random));
-    const onnx = median(await timeMs(() => scorer.logProbs(params, [features])));
-    const loops = median(await timeMs(() => referenceLogProbs(params, features)));
-    console.log(row([count, (onnx * 1000).toFixed(0), (loops * 1000).toFixed(0), `${(loops / onnx).toFixed(1)}x`], widths));
+    const micros = await interleave(
+      { onnx: async () => 1000 * (await timed(() => scorer.logProbs(params, [features]))), loops: async () => 1000 * (await timed(() => referenceLogProbs(params, features))) },
+      { rounds: RUNS, warmup: 3 },
+    );
+    report.compare({ metric: `ONNX scoring, ${count} candidates`, unit: 'us', ours: micros.onnx, baseline: micros.loops, baselineName: 'TypeScript forward pass', higherIsBetter: false });
   }
   await scorer.release();
 }
@@ -172,16 +173,11 @@ async function reloadLatency(): Promise<void> {
     baseline.push((await waitFor(() => bareSeen.get(String(version)))) - bareStarted);
   }
   await Promise.all([producer.disconnect(), plain.disconnect(), tracker.close(), bare.stop()]);
-  const widths = [26, 12, 12];
-  console.log(`\ncheckpoint publish -> rollout reload, ${bytesOf(base)} KiB artifact, ${RUNS} versions`);
-  console.log(row(['', 'p50 ms', 'p95 ms'], widths));
-  console.log(row(['publish -> served policy', median(reload).toFixed(1), percentile(reload, 95).toFixed(1)], widths));
-  console.log(row(['bare publish -> consume', median(baseline).toFixed(1), percentile(baseline, 95).toFixed(1)], widths));
-  console.log(`reload / bare (p50): ${(median(reload) / median(baseline)).toFixed(2)}x`);
+  console.log(`\ncheckpoint publish -> rollout reload, ${bytesOf(base)} KiB artifact, ${RUNS} versions (p95: reload ${percentile(reload, 95).toFixed(1)} ms, bare ${percentile(baseline, 95).toFixed(1)} ms)`);
+  report.compare({ metric: 'checkpoint publish -> rollout worker serving it', unit: 'ms', ours: reload, baseline, baselineName: 'bare publish -> consume', higherIsBetter: false });
 }
 
 const bytesOf = (params: unknown): string => (onnxRepairKind.encodeParams(params as never).length / 1024).toFixed(1);
-const percentile = (values: number[], p: number): number => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((p / 100) * values.length))]!;
 
 const SECTIONS = [updateThroughput, scoringLatency, reloadLatency];
 
@@ -192,3 +188,4 @@ const random = seededRandom('bench/params');
 for (const name of ['outputWeights', 'skipWeights'] as const) params.tensors[name].forEach((_, i, tensor) => (tensor[i] = random() - 0.5));
 console.log(`trialrun bench:learner  node ${process.version}  providers [${runtime.executionProviders!.join(', ')}]  intra-op threads ${runtime.intraOpThreads}`);
 for (const section of SECTIONS) await section(params);
+report.save();

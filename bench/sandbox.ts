@@ -1,8 +1,9 @@
 /**
- * Sandbox benchmark: `npm run bench:sandbox [-- --backends docker,process --sections latency,pytest,cycles --samples 30
- *   --cycles 1000 --runs 16 --rounds 3]`.
+ * Sandbox benchmark: `npm run bench:sandbox [-- --backends docker,process --sections latency,pytest,cycles --samples 20
+ *   --cycles 200 --runs 16 --rounds 3]`.
  *
- * Every figure stands beside a baseline measured in the same run on the same machine, a bare local process:
+ * Every figure stands beside a baseline measured in the same run on the same machine, a bare local process, in
+ * rounds that interleave every setup (bench/harness.ts: min / median / max over the rounds, load printed):
  *   1. acquire -> first command latency (p50, p95), warm and cold, vs spawning `true`;
  *   2. pytest on a small module at concurrency 1, 2, 4, 8: sandboxed runs per second / bare runs per second,
  *      with the same Debian python3 and pytest on both sides;
@@ -21,12 +22,13 @@ import { DockerSandboxPool, ensureDebianProgram, ProcessSandboxPool, type AgentS
 import { dockerComponent } from '../stack/docker.js';
 import { imagesComponent } from '../stack/images.js';
 import { imageFor } from '../stack/index.js';
+import { BenchReport, interleave, percentile } from './harness.js';
 
 const { values } = parseArgs({
   options: {
     backends: { type: 'string', default: 'docker,process' },
-    samples: { type: 'string', default: '30' },
-    cycles: { type: 'string', default: '1000' },
+    samples: { type: 'string', default: '20' },
+    cycles: { type: 'string', default: '200' },
     runs: { type: 'string', default: '16' },
     rounds: { type: 'string', default: '3' },
     sections: { type: 'string', default: 'latency,pytest,cycles' },
@@ -45,6 +47,8 @@ const SAMPLES = positive('samples');
 const CYCLES = positive('cycles');
 const RUNS = positive('runs');
 const ROUNDS = positive('rounds');
+if (ROUNDS < 3) throw new Error(`--rounds must be at least 3, got ${ROUNDS}`);
+const report = new BenchReport('sandbox', `npm run bench:sandbox -- --backends ${values.backends} --sections ${values.sections} --samples ${values.samples} --cycles ${values.cycles} --runs ${values.runs} --rounds ${values.rounds}`);
 const SECTIONS = new Set(values.sections.split(','));
 for (const section of SECTIONS) if (!['latency', 'pytest', 'cycles'].includes(section)) throw new Error(`--sections takes latency, pytest and/or cycles, got ${section}`);
 const CONCURRENCY = [1, 2, 4, 8];
@@ -60,10 +64,6 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as () => void;
 
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
-const percentile = (values: number[], p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
-};
 const ms = (value: number): string => `${value.toFixed(1)} ms`;
 /**
  * CPU time the whole host has spent busy, in ms (all cores, from /proc/stat). A fresh sandbox's real price
@@ -113,39 +113,48 @@ async function quiesce(pool: AgentSandboxPool, ready: number): Promise<void> {
   while (pool.stats.creating > 0 || pool.stats.pending > 0 || pool.stats.ready < ready) await sleep(20);
 }
 
-async function firstCommandLatency(image: string): Promise<void> {
-  process.stdout.write('\n## acquire -> first command (`true`)\n\n');
-  row('setup', 'p50', 'p95', 'p50 vs bare');
-  row('---', '---', '---', '---');
-  const bare: number[] = [];
-  for (let i = 0; i < SAMPLES; i++) {
-    const started = performance.now();
-    await runBare('true', []);
-    bare.push(performance.now() - started);
-  }
-  const bareP50 = percentile(bare, 50);
-  row('bare local process (spawn `true`)', ms(bareP50), ms(percentile(bare, 95)), '1.0x');
+/** p50 of `count` acquire -> `true` -> release samples, one round's figure for one setup. */
+async function latencyRound(count: number, sample: () => Promise<number>): Promise<number> {
+  const samples: number[] = [];
+  for (let i = 0; i < count; i++) samples.push(await sample());
+  return percentile(samples, 50);
+}
 
+async function firstCommandLatency(image: string): Promise<void> {
+  process.stdout.write(`\n## acquire -> first command (\`true\`), p50 of ${SAMPLES} samples a round, ${ROUNDS} interleaved rounds\n\n`);
+  const setups: Record<string, () => Promise<number>> = {
+    bare: () =>
+      latencyRound(SAMPLES, async () => {
+        const started = performance.now();
+        await runBare('true', []);
+        return performance.now() - started;
+      }),
+  };
+  const pools: AgentSandboxPool[] = [];
   for (const backend of BACKENDS) {
     for (const mode of ['warm', 'cold'] as const) {
       const warmSize = mode === 'warm' ? 2 : 0;
       const pool = makePool(backend, { warmSize });
-      const samples: number[] = [];
+      pools.push(pool);
+      await (await pool.acquire({ image, runId: 'bench', taskId: 'prime' })).release();
       // Cold Docker starts take about a second each on 2 cores; a third of the samples say enough.
       const count = mode === 'cold' && backend === 'docker' ? Math.max(5, Math.ceil(SAMPLES / 3)) : SAMPLES;
-      await (await pool.acquire({ image, runId: 'bench', taskId: 'prime' })).release();
-      for (let i = 0; i < count; i++) {
-        await quiesce(pool, warmSize);
-        const started = performance.now();
-        const sandbox = await pool.acquire({ image, runId: 'bench', taskId: `latency-${i}` });
-        await sandbox.exec(['true']);
-        samples.push(performance.now() - started);
-        await sandbox.release();
-      }
-      await pool.close();
-      const p50 = percentile(samples, 50);
-      row(`${backend} ${mode}`, ms(p50), ms(percentile(samples, 95)), `${(p50 / bareP50).toFixed(1)}x`);
+      setups[`${backend} ${mode}`] = () =>
+        latencyRound(count, async () => {
+          await quiesce(pool, warmSize);
+          const started = performance.now();
+          const sandbox = await pool.acquire({ image, runId: 'bench', taskId: 'latency' });
+          await sandbox.exec(['true']);
+          const elapsed = performance.now() - started;
+          await sandbox.release();
+          return elapsed;
+        });
     }
+  }
+  const p50s = await interleave(setups, { rounds: ROUNDS });
+  await Promise.all(pools.map((pool) => pool.close()));
+  for (const name of Object.keys(setups).filter((name) => name !== 'bare')) {
+    report.compare({ metric: `acquire -> first command, ${name}, p50`, unit: 'ms', ours: p50s[name]!, baseline: p50s.bare!, baselineName: 'bare spawn `true`', higherIsBetter: false });
   }
 }
 
@@ -206,54 +215,76 @@ async function pytestThroughput(image: string, python: string): Promise<void> {
         },
       );
     }
-    const results = new Map<string, number[]>(setups.map((setup) => [setup.name, []]));
-    for (let round = 0; round < ROUNDS; round++) {
-      for (const setup of setups) results.get(setup.name)!.push(await setup.measure());
-    }
+    const results = await interleave(Object.fromEntries(setups.map((setup) => [setup.name, setup.measure])), { rounds: ROUNDS, warmup: 0 });
     for (const setup of setups) await setup.close?.();
-    const median = (name: string): number => percentile(results.get(name)!, 50);
+    const median = (name: string): number => percentile(results[name]!, 50);
     const bare = median('bare');
     const cells = [String(concurrency), bare.toFixed(2)];
     for (const backend of BACKENDS) {
       for (const mode of ['fresh', 'held']) cells.push(median(`${backend} ${mode}`).toFixed(2), `${(median(`${backend} ${mode}`) / bare).toFixed(2)}x`);
     }
     row(...cells);
+    if (concurrency === 2) {
+      for (const backend of BACKENDS) {
+        for (const mode of ['fresh', 'held']) {
+          const what = mode === 'fresh' ? 'a fresh sandbox per run' : 'one sandbox per worker';
+          report.compare({ metric: `pytest runs, concurrency 2, ${backend}, ${what}`, unit: 'runs/s', ours: results[`${backend} ${mode}`]!, baseline: results.bare!, baselineName: 'bare processes', higherIsBetter: true });
+        }
+      }
+    }
   }
 }
 
 async function createDestroyRate(image: string): Promise<void> {
-  process.stdout.write(`\n## create + destroy: ${CYCLES} acquire/release cycles (warm pool of 4 refilling behind)\n\n`);
-  row('setup', 'cycles/s', 'vs bare', 'host CPU per cycle', 'leaked', 'executor heap growth', 'executor RSS growth');
-  row('---', '---', '---', '---', '---', '---', '---');
-  let started = performance.now();
-  let cpu = hostCpuMs();
-  for (let i = 0; i < CYCLES; i++) await runBare('true', []);
-  const bare = (CYCLES / (performance.now() - started)) * 1000;
-  row('bare local process (spawn + exit `true`)', bare.toFixed(1), '1.0x', ms((hostCpuMs() - cpu) / CYCLES), '-', '-', '-');
+  process.stdout.write(`\n## create + destroy: ${CYCLES} acquire/release cycles a round (warm pool of 4 refilling behind), ${ROUNDS} interleaved rounds\n\n`);
+  row('setup', 'host CPU per cycle (last round)', 'leaked', 'executor heap growth', 'executor RSS growth');
+  row('---', '---', '---', '---', '---');
+  const cpuPerCycle = new Map<string, number>();
+  const setups: Record<string, () => Promise<number>> = {
+    bare: async () => {
+      const started = performance.now();
+      const cpu = hostCpuMs();
+      for (let i = 0; i < CYCLES; i++) await runBare('true', []);
+      cpuPerCycle.set('bare', (hostCpuMs() - cpu) / CYCLES);
+      return (CYCLES / (performance.now() - started)) * 1000;
+    },
+  };
+  const pools = new Map<string, AgentSandboxPool>();
+  const memory = new Map<string, { heap: number; rss: number }>();
   for (const backend of BACKENDS) {
     const pool = makePool(backend, { warmSize: 4 });
+    pools.set(backend, pool);
     await (await pool.acquire({ image, runId: 'bench', taskId: 'prime' })).release();
     await quiesce(pool, 4);
     gc();
-    const heap = process.memoryUsage().heapUsed;
-    const rss = process.memoryUsage().rss;
-    started = performance.now();
-    cpu = hostCpuMs();
-    for (let i = 0; i < CYCLES; i++) {
-      const sandbox = await pool.acquire({ image, runId: 'bench', taskId: `cycle-${i}` });
-      await sandbox.release();
-      if (i % 100 === 99) log(`${backend}: ${i + 1} cycles`);
-    }
-    const rate = (CYCLES / (performance.now() - started)) * 1000;
-    await quiesce(pool, 4); // the last replacements' cost belongs to the cycles
-    const cpuPerCycle = (hostCpuMs() - cpu) / CYCLES;
+    memory.set(backend, { heap: process.memoryUsage().heapUsed, rss: process.memoryUsage().rss });
+    setups[backend] = async () => {
+      await quiesce(pool, 4);
+      const started = performance.now();
+      const cpu = hostCpuMs();
+      for (let i = 0; i < CYCLES; i++) {
+        const sandbox = await pool.acquire({ image, runId: 'bench', taskId: `cycle-${i}` });
+        await sandbox.release();
+      }
+      const rate = (CYCLES / (performance.now() - started)) * 1000;
+      await quiesce(pool, 4); // the last replacements' cost belongs to the cycles
+      cpuPerCycle.set(backend, (hostCpuMs() - cpu) / CYCLES);
+      log(`${backend}: ${CYCLES} cycles at ${rate.toFixed(1)}/s`);
+      return rate;
+    };
+  }
+  const rates = await interleave(setups, { rounds: ROUNDS, warmup: 0 });
+  row('bare local process (spawn + exit `true`)', ms(cpuPerCycle.get('bare')!), '-', '-', '-');
+  for (const [backend, pool] of pools) {
     gc();
-    const heapGrowth = process.memoryUsage().heapUsed - heap;
-    const rssGrowth = process.memoryUsage().rss - rss;
+    const MiB = 1024 * 1024;
+    const before = memory.get(backend)!;
+    const heapGrowth = process.memoryUsage().heapUsed - before.heap;
+    const rssGrowth = process.memoryUsage().rss - before.rss;
     await pool.close();
     const leaked = (await pool.existingSandboxes()).length;
-    const MiB = 1024 * 1024;
-    row(backend, rate.toFixed(1), `${(rate / bare).toFixed(3)}x`, ms(cpuPerCycle), String(leaked), `${(heapGrowth / MiB).toFixed(1)} MiB`, `${(rssGrowth / MiB).toFixed(1)} MiB`);
+    row(backend, ms(cpuPerCycle.get(backend)!), String(leaked), `${(heapGrowth / MiB).toFixed(1)} MiB`, `${(rssGrowth / MiB).toFixed(1)} MiB`);
+    report.compare({ metric: `create + destroy cycles, ${backend} (${ms(cpuPerCycle.get(backend)!)} host CPU each, ${leaked} leaked)`, unit: 'cycles/s', ours: rates[backend]!, baseline: rates.bare!, baselineName: 'bare spawn + exit', higherIsBetter: true });
   }
 }
 
@@ -267,6 +298,7 @@ async function main(): Promise<void> {
   if (SECTIONS.has('latency')) await firstCommandLatency(image);
   if (SECTIONS.has('pytest')) await pytestThroughput(image, PYTHON);
   if (SECTIONS.has('cycles')) await createDestroyRate(image);
+  report.save();
 }
 
 main().then(

@@ -1,9 +1,10 @@
 /**
- * Task data job benchmark: `npm run bench:tasks [-- --rows 1000000 --small 100000 --publish 100000 --dir /tmp/trialrun-bench-tasks]`.
+ * Task data job benchmark: `npm run bench:tasks [-- --rows 200000 --small 20000 --publish 20000 --rounds 3 --dir /tmp/trialrun-bench-tasks]`.
  *
  * On a generated data set of program-repair rows (written under --dir at run time, reused by later runs; about
  * 1 KB a row, with invalid rows, exact and near duplicates, and eval rows that copy train rows mixed in), every
- * figure stands beside a baseline measured in the same run:
+ * figure stands beside a baseline measured in the same run, both sides interleaved over --rounds rounds
+ * (bench/harness.ts: min / median / max, load average at start and end):
  *   1. rows per second of each stage and of the whole job (dry run), against DuckDB's own
  *      `read_json` -> Parquet copy of the same file;
  *   2. near-duplicate detection (`deduplicate`: exact + MinHash/LSH near-duplicates + contamination) on the
@@ -15,7 +16,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { loadavg } from 'node:os';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -26,16 +26,18 @@ import { TopicSerde } from '../connectors/registry/index.js';
 import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
 import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
+import { BenchReport, interleave } from './harness.js';
 
 const { values } = parseArgs({
   options: {
-    rows: { type: 'string', default: '1000000' },
-    small: { type: 'string', default: '100000' },
-    publish: { type: 'string', default: '100000' },
+    rows: { type: 'string', default: '200000' },
+    small: { type: 'string', default: '20000' },
+    publish: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '3' },
     dir: { type: 'string', default: '/tmp/trialrun-bench-tasks' },
   },
 });
-const count = (name: 'rows' | 'small' | 'publish', min: number): number => {
+const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => {
   const value = Number(values[name]);
   if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
   return value;
@@ -44,6 +46,7 @@ const ROWS = count('rows', 1000);
 const SMALL = count('small', 1000);
 const PUBLISH = Math.min(count('publish', 0), ROWS);
 const DIR = values.dir;
+const ROUNDS = count('rounds', 3);
 if (SMALL > ROWS) throw new Error(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
 // Bump when the generator changes, so a cached file from an older generator is not reused.
 const GENERATOR = 'v1';
@@ -234,81 +237,103 @@ async function dryRun(file: string, analyticsDir: string): Promise<TaskJobReport
   return runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), analyticsDir, dryRun: true });
 }
 
-async function publishFigures(tasks: readonly Task[]): Promise<{ jobPerSecond: number; barePerSecond: number; added: number }> {
-  const names = topicNames(`bench-tasks-${randomUUID().slice(0, 8)}.`);
-  const bareNames = topicNames(`bench-tasks-bare-${randomUUID().slice(0, 8)}.`);
+/** Tasks per second of each side, one fresh topic per run: the job's publish, and a bare producer loop. */
+async function publishSides(tasks: readonly Task[]): Promise<{ job: () => Promise<number>; bare: () => Promise<number>; close: () => Promise<void> }> {
   const kafka = createKafka({ clientId: 'bench-tasks' });
   const admin = kafka.admin();
   await admin.connect();
-  try {
-    await ensureTopics(admin, [...catalogTopics(names, ['tasks']), ...catalogTopics(bareNames, ['tasks'])]);
+  const created: string[] = [];
+  const freshTopic = async (side: string) => {
+    const names = topicNames(`bench-tasks-${side}-${randomUUID().slice(0, 8)}.`);
+    await ensureTopics(admin, catalogTopics(names, ['tasks']));
+    created.push(names.name('tasks'));
     const serde = new TopicSerde(names);
     await serde.register(['tasks']);
-
-    let started = performance.now();
-    const report = await publishNewTasks(kafka, serde, names, tasks, { transactionalId: `${names.prefix}bench`, transactionTimeoutMs: 900_000 });
-    const jobSeconds = (performance.now() - started) / 1000;
-
-    // The same payloads, encoded beforehand, sent by a plain idempotent producer in the same batch size.
-    const payloads: Array<{ key: string; value: Buffer }> = [];
-    for (const task of tasks) payloads.push({ key: task.taskId, value: await serde.encode('tasks', task) });
-    const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    started = performance.now();
-    // Requests cut as the job cuts them (2000 records or 900 kB), so both sides pay the same round trips.
-    let batch: typeof payloads = [];
-    let bytes = 0;
-    for (const payload of payloads) {
-      if (batch.length >= 2000 || (batch.length > 0 && bytes + payload.value.length > 900_000)) {
-        await producer.send({ topic: bareNames.name('tasks'), messages: batch });
-        batch = [];
-        bytes = 0;
+    return { names, serde };
+  };
+  // The bare side sends the same payloads, encoded beforehand, so it pays only the producer's work.
+  const { serde } = await freshTopic('encode');
+  const payloads: Array<{ key: string; value: Buffer }> = [];
+  for (const task of tasks) payloads.push({ key: task.taskId, value: await serde.encode('tasks', task) });
+  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  await producer.connect();
+  return {
+    job: async () => {
+      const { names, serde: jobSerde } = await freshTopic('job');
+      const started = performance.now();
+      await publishNewTasks(kafka, jobSerde, names, tasks, { transactionalId: `${names.prefix}bench`, transactionTimeoutMs: 900_000 });
+      return tasks.length / ((performance.now() - started) / 1000);
+    },
+    bare: async () => {
+      const { names } = await freshTopic('bare');
+      const started = performance.now();
+      // Requests cut as the job cuts them (2000 records or 900 kB), so both sides pay the same round trips.
+      let batch: typeof payloads = [];
+      let bytes = 0;
+      for (const payload of payloads) {
+        if (batch.length >= 2000 || (batch.length > 0 && bytes + payload.value.length > 900_000)) {
+          await producer.send({ topic: names.name('tasks'), messages: batch });
+          batch = [];
+          bytes = 0;
+        }
+        batch.push(payload);
+        bytes += payload.value.length + payload.key.length;
       }
-      batch.push(payload);
-      bytes += payload.value.length + payload.key.length;
-    }
-    if (batch.length > 0) await producer.send({ topic: bareNames.name('tasks'), messages: batch });
-    const bareSeconds = (performance.now() - started) / 1000;
-    await producer.disconnect();
-    return { jobPerSecond: tasks.length / jobSeconds, barePerSecond: tasks.length / bareSeconds, added: report.added };
-  } finally {
-    await admin.deleteTopics({ topics: [names.name('tasks'), bareNames.name('tasks')] }).catch(() => undefined);
-    await admin.disconnect();
-  }
+      if (batch.length > 0) await producer.send({ topic: names.name('tasks'), messages: batch });
+      return tasks.length / ((performance.now() - started) / 1000);
+    },
+    close: async () => {
+      await producer.disconnect();
+      await admin.deleteTopics({ topics: created }).catch(() => undefined);
+      await admin.disconnect();
+    },
+  };
 }
 
 const rate = (rows: number, seconds: number): string => `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s`;
 
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
-  const loadBefore = loadavg()[0]!;
+  const report = new BenchReport('tasks', `npm run bench:tasks -- --rows ${ROWS} --small ${SMALL} --publish ${PUBLISH} --rounds ${ROUNDS}`);
   const bigFile = await generate(ROWS);
   const analyticsDir = join(DIR, `analytics-${ROWS}`);
   if (!existsSync(join(analyticsDir, 'rewards'))) await writeRewards(analyticsDir, ROWS);
   const lines: string[] = [];
-  lines.push(`data set: ${ROWS.toLocaleString('en-US')} rows (${bigFile}); load average ${loadBefore.toFixed(1)} at the start`);
+  lines.push(`data set: ${ROWS.toLocaleString('en-US')} rows (${bigFile})`);
 
-  // 1. Stages and the whole job, against DuckDB's own copy of the same file.
-  const baselineSeconds = await duckdbCopy(bigFile);
-  let big: TaskJobReport | null = await dryRun(bigFile, analyticsDir);
+  // 1. The whole job against DuckDB's own copy of the same file, interleaved; stages from the last job run.
+  let last: TaskJobReport | null = null;
+  const rates = await interleave(
+    {
+      job: async () => {
+        last = await dryRun(bigFile, analyticsDir);
+        return ROWS / last.seconds;
+      },
+      duckdb: async () => ROWS / (await duckdbCopy(bigFile)),
+    },
+    { rounds: ROUNDS, warmup: 0, onRound: (round, r) => console.log(`round ${round}: job ${rate(ROWS, ROWS / r.job!)}, DuckDB copy ${rate(ROWS, ROWS / r.duckdb!)}`) },
+  );
+  const big = last as TaskJobReport | null;
+  if (!big) throw new Error('the task job never ran');
   console.log(formatReport(big));
   console.log('');
-  lines.push(`baseline: DuckDB read_json -> Parquet copy: ${baselineSeconds.toFixed(1)} s, ${rate(ROWS, baselineSeconds)}`);
-  lines.push('stage        rows in     seconds        rows/s  vs baseline');
+  const baselineRate = rates.duckdb.reduce((a, b) => a + b, 0) / rates.duckdb.length;
+  lines.push('stage (last job run)   rows in     seconds        rows/s  vs mean DuckDB copy');
   for (const stage of big.stages) {
     const perSecond = stage.rowsIn / stage.seconds;
-    lines.push(`${stage.stage.padEnd(12)}${String(stage.rowsIn).padStart(8)}  ${stage.seconds.toFixed(2).padStart(9)}  ${Math.round(perSecond).toLocaleString('en-US').padStart(12)}  ${(perSecond / (ROWS / baselineSeconds)).toFixed(2)}x`);
+    lines.push(`${stage.stage.padEnd(22)}${String(stage.rowsIn).padStart(8)}  ${stage.seconds.toFixed(2).padStart(9)}  ${Math.round(perSecond).toLocaleString('en-US').padStart(12)}  ${(perSecond / baselineRate).toFixed(2)}x`);
   }
-  lines.push(`whole job (dry run): ${big.seconds.toFixed(1)} s, ${rate(ROWS, big.seconds)}, ${(ROWS / big.seconds / (ROWS / baselineSeconds)).toFixed(2)}x the baseline's rows/s`);
   lines.push(`found: ${big.exactDuplicates} exact and ${big.nearDuplicates} near duplicates, ${big.contaminationHits} contamination hits`);
+  lines.push(`peak resident memory so far: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
+  report.compare({ metric: `task job (dry run), ${ROWS.toLocaleString('en-US')} rows`, unit: 'rows/s', ours: rates.job, baseline: rates.duckdb, baselineName: 'DuckDB read_json -> Parquet copy', higherIsBetter: true, goal: '>= 0.3x' });
   const toPublish = big.tasks.slice(0, PUBLISH);
-  big = null; // let the million tasks go before the next measurements
+  last = null; // let the tasks go before the next measurements
 
   // 2. Near-duplicate detection at two sizes, in one process.
   const rows = await loadRows(bigFile);
   const small = timeDedup(rows.slice(0, SMALL), 3);
   const all = timeDedup(rows, 1); // long enough to average the machine's noise on its own
-  const perRow = (seconds: number, count: number): number => (seconds / count) * 1e6;
+  const perRow = (seconds: number, n: number): number => (seconds / n) * 1e6;
   const smallCount = Math.min(SMALL, rows.length);
   lines.push(
     `near-dup (deduplicate; the small set median of 3 runs): ${smallCount.toLocaleString('en-US')} rows ${small.wall.toFixed(2)} s wall / ${small.cpu.toFixed(2)} s CPU ` +
@@ -317,13 +342,19 @@ async function main(): Promise<void> {
   );
   rows.length = 0;
 
-  // 3. Publishing against a bare producer loop.
+  // 3. Publishing against a bare producer loop, interleaved, a fresh topic each run.
   if (PUBLISH > 0) {
-    const published = await publishFigures(toPublish);
-    lines.push(`publish ${toPublish.length.toLocaleString('en-US')} tasks: job ${Math.round(published.jobPerSecond).toLocaleString('en-US')} tasks/s (one transaction, ${published.added} added) vs bare producer loop ${Math.round(published.barePerSecond).toLocaleString('en-US')} tasks/s: ${(published.jobPerSecond / published.barePerSecond).toFixed(2)}x`);
+    const sides = await publishSides(toPublish);
+    try {
+      const published = await interleave({ job: sides.job, bare: sides.bare }, { rounds: ROUNDS, warmup: 0 });
+      report.compare({ metric: `tasks published, ${toPublish.length.toLocaleString('en-US')} a round (one transaction)`, unit: 'tasks/s', ours: published.job, baseline: published.bare, baselineName: 'bare producer loop, same payloads', higherIsBetter: true });
+    } finally {
+      await sides.close();
+    }
   }
-  lines.push(`load average ${loadavg()[0]!.toFixed(1)} at the end (2 cores; other work on the machine inflates wall times)`);
+  lines.push(`peak resident memory: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (${(process.resourceUsage().maxRSS / 1024 / 1024).toFixed(2)} GiB)`);
   console.log(lines.join('\n'));
+  report.save();
 }
 
 await main();

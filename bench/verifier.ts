@@ -8,7 +8,7 @@
  *             read the report back, release: what any verifier must at least do;
  *   verifier  Verifier.check: screening, the trusted runner with its static scan, the witness plugin and
  *             canaries, the straggler sweep, and judging (task admission is per task, not per run: excluded).
- * Prints each round and the medians; the ratio bare/verifier is the verifier's overhead.
+ * Prints each round and min / median / max (bench/harness.ts); the ratio bare/verifier is the verifier's overhead.
  */
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -22,6 +22,7 @@ import { prepareTasks } from '../pipelines/task-job/index.js';
 import { Verifier, VERIFIER_RECIPE } from '../pipelines/verifier/index.js';
 import type { Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
+import { BenchReport, interleave, median } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,11 +38,6 @@ const CONCURRENCY = intOption(values, 'concurrency')!;
 if (values.backend !== 'docker' && values.backend !== 'process') throw new Error(`--backend takes docker or process, got ${values.backend}`);
 
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
-const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 async function inLanes<T>(items: readonly T[], lanes: number, run: (item: T) => Promise<void>): Promise<void> {
   let next = 0;
@@ -85,9 +81,8 @@ async function main(): Promise<void> {
         if (!checked.passed) throw new Error(`the verifier failed ${task.taskId}'s reference: ${JSON.stringify(checked.hacks)} ${checked.failure} ${checked.detail}`);
       },
     };
-    const rate: Record<keyof typeof sides, number[]> = { bare: [], verifier: [] };
     const latency: Record<keyof typeof sides, number[]> = { bare: [], verifier: [] };
-    const measure = async (side: keyof typeof sides): Promise<number> => {
+    const measure = (side: keyof typeof sides) => async (): Promise<number> => {
       const started = performance.now();
       await inLanes(tasks, CONCURRENCY, async (task) => {
         const t0 = performance.now();
@@ -96,25 +91,21 @@ async function main(): Promise<void> {
       });
       return tasks.length / ((performance.now() - started) / 1000);
     };
-
-    log('warm-up round (not counted)');
-    await measure('bare');
-    await measure('verifier');
-    latency.bare.length = 0;
-    latency.verifier.length = 0;
-    for (let round = 1; round <= ROUNDS; round++) {
-      const order: Array<keyof typeof sides> = round % 2 ? ['bare', 'verifier'] : ['verifier', 'bare'];
-      const result: Partial<Record<keyof typeof sides, number>> = {};
-      for (const side of order) result[side] = await measure(side);
-      rate.bare.push(result.bare!);
-      rate.verifier.push(result.verifier!);
-      log(`round ${round}: bare ${result.bare!.toFixed(2)}/s, verifier ${result.verifier!.toFixed(2)}/s, ratio ${(result.bare! / result.verifier!).toFixed(2)}`);
-    }
-    const ratios = rate.bare.map((b, i) => b / rate.verifier[i]!);
-    console.log(`verifications per second at concurrency ${CONCURRENCY} (median of ${ROUNDS} rounds of ${tasks.length}):`);
-    console.log(`  bare sandbox pytest + JUnit   ${median(rate.bare).toFixed(2)}/s   (median latency ${median(latency.bare).toFixed(0)} ms)`);
-    console.log(`  tamper-proof verifier          ${median(rate.verifier).toFixed(2)}/s   (median latency ${median(latency.verifier).toFixed(0)} ms)`);
-    console.log(`  overhead (bare / verifier)     ${median(ratios).toFixed(2)}x   (per-round ratios ${ratios.map((r) => r.toFixed(2)).join(', ')})`);
+    const report = new BenchReport('verifier', `npm run bench:verifier -- --tasks ${TASKS} --rounds ${ROUNDS} --concurrency ${CONCURRENCY} --backend ${values.backend}`);
+    const rate = await interleave(
+      { bare: measure('bare'), verifier: measure('verifier') },
+      { rounds: ROUNDS, onRound: (round, r) => log(`round ${round}: bare ${r.bare!.toFixed(2)}/s, verifier ${r.verifier!.toFixed(2)}/s, ratio ${(r.verifier! / r.bare!).toFixed(2)}`) },
+    );
+    report.compare({
+      metric: `verifications per second, ${values.backend} sandboxes, concurrency ${CONCURRENCY}, ${tasks.length} tasks a round`,
+      unit: 'verifications/s',
+      ours: rate.verifier,
+      baseline: rate.bare,
+      baselineName: 'bare sandbox pytest + JUnit',
+      higherIsBetter: true,
+    });
+    console.log(`median latency: bare ${median(latency.bare).toFixed(0)} ms, verifier ${median(latency.verifier).toFixed(0)} ms (warm-up included)`);
+    report.save();
   } finally {
     await pool.close();
   }
