@@ -8,34 +8,91 @@
 -- comparing verifiers and are left out.
 
 -- @query pass_rate_by_version
--- ## Pass rate per policy version
+-- ## Pass rate per policy version, with 95% intervals
 -- Share of trajectories sampled under each version whose hidden tests all passed, one line per run:
 -- `trialrun learn` lands its held-out evaluations as a run of their own (`<run>-heldout`), so
--- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one. Versions differ in
--- how many trajectories they were sampled for (the table says how many each point stands on): a point
--- over a handful of trajectories is noisy.
+-- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one. Each point has its
+-- 95% Wilson interval (the bars): versions differ in how many trajectories they were sampled for, and a
+-- point over a handful of trajectories has a wide interval. Two points whose bars overlap are not shown to
+-- differ; the next query says so in words.
 -- @chart
---   title: Pass rate per policy version
---   mark: {type: line, point: true, tooltip: true}
---   encoding:
---     x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
---     y: {field: pass_rate, type: quantitative, title: pass rate, scale: {domain: [0, 1]}, axis: {format: '%'}}
---     color: {field: run_id, type: nominal, title: run}
+--   title: Pass rate per policy version (bars are 95% intervals)
+--   layer:
+--     - mark: {type: rule, aria: false}
+--       encoding:
+--         x: {field: policy_version, type: quantitative}
+--         y: {field: ci_low, type: quantitative}
+--         y2: {field: ci_high}
+--         color: {field: run_id, type: nominal, title: run}
+--     - mark: {type: line, point: true, tooltip: true}
+--       encoding:
+--         x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
+--         y: {field: pass_rate, type: quantitative, title: pass rate, scale: {domain: [0, 1]}, axis: {format: '%'}}
+--         color: {field: run_id, type: nominal, title: run}
 WITH verdict AS (
   -- One verdict per trajectory: the first live one.
   SELECT trajectory_id, arg_min(passed, created_at) AS passed
   FROM verifications
   WHERE rescore_id IS NULL
   GROUP BY trajectory_id
+),
+counts AS (
+  SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
+  FROM trajectories t
+  JOIN verdict v USING (trajectory_id)
+  GROUP BY t.run_id, t.policy_version
 )
-SELECT t.run_id,
-       t.policy_version,
-       count(*) AS trajectories,
-       avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS pass_rate
-FROM trajectories t
-JOIN verdict v USING (trajectory_id)
-GROUP BY t.run_id, t.policy_version
-ORDER BY t.run_id, t.policy_version;
+-- Wilson score interval at z = 1.96 (z^2 = 3.8416): it stays inside [0, 1] and is honest at 0% and 100%.
+SELECT run_id,
+       policy_version,
+       n AS trajectories,
+       p AS pass_rate,
+       greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS ci_low,
+       least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS ci_high
+FROM counts
+ORDER BY run_id, policy_version;
+
+-- @query first_against_last
+-- ## Did it improve, beyond noise?
+-- For each run, the first policy version against the last, each with its 95% Wilson interval. The verdict
+-- says `within noise` when the intervals overlap: the difference may be chance. Only `improved` or
+-- `worse` (intervals apart) is evidence of a change.
+WITH verdict AS (
+  SELECT trajectory_id, arg_min(passed, created_at) AS passed
+  FROM verifications
+  WHERE rescore_id IS NULL
+  GROUP BY trajectory_id
+),
+counts AS (
+  SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
+  FROM trajectories t
+  JOIN verdict v USING (trajectory_id)
+  GROUP BY t.run_id, t.policy_version
+),
+intervals AS (
+  SELECT run_id, policy_version, n, p,
+         greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS lo,
+         least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS hi
+  FROM counts
+),
+ends AS (
+  SELECT run_id,
+         arg_min(policy_version, policy_version) AS first_version, arg_min(n, policy_version) AS first_n,
+         arg_min(p, policy_version) AS first_rate, arg_min(lo, policy_version) AS first_lo, arg_min(hi, policy_version) AS first_hi,
+         arg_max(policy_version, policy_version) AS last_version, arg_max(n, policy_version) AS last_n,
+         arg_max(p, policy_version) AS last_rate, arg_max(lo, policy_version) AS last_lo, arg_max(hi, policy_version) AS last_hi
+  FROM intervals
+  GROUP BY run_id
+)
+SELECT run_id,
+       first_version, first_n, round(first_rate, 3) AS first_pass_rate, round(first_lo, 3) AS first_ci_low, round(first_hi, 3) AS first_ci_high,
+       last_version, last_n, round(last_rate, 3) AS last_pass_rate, round(last_lo, 3) AS last_ci_low, round(last_hi, 3) AS last_ci_high,
+       CASE WHEN first_version = last_version THEN 'one version only'
+            WHEN last_lo > first_hi THEN 'improved (intervals apart)'
+            WHEN last_hi < first_lo THEN 'worse (intervals apart)'
+            ELSE 'within noise (intervals overlap)' END AS verdict
+FROM ends
+ORDER BY run_id;
 
 -- @query trajectories_per_version
 -- ## How many trajectories each version produced
