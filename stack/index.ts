@@ -4,13 +4,14 @@ import { errorMessage, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { imagesComponent, resolveImageTag } from './images.js';
-import { kafkaComponent } from './kafka.js';
+import { kafkaClusterComponent, kafkaComponent } from './kafka.js';
 import { llmComponent } from './llm.js';
 import { registryComponent } from './registry.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
+export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llmComponent, type LlmServerOptions } from './llm.js';
 export { setupLogFile, stackPaths } from './state.js';
 
@@ -19,6 +20,14 @@ export interface StackSelection {
   readonly llm?: boolean;
   /** The model server's OpenAI-compatible URL; one other than the stack's own is only checked, never started. @default env LLM_BASE_URL, else STACK_LLM_URL */
   readonly llmUrl?: string;
+  /**
+   * Brokers: 1 is the single local node (localhost:9092); more is a KRaft cluster of that many on this machine
+   * (localhost:19092...; replication factor 3, min.insync.replicas 2), which the registry then stores its
+   * schemas in; other commands reach it through KAFKA_BROKERS. @default 1
+   */
+  readonly brokers?: number;
+  /** Include every optional part, so that `stack down` and `stack status` see them. @default false */
+  readonly all?: boolean;
 }
 
 /**
@@ -26,7 +35,11 @@ export interface StackSelection {
  * server is optional: only `--llm` or the llm policy brings it up; `stack down` always stops it if ours.
  */
 export function stackComponents(selection: StackSelection = {}): StackComponent[] {
-  return [kafkaComponent(), registryComponent(), dockerComponent(), imagesComponent(), ...(selection.llm ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [])];
+  const brokers = selection.brokers ?? 1;
+  const cluster = brokers > 1 || selection.all ? kafkaClusterComponent({ nodes: brokers > 1 ? brokers : 3 }) : null;
+  const kafka = brokers > 1 ? [cluster!, registryComponent({ brokers: cluster!.brokers.join(',') })] : [kafkaComponent(), registryComponent(), ...(selection.all ? [cluster!] : [])];
+  const llm = selection.llm || selection.all ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [];
+  return [...kafka, dockerComponent(), imagesComponent(), ...llm];
 }
 
 export interface StackReport {

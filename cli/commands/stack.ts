@@ -1,6 +1,7 @@
 import { stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
+import { requiredInt } from '../options.js';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
 
@@ -9,28 +10,37 @@ export const stackCommand: Command = {
   summary:
     'Manage the local stack: Kafka (KRaft), the schema registry, the Docker engine, the sandbox images, and (with --llm) a model server.\n' +
     '  up      install what is missing, start what is not running, wait until each part answers (idempotent);\n' +
-    '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set)\n' +
+    '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set);\n' +
+    '          --brokers 3 a three-broker KRaft cluster (localhost:19092-19094) instead of the single node\n' +
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
     '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)',
   usage: 'up|down|status',
-  options: { llm: { type: 'boolean', default: false } },
-  help: { llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)' },
+  options: { llm: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' } },
+  help: {
+    llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
+    brokers: 'up: 1 for the single local node, 3 (up to 9) for a KRaft cluster on this machine, replication factor 3',
+  },
   async run(values, [action, ...extra]) {
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (values.llm === true && action !== 'up') throw new ConfigError(`--llm goes with stack up; stack ${action ?? ''} always includes the model server`);
+    const brokers = requiredInt(values, 'brokers', 1);
+    if (brokers > 9) throw new ConfigError(`--brokers must be at most 9, got ${brokers}`);
+    if (brokers !== 1 && action !== 'up') throw new ConfigError(`--brokers goes with stack up; stack ${action ?? ''} always includes the cluster`);
     if (action === 'up') {
       const started = performance.now();
-      await stackUp(log, stackComponents({ llm: values.llm === true })); // one line per component
+      const components = stackComponents({ llm: values.llm === true, brokers });
+      await stackUp(log, components); // one line per component
       log(`stack up in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+      if (brokers > 1) log(`other commands use the cluster with KAFKA_BROKERS=${components[0]!.endpoint()}`);
       return 0;
     }
     if (action === 'down') {
-      for (const report of await stackDown(log, stackComponents({ llm: true }))) log(`${report.name.padEnd(10)} ${report.result} ${report.endpoint}`);
+      for (const report of await stackDown(log, stackComponents({ all: true }))) log(`${report.name.padEnd(10)} ${report.result} ${report.endpoint}`);
       return 0;
     }
     if (action === 'status') {
       const required = new Set(stackComponents().map((c) => c.name));
-      const status = await stackStatus(stackComponents({ llm: true }));
+      const status = await stackStatus(stackComponents({ all: true }));
       const width = Math.max(...status.map((part) => part.name.length)) + 1;
       for (const part of status) {
         process.stdout.write(`${part.name.padEnd(width)} ${part.up ? 'up  ' : 'down'} ${part.endpoint}${required.has(part.name) ? '' : ' (optional)'}\n`);
