@@ -20,12 +20,16 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((spec) => !existing.has(spec.topic));
   if (missing.length === 0) return [];
+  // Three replicas where the cluster has them (one broker may die without losing an acknowledged record;
+  // the brokers' min.insync.replicas says how many must confirm a write), else one per broker.
+  const { brokers } = await admin.describeCluster();
+  const replicationFactor = Math.min(3, brokers.length);
   await admin.createTopics({
     waitForLeaders: true,
     topics: missing.map((spec) => ({
       topic: spec.topic,
       numPartitions: spec.partitions,
-      replicationFactor: 1,
+      replicationFactor,
       configEntries: Object.entries(spec.config).map(([name, value]) => ({ name, value })),
     })),
   });

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { after, before, test } from 'node:test';
+import { repoRoot } from '../../cli/paths.js';
+import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { createKafka, readTopic } from '../../connectors/kafka/index.js';
+import { TopicSerde } from '../../connectors/registry/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { runLoop } from '../../pipelines/loop/index.js';
+import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
+import { topicNames } from '../../schemas/index.js';
+import { imageFor, kafkaClusterComponent } from '../../stack/index.js';
+import { ensureStack, eventually, readAll, tempDir } from './harness.js';
+
+// A three-broker KRaft cluster beside the shared single node (its own ports and state), so that killing one
+// of its brokers disturbs nothing but this test.
+const cluster = kafkaClusterComponent();
+const pool = new DockerSandboxPool();
+const log = (line: string): void => console.log(`# ${line}`);
+before(async () => {
+  await ensureStack();
+  await cluster.ensure(log);
+}, { timeout: 900_000 });
+after(async () => {
+  await pool.close();
+  await cluster.stop(log);
+});
+
+test('a broker SIGKILLed mid-run and restarted: every sample still ends with exactly one trajectory, verification and reward', { timeout: 900_000 }, async () => {
+  const names = topicNames(`it-fault-${randomUUID().slice(0, 8)}.`);
+  const context: ProcessorContext = { kafka: createKafka({ clientId: 'it-fault', brokers: [...cluster.brokers] }), serde: new TopicSerde(names), names };
+  await prepareTopics(context);
+  const admin = context.kafka.admin();
+  await admin.connect();
+  try {
+    const metadata = await admin.fetchTopicMetadata({ topics: [names.name('trajectories')] });
+    assert.ok(metadata.topics[0]!.partitions.every((p) => p.replicas.length === 3), 'topics on the cluster keep three replicas');
+  } finally {
+    await admin.disconnect();
+  }
+
+  const dataDir = tempDir('fault');
+  const groupSize = 2;
+  const loop = runLoop(context, {
+    taskFile: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'),
+    dataDir,
+    pool,
+    imageFor,
+    checkpoints: new LocalCheckpointStore(tempDir('fault-checkpoints')),
+    limitTasks: 4,
+    groupSize,
+    batchSize: 2,
+    maxTurns: 6,
+    rolloutWorkers: 2,
+  });
+
+  // Mid-run: once the first trajectories are committed, the broker leading the trajectories topic's first
+  // partition (so a write path is hit, not an idle follower) dies without a goodbye, and comes back later.
+  let seen = 0;
+  await eventually('the first trajectories', async () => {
+    seen = 0;
+    await readTopic(context.kafka, { topic: names.name('trajectories'), onRecord: () => void seen++ });
+    return seen >= 2;
+  }, 600_000, 1000);
+  const admin2 = context.kafka.admin();
+  await admin2.connect();
+  const leader = (await admin2.fetchTopicMetadata({ topics: [names.name('trajectories')] })).topics[0]!.partitions[0]!.leader;
+  await admin2.disconnect();
+  const pid = cluster.nodePid(leader);
+  assert.ok(pid !== undefined, `broker ${leader} runs`);
+  process.kill(pid, 'SIGKILL');
+  log(`killed broker ${leader} (pid ${pid}) after ${seen} trajectories`);
+  await new Promise((resolve) => setTimeout(resolve, 10_000));
+  assert.equal(await cluster.isUp(), false, 'the cluster is one broker short');
+  await cluster.ensure(log);
+  log(`broker ${leader} restarted`);
+
+  const summary = await loop;
+  const samples = 4 * groupSize;
+  assert.equal(summary.trajectories, samples);
+
+  const [trajectories, verifications, rewards, deadLetters] = await Promise.all([
+    readAll(context, 'trajectories'),
+    readAll(context, 'verifications'),
+    readAll(context, 'rewards'),
+    readAll(context, 'deadLetters'),
+  ]);
+  assert.deepEqual(deadLetters, []);
+  const bySample = (records: ReadonlyArray<{ lineage: { taskId: string; attempt: number } }>): string[] => records.map((r) => `${r.lineage.taskId}#${r.lineage.attempt}`).sort();
+  assert.equal(new Set(bySample(trajectories)).size, samples, 'one trajectory per sample');
+  assert.equal(trajectories.length, samples, 'no trajectory duplicated');
+  const ids = trajectories.map((t) => t.trajectoryId).sort();
+  assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), ids, 'exactly one verification per trajectory');
+  assert.deepEqual(rewards.map((r) => r.trajectoryId).sort(), ids, 'exactly one reward per trajectory');
+
+  const catalog = await AnalyticsCatalog.open(dataDir);
+  try {
+    const count = async (sql: string): Promise<number> => Number((await catalog.query(sql)).rows[0]![0]);
+    assert.equal(await count('SELECT count(DISTINCT trajectory_id) FROM trajectories'), samples);
+    assert.equal(await count('SELECT count(*) FROM trajectories'), samples);
+    assert.equal(await count('SELECT count(*) FROM verifications'), samples);
+    assert.equal(await count('SELECT count(*) FROM rewards'), samples);
+  } finally {
+    catalog.close();
+  }
+});
