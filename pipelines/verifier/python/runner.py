@@ -3,6 +3,7 @@
 # Python with ast (never importing it), runs pytest in a child process whose witness plugin reports over
 # a private pipe, kills anything the child left behind, and prints one result line framed by a nonce
 # that only this process knows. Progress goes to stderr, so a run that is killed still says how far it got.
+# Mode 'setup' only writes the files (for the verification kinds whose check is a command of its own).
 import ast
 import base64
 import errno
