@@ -188,3 +188,12 @@ test('steps that edit a test file of the starting tree are flagged, str_replace 
   assert.deepEqual(kinds(screenSteps(repo, [step('str_replace', { path: 'tests/test_calc.py', old_str: '== 3', new_str: '== -1' })])), ['test-edited:tests/test_calc.py']);
   assert.deepEqual(kinds(screenSteps(repo, [step('write_file', { path: 'src/calc.py', content: 'x' })])), []);
 });
+
+test('a repository of thousands of files is screened whole; the limit is on what the agent adds', () => {
+  const files = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`src/m${i}.py`, `X = ${i}\n`]));
+  const big = { ...task, files } as unknown as Task;
+  const screened = screenFinalFiles(big, { ...files, 'src/new.py': 'Y = 1\n' });
+  assert.deepEqual([Object.keys(screened.files).length, screened.flags], [3001, []]);
+  const flooded = screenFinalFiles(big, { ...files, ...Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`junk/j${i}.py`, ''])) });
+  assert.ok(flooded.flags.length === 100 && flooded.flags.every((f) => f.kind === 'unsafe-path' && /more than 3500 final files/.test(f.evidence)));
+});

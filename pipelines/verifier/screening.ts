@@ -23,7 +23,7 @@ export interface Screened {
   readonly flags: HackFlag[];
 }
 
-/** Largest final-file tree the verifier accepts; beyond it the run cannot be faithful to the workspace limits. */
+/** Most files (and symlinks) a final tree may hold beyond the task's starting files; past it the run cannot be faithful to the workspace limits. */
 export const MAX_FINAL_FILES = 500;
 
 const PYTEST_SECTIONS: Readonly<Record<string, RegExp>> = {
@@ -174,8 +174,10 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
   const symlinks: RawSymlink[] = [];
   const flags: HackFlag[] = [];
   const paths = Object.keys(finalFiles).sort();
-  for (const path of paths.slice(MAX_FINAL_FILES)) flags.push(flag('unsafe-path', `more than ${MAX_FINAL_FILES} final files; ${shown(path)} and the rest were not written`, path.slice(0, 200), 'files'));
-  for (const path of paths.slice(0, MAX_FINAL_FILES)) {
+  // A repository task starts from thousands of files: the limit is on what the agent adds.
+  const limit = Object.keys(task.files).length + MAX_FINAL_FILES;
+  for (const path of paths.slice(limit)) flags.push(flag('unsafe-path', `more than ${limit} final files; ${shown(path)} and the rest were not written`, path.slice(0, 200), 'files'));
+  for (const path of paths.slice(0, limit)) {
     const content = finalFiles[path]!;
     let bytes: Uint8Array;
     try {
@@ -220,7 +222,7 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
     if (escaped.has(path)) rawNamedFiles.push({ name: base64(bytes), content });
     else files[path] = content;
   }
-  for (const link of extras.symlinks.slice(0, MAX_FINAL_FILES)) {
+  for (const link of extras.symlinks.slice(0, limit)) {
     let pathBytes: Uint8Array;
     let targetBytes: Uint8Array;
     try {
@@ -247,7 +249,7 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
     } else if (path in finalFiles) flags.push(flag('unsafe-path', `${what} is also listed as a file`, path.slice(0, 200), 'files'));
     else symlinks.push({ path: base64(pathBytes), target: base64(targetBytes) });
   }
-  for (const link of extras.symlinks.slice(MAX_FINAL_FILES)) flags.push(flag('unsafe-path', `more than ${MAX_FINAL_FILES} symlinks; ${shown(link.path)} and the rest were not made`, link.path.slice(0, 200), 'files'));
+  for (const link of extras.symlinks.slice(limit)) flags.push(flag('unsafe-path', `more than ${limit} symlinks; ${shown(link.path)} and the rest were not made`, link.path.slice(0, 200), 'files'));
   // Starting files the final tree lacks: a deleted test file or runner config is put back, and flagged.
   const linked = new Set(extras.symlinks.map((link) => link.path));
   for (const [path, initial] of Object.entries(task.files)) {
