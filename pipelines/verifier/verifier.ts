@@ -68,6 +68,14 @@ export const specOf = (task: Task): VerificationSpec => task.verification ?? PYT
 /** The hardened pytest runner (witness, canaries, strict assertions) decides the task. */
 const isPytest = (spec: VerificationSpec): boolean => spec.check.kind === 'tests' && spec.check.runner === 'pytest';
 
+/** What a spec lacks to be run (the schema leaves a command runner's `command` and `junitPath` optional), or null. */
+function specProblem(spec: VerificationSpec): string | null {
+  const { check } = spec;
+  if (check.kind !== 'tests' || check.runner !== 'command') return null;
+  const absent = [check.command === undefined ? '`command`' : null, check.junitPath === undefined ? '`junitPath`' : null].filter(Boolean);
+  return absent.length ? `its tests check with runner 'command' has no ${absent.join(' and no ')}` : null;
+}
+
 /** Tree-store lookups kept resolved (a 50 MB repository is read once, not once per trajectory). */
 const RESOLVED_TASKS_KEPT = 16;
 
@@ -243,6 +251,8 @@ export class Verifier {
    */
   async expectedIds(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
     const spec = specOf(task);
+    const problem = specProblem(spec);
+    if (problem !== null) return { ids: [], problem };
     if (!isPytest(spec)) return { ids: gradedIds(spec.check as GradedCheck), problem: null };
     const collected = await this.collect(task, signal);
     const { failToPass, passToPass } = spec.check as { failToPass: string[]; passToPass: string[] };
@@ -278,6 +288,8 @@ export class Verifier {
   async check(task: Task, finalFiles: FileTree, expected: readonly string[], signal: AbortSignal, steps: readonly Step[] = [], extras: WorkspaceExtras = NO_WORKSPACE_EXTRAS): Promise<Checked> {
     const started = performance.now();
     const spec = specOf(task);
+    const problem = specProblem(spec);
+    if (problem !== null) throw new ConfigError(`task ${task.taskId} cannot be verified: ${problem}`);
     const screened = screenFinalFiles(task, finalFiles, extras);
     const flags: HackFlag[] = [...screened.flags, ...screenSteps(task, steps)];
     let judgement: Judgement & { fraction: number; testsTotal: number };
