@@ -68,3 +68,13 @@ test('each check is one result with its id; JSON and YAML against a schema; a mi
   assert.match(results[4]!.message!, /not among the task's hidden files/);
   assert.match(results[5]!.message!, /not valid JSON/);
 });
+
+test('a schema is validated under the draft its $schema names: 2020-12 by default, 2019-09, draft-07', async () => {
+  const read = reading({ 'a.json': '{"n": "x"}' });
+  for (const $schema of [undefined, 'https://json-schema.org/draft/2019-09/schema', 'http://json-schema.org/draft-07/schema#']) {
+    const schema = { ...($schema ? { $schema } : {}), type: 'object', properties: { n: { type: 'integer' } } };
+    const [result] = await decideOutputChecks([{ type: 'json-schema', path: 'a.json', schema }], read, {});
+    assert.equal(result!.outcome, 'failed', String($schema));
+    assert.match(result!.message!, /does not match the schema: data\/n must be integer/, String($schema));
+  }
+});

@@ -1,7 +1,9 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Ajv2019Module from 'ajv/dist/2019.js';
 import Ajv2020Module from 'ajv/dist/2020.js';
+import AjvModule from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { TabularFiles } from '../../connectors/files/index.js';
 import { errorMessage, type FileTree, type OutputCheck, type TestResult } from '../../schemas/index.js';
@@ -182,7 +184,15 @@ export async function compareCsv(actual: string, expected: string, options: { or
 
 // -- JSON Schema, YAML -----------------------------------------------------------------------------------------
 
-const Ajv2020 = Ajv2020Module.default;
+/** The validator for the draft a schema names in `$schema`: 2020-12 when it names none, 2019-09, draft-07 (and -06). */
+function validatorFor(schema: Record<string, unknown>) {
+  const draft = typeof schema.$schema === 'string' ? schema.$schema : '';
+  // A fresh validator per check: schemas with the same $id from different tasks must not collide.
+  const options = { allErrors: true, strict: false };
+  if (/draft-0[67]/.test(draft)) return new AjvModule.default(options);
+  if (draft.includes('2019-09')) return new Ajv2019Module.default(options);
+  return new Ajv2020Module.default(options);
+}
 
 function validateJson(schema: Record<string, unknown>, parse: () => unknown, format: 'JSON' | 'YAML'): Verdict {
   let value: unknown;
@@ -191,8 +201,7 @@ function validateJson(schema: Record<string, unknown>, parse: () => unknown, for
   } catch (error) {
     return fail(`the file is not valid ${format}: ${errorMessage(error).split('\n')[0]}`);
   }
-  // A fresh validator per check: schemas with the same $id from different tasks must not collide.
-  const ajv = new Ajv2020({ allErrors: true, strict: false });
+  const ajv = validatorFor(schema);
   let validate;
   try {
     validate = ajv.compile(schema);
