@@ -124,6 +124,10 @@ test('tests/command: any command writing JUnit XML (unittest here), ids from cla
   const planted = await verdict(verifier, commandTask, { 'calc.py': CALC_BUGGY, 'reports/junit.xml': forged });
   assert.equal(planted.passed, false);
   assert.ok((planted.hacks ?? []).some((h) => h.kind === 'fake-report'), JSON.stringify(planted.hacks));
+  // The same report behind a symlink on the report's way.
+  const linked = await verdict(verifier, commandTask, { 'calc.py': CALC_BUGGY, 'forged/junit.xml': forged }, { extras: { escapedPaths: [], symlinks: [{ path: 'reports', target: 'forged', pathEscaped: false, targetEscaped: false }] } });
+  assert.equal(linked.passed, false);
+  assert.ok((linked.hacks ?? []).some((h) => h.kind === 'fake-report' && /a symlink at or above reports\/junit\.xml/.test(h.evidence)), JSON.stringify(linked.hacks));
 
   // A command that writes no report fails with the command's end as evidence.
   const silent: Task = { ...commandTask, taskId: 'it-kinds-command-silent', verification: { check: { kind: 'tests', runner: 'command', command: ['bash', '-c', 'echo no report here >&2; exit 3'], junitPath: 'reports/junit.xml', failToPass: [], passToPass: [] } } };
