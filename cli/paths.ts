@@ -28,3 +28,6 @@ export const dataDirHelp = (): string => `analytics store folder (default: $TRIA
 export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_CHECKPOINTS ?? join(stateDir(env), 'checkpoints');
 
 export const checkpointStore = (env: NodeJS.ProcessEnv = process.env): CheckpointStore => openCheckpointStore(checkpointsLocation(env));
+
+/** Claim-checked file trees (large task trees, final workspaces): TRIALRUN_ARTIFACTS, else `artifacts` under the state folder. */
+export const artifactStore = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_ARTIFACTS ?? join(stateDir(env), 'artifacts');

@@ -28,6 +28,11 @@ export const HackKind = z.enum([
   'pytest-plugin',
   /** pytest.ini, tox.ini, setup.cfg or pyproject.toml settings for pytest (addopts can load plugins). */
   'pytest-config',
+  /**
+   * Another test runner's configuration or a hook changed: package.json scripts or jest/vitest settings,
+   * jest.config.*, vitest.config.*, a Makefile's test targets, a git hook.
+   */
+  'runner-config',
   /** sitecustomize.py, usercustomize.py or a .pth file: code that runs when Python starts. */
   'startup-hook',
   /** A file that shadows a standard-library or test-framework module. */

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { openTreeStore } from '../../connectors/artifacts/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
@@ -13,7 +14,7 @@ import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
-import { checkpointStore, dataDir } from '../paths.js';
+import { artifactStore, checkpointStore, dataDir } from '../paths.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
 
@@ -73,7 +74,7 @@ export const runProcessorCommand: Command = {
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
-      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs });
+      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs, artifacts: openTreeStore(artifactStore()) });
     } else if (name === 'reward') {
       processor = createRewardProcessor(context, { sessionTimeoutMs });
     } else if (name === 'learner') {

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { openTreeStore } from '../../connectors/artifacts/index.js';
 import { checkRange, readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { loadJobFile, rowsFileJob, runTaskJob } from '../../pipelines/task-job/index.js';
@@ -11,7 +12,7 @@ import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
-import { dataDir } from '../paths.js';
+import { artifactStore, dataDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
@@ -60,8 +61,9 @@ export const verifyCommand: Command = {
     'The verifier: its version, its calibration, and re-scoring.\n' +
     '  version                     print this build\'s verifier version (a hash of its code, sandbox image and options)\n' +
     '  calibrate [job.yaml|rows]   verify every task\'s reference solution (several runs: false negatives, flakiness)\n' +
-    '                              and known-bad variants (the buggy module, mutants plain pytest rejects, generic\n' +
-    '                              hacks: false positives); tasks from a job or rows file, else the tasks topic\n' +
+    '                              and known-bad variants (the starting files; for pytest program repair also mutants\n' +
+    '                              plain pytest rejects and generic hacks: false positives), whatever the task\'s\n' +
+    '                              verification kind; tasks from a job or rows file, else the tasks topic\n' +
     '  rescore --from <pos> --verifier <version>\n' +
     '                              re-verify stored trajectories from a position (offset, ISO time, @epoch-ms, earliest)\n' +
     '                              and write new verifications and rewards under this verifier version; old ones stay',
@@ -97,7 +99,8 @@ export const verifyCommand: Command = {
       throw new ConfigError(`expected ${ACTIONS.join(', ')} (calibrate may name one file), got "${[action, file, ...extra].filter(Boolean).join(' ')}" (see trialrun verify --help)`);
     }
     // Every option is checked before a sandbox pool or a connection exists.
-    const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0) };
+    // Claim-checked trees (large task trees, final workspaces) are read from the checkout's artifact store.
+    const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0), artifacts: openTreeStore(artifactStore()) };
     const jsonOption = stringOption(values, 'json');
     const json = jsonOption === undefined ? undefined : outputFile(jsonOption, '--json');
     const taskFile = file === undefined ? undefined : existingFile(file, 'the job or rows file');

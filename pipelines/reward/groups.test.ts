@@ -104,3 +104,23 @@ test('only an infrastructure failure without a hack flag is withheld', () => {
   const flagged = { ...base, failure: 'sandbox-error', hacks: [{ kind: 'runner-killed', evidence: 'x', path: null, line: null, source: 'runtime' }] } as unknown as Verification;
   assert.equal(memberOf(flagged).infraFailure, null, 'a hack flag makes it the agent\'s doing');
 });
+
+test('fractional scores are the rewards: advantages centre on their mean, a hack is 0 whatever its score', () => {
+  const scores = [1, 0.5, 0.25, 0];
+  const rewards = scoreGroup(scores.map((score, i) => member(i, score === 1, { score })), { by: 'complete' }, scoring);
+  assert.deepEqual(rewards.map((r) => r.reward), scores);
+  assert.ok(Math.abs(rewards[0]!.groupMean - 0.4375) < 1e-9);
+  assert.ok(Math.abs(rewards.reduce((sum, r) => sum + r.advantage, 0)) < 1e-6, 'advantages sum to zero');
+  assert.ok(rewards[0]!.advantage > rewards[1]!.advantage && rewards[1]!.advantage > rewards[2]!.advantage && rewards[2]!.advantage > rewards[3]!.advantage);
+  // Equal partial credit across the group is no signal, as equal binary rewards are.
+  assert.equal(scoreGroup([0.5, 0.5].map((score, i) => member(i, false, { score })), { by: 'complete' }, scoring)[0]!.disposition, 'no-signal');
+  assert.equal(scoreGroup([member(0, false, { score: 0.8, hacked: true }), member(1, false, { score: 0.5 })], { by: 'complete' }, scoring)[0]!.reward, 0);
+});
+
+test('a verification\'s score becomes its member\'s; records without one score passed ? 1 : 0', () => {
+  const base = { ...member(0, false), tests: [], testsPassed: 0, testsTotal: 2, failure: null, durationMs: 1, hacks: [] } as unknown as Verification;
+  assert.equal(memberOf({ ...base, score: 0.75 }).score, 0.75);
+  assert.equal(memberOf({ ...base, passed: true }).score, 1);
+  assert.equal(memberOf(base).score, 0);
+  assert.equal(lateReward({ ...member(3, false), score: 0.25 }, { closedAt: 0, trajectoryIds: [], mean: 0, std: 0 }).reward, 0.25);
+});

@@ -24,6 +24,11 @@ export interface GroupMember {
   readonly groupId: string;
   readonly groupSize: number;
   readonly passed: boolean;
+  /**
+   * The reward the verifier gave under the task's RewardSpec, in [0, 1] (0 on any hack). Absent in members
+   * stored before it existed and on verifications written before it: `passed ? 1 : 0` then.
+   */
+  readonly score?: number;
   readonly fractionPassed: number;
   readonly hacked: boolean;
   readonly quarantine: string | null;
@@ -43,6 +48,10 @@ function infraFailureOf(verification: Verification): string | null {
   return verification.failureDetail ? `sandbox-error: ${verification.failureDetail}` : 'sandbox-error';
 }
 
+/** A verification's reward: the verifier's score, or for records without one, 1 for a pass and 0 otherwise. */
+export const rewardOf = (verification: Pick<Verification, 'passed' | 'score' | 'hacks'>): number =>
+  (verification.hacks ?? []).length > 0 ? 0 : (verification.score ?? (verification.passed ? 1 : 0));
+
 export function memberOf(verification: Verification): GroupMember {
   return {
     verificationId: verification.verificationId,
@@ -50,6 +59,7 @@ export function memberOf(verification: Verification): GroupMember {
     groupId: verification.groupId,
     groupSize: verification.groupSize,
     passed: verification.passed,
+    score: rewardOf(verification),
     fractionPassed: verification.fractionPassed,
     hacked: (verification.hacks ?? []).length > 0,
     quarantine: verification.quarantine?.reason ?? null,
@@ -65,6 +75,8 @@ export function memberOf(verification: Verification): GroupMember {
  */
 export const groupKey = (member: Pick<GroupMember, 'groupId' | 'lineage' | 'rescoreId'>): string =>
   `${member.groupId}|${member.lineage.verifierVersion ?? 'unversioned'}|${member.rescoreId ?? 'live'}`;
+
+const memberReward = (member: GroupMember): number => (member.hacked ? 0 : (member.score ?? (member.passed ? 1 : 0)));
 
 /** Why a group is being scored now. */
 export type GroupClosure = { readonly by: 'complete' } | { readonly by: 'deadline' | 'end-of-range'; readonly expected: number };
@@ -84,8 +96,8 @@ function reward(member: GroupMember, fields: Pick<Reward, 'reward' | 'advantage'
 }
 
 /**
- * One reward per member: 1 only for a verification that passed (a hack flag already made it fail),
- * with GRPO's group-relative advantage. A quarantined task's rewards are withheld; a group closed by its
+ * One reward per member: the verifier's score (binary or partial credit under the task's RewardSpec, 0 on
+ * any hack flag; 1 for a pass in records without a score), with GRPO's group-relative advantage. A quarantined task's rewards are withheld; a group closed by its
  * deadline with fewer than `minGroupSize` members is withheld; a group whose rewards are all equal has
  * no signal (dynamic sampling): neither reaches the learner, and both say why. A member whose verification
  * failed for a reason of ours (`infraFailure`) is withheld on its own, and the rest are scored without it:
@@ -106,7 +118,7 @@ export function scoreGroup(members: readonly GroupMember[], closure: GroupClosur
 function scoreJudged(members: readonly GroupMember[], closure: GroupClosure, options: ResolvedGroupScoring): Reward[] {
   if (members.length === 0) return [];
   const ordered = [...members].sort((a, b) => a.lineage.attempt - b.lineage.attempt || a.trajectoryId.localeCompare(b.trajectoryId));
-  const rewards = ordered.map((m) => (m.passed ? 1 : 0));
+  const rewards = ordered.map(memberReward);
   const stats = groupAdvantages(rewards, options.epsilon);
   const partial = closure.by === 'complete' ? null : `${ordered.length} of ${closure.expected} members verified by the ${closure.by === 'deadline' ? 'straggler deadline' : 'end of the re-scored range'}`;
   const quarantined = ordered.find((m) => m.quarantine !== null)?.quarantine ?? null;
@@ -142,7 +154,7 @@ export interface ClosedGroup {
 /** The reward of a member that arrived after its group was scored: recorded, never learned from. */
 export function lateReward(member: GroupMember, closed: ClosedGroup): Reward {
   return reward(member, {
-    reward: member.passed ? 1 : 0,
+    reward: memberReward(member),
     advantage: 0,
     groupMean: closed.mean,
     groupStd: closed.std,

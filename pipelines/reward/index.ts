@@ -4,6 +4,7 @@ export {
   lateReward,
   memberOf,
   resolveGroupScoring,
+  rewardOf,
   scoreGroup,
   type ClosedGroup,
   type GroupClosure,

@@ -3,7 +3,7 @@ import { ConfigError, resolveRetryOptions, SandboxError, withRetries, type FileT
 import { isTestModule } from './canary.js';
 import { withOutput } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
-import { describeFailure, VERIFIER_RECIPE, type Verifier } from './verifier.js';
+import { describeFailure, specOf, VERIFIER_RECIPE, type Verifier } from './verifier.js';
 
 export interface CalibrationOptions {
   /** Verifications of each reference solution: false negatives and flakiness. @default 3 */
@@ -169,16 +169,23 @@ const skippedTask = (taskId: string, why: string): TaskCalibration => ({
   skipped: why,
 });
 
+const isPytestTask = (task: Task): boolean => {
+  const { check } = specOf(task);
+  return check.kind === 'tests' && check.runner === 'pytest';
+};
+
 // A sandbox that dies under a run (the engine restarting, a reaper) is not a verdict: run it again.
 const RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 1000, maxDelayMs: 30_000 });
 
-async function calibrateTask(verifier: Verifier, task: Task, settings: ReturnType<typeof resolveCalibrationOptions>, signal: AbortSignal): Promise<TaskCalibration> {
-  if (task.referenceSolution === null) return skippedTask(task.taskId, 'no reference solution');
-  const collected = await withRetries(() => verifier.collect(task, signal), RETRY, signal);
-  if (collected.ids.length === 0) return skippedTask(task.taskId, collected.problem ?? 'no hidden tests collected');
+async function calibrateTask(verifier: Verifier, stored: Task, settings: ReturnType<typeof resolveCalibrationOptions>, signal: AbortSignal): Promise<TaskCalibration> {
+  if (stored.referenceSolution === null && stored.stored?.referenceSolution === undefined) return skippedTask(stored.taskId, 'no reference solution');
+  const task = await verifier.resolveTask(stored);
+  const collected = await withRetries(() => verifier.expectedIds(task, signal), RETRY, signal);
+  if (collected.ids.length === 0 && (isPytestTask(task) || collected.problem !== null)) return skippedTask(task.taskId, collected.problem ?? 'no hidden tests collected');
   const reference = { ...task.files, ...task.referenceSolution };
+  // Mutants and the generic hacks are Python program repair's: one module, judged by the pytest runner.
   const modules = Object.keys(task.files);
-  const module = modules.length === 1 ? modules[0]! : null;
+  const module = modules.length === 1 && isPytestTask(task) ? modules[0]! : null;
 
   const variants: Array<{ variant: string; known: 'good' | 'bad'; files: FileTree }> = [];
   for (let run = 1; run <= settings.referenceRuns; run++) variants.push({ variant: `reference#${run}`, known: 'good', files: reference });
@@ -224,7 +231,7 @@ export async function findKnownBadMutants(
   signal: AbortSignal,
 ): Promise<{ found: Array<{ name: string; source: string }>; surviving: number }> {
   const { pool, imageFor, runId } = verifier.options;
-  const sandbox: Sandbox = await pool.acquire({ image: imageFor(VERIFIER_RECIPE), runId, taskId: task.taskId });
+  const sandbox: Sandbox = await pool.acquire({ image: imageFor(task.image ?? VERIFIER_RECIPE), runId, taskId: task.taskId });
   try {
     await sandbox.writeFiles({ ...task.files, ...(task.referenceSolution ?? {}), ...task.visibleTests, ...task.hiddenTests });
     const exec = await sandbox.exec(['python3', '-c', verifierScript('find_mutants.py')], {

@@ -56,6 +56,8 @@ export interface JudgeInput {
   readonly run: RunnerResult;
   /** Flags from screening the final files and the episode's steps. */
   readonly screened: readonly HackFlag[];
+  /** The test modules the run was given, to tell a module from a class in the report's dotted classnames. @default [] */
+  readonly modules?: readonly string[];
 }
 
 export interface Judgement {
@@ -143,7 +145,7 @@ export function judge(input: JudgeInput): Judgement {
     hacks.push(runtimeFlag('early-exit', `the test process exited with status 0 during ${lastPhase(events)}, before pytest finished its session`));
   }
 
-  const cases: JunitCase[] | null = run.report === null ? null : parseJunit(run.report);
+  const cases: JunitCase[] | null = run.report === null ? null : parseJunit(run.report, { style: 'pytest', modules: input.modules ?? [] });
   const reported = new Map((cases ?? []).map((c) => [c.id, c]));
   const seen = witnessOutcomes(events);
   if (run.report !== null) {

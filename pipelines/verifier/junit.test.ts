@@ -22,11 +22,40 @@ test('parses outcomes, durations and messages into pytest node ids', () => {
   );
 });
 
-test('anything that is not a JUnit report gives null', () => {
-  assert.equal(parseJunit(''), null);
-  assert.equal(parseJunit('all tests passed!'), null);
+test('tests in subfolders get node ids from the file attribute, or from the run\'s module list', () => {
+  const xml = `<testsuites><testsuite name="pytest">
+<testcase classname="tests.unit.test_x.TestC" name="test_a" file="tests/unit/test_x.py" line="3" time="0.1"/>
+<testcase classname="tests.test_y" name="test_b" time="0.1"/>
+</testsuite></testsuites>`;
+  assert.deepEqual(parseJunit(xml, { style: 'pytest', modules: ['tests/test_y.py'] })!.map((c) => c.id), ['tests/unit/test_x.py::TestC::test_a', 'tests/test_y.py::test_b']);
+  assert.equal(nodeId('tests.test_y.TestK', 'test_c', null, ['tests/test_y.py']), 'tests/test_y.py::TestK::test_c');
+  // A test inherited from another module: the file names where it was defined, the module list where it ran.
+  assert.equal(nodeId('tests.test_y.TestK', 'test_c', 'tests/base.py', ['tests/test_y.py']), 'tests/test_y.py::TestK::test_c');
 });
 
-test('node ids from classnames', () => {
+test('generic ids are classname::name, from nested suites (jest-junit, go-junit-report)', () => {
+  const xml = `<?xml version="1.0"?>
+<testsuites name="jest tests"><testsuite name="sum"><testsuite name="inner">
+<testcase classname="sum adds" name="adds 1 + 2" time="0.002"/></testsuite>
+<testcase classname="" name="bare"><failure>expected 3</failure></testcase></testsuite></testsuites>`;
+  assert.deepEqual(
+    parseJunit(xml, { style: 'generic' })!.map((c) => [c.id, c.outcome]).sort(),
+    [['bare', 'failed'], ['sum adds::adds 1 + 2', 'passed']],
+  );
+  // A single testsuite root, as go-junit-report writes for one package.
+  assert.deepEqual(parseJunit('<testsuite name="pkg"><testcase classname="pkg" name="TestX"/></testsuite>', { style: 'generic' })!.map((c) => c.id), ['pkg::TestX']);
+});
+
+test('anything that is not a well-formed JUnit report gives null; an empty one gives no cases', () => {
+  assert.equal(parseJunit(''), null);
+  assert.equal(parseJunit('all tests passed!'), null);
+  assert.equal(parseJunit('<testsuites><testsuite><testcase name="x"></testsuite></testsuites>'), null);
+  assert.equal(parseJunit('<html><body>testsuite</body></html>'), null);
+  assert.deepEqual(parseJunit('<testsuites/>'), []);
+  // Attribute text that a regex would have taken for markup.
+  assert.deepEqual(parseJunit('<testsuites><testsuite><testcase classname="m" name="a&gt;b &lt;testcase name=&quot;fake&quot;/&gt;"/></testsuite></testsuites>')!.map((c) => c.id), ['m.py::a>b <testcase name="fake"/>']);
+});
+
+test('node ids from root-level classnames', () => {
   assert.equal(nodeId('test_a.TestX', 'test_y'), 'test_a.py::TestX::test_y');
 });

@@ -1,48 +1,111 @@
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
 import type { TestOutcome } from '../../schemas/index.js';
 
 export interface JunitCase {
-  /** pytest node id, e.g. `test_hidden.py::TestX::test_y[1]`. */
+  /** The test's id: a pytest node id (`tests/test_x.py::TestX::test_y[1]`) or `classname::name` for other runners. */
   readonly id: string;
   readonly outcome: Exclude<TestOutcome, 'missing'>;
   readonly durationMs: number;
   readonly message: string | null;
 }
 
-const decode = (text: string): string =>
-  text.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&#(\d+);/g, (_, n: string) => String.fromCodePoint(Number(n))).replace(/&amp;/g, '&');
+/**
+ * How test ids are made from a report's testcases. `pytest`: node ids, from the `file` attribute pytest's xunit1
+ * family writes, else by matching the classname against the run's test modules (`modules`); `generic`: the
+ * `classname::name` of any other runner (jest-junit, go-junit-report, ...), or the name alone without a classname.
+ */
+export type JunitIds = { readonly style: 'pytest'; readonly modules?: readonly string[] } | { readonly style: 'generic' };
 
-function attribute(tag: string, name: string): string | null {
-  const match = new RegExp(`\\s${name}="([^"]*)"`).exec(tag);
-  return match ? decode(match[1]!) : null;
-}
+const PYTEST_IDS: JunitIds = { style: 'pytest' };
 
-/** pytest writes `classname="test_mod.TestClass"`, `name="test_x[param]"`; node ids use `test_mod.py::TestClass::test_x[param]`. */
-export function nodeId(classname: string, name: string): string {
+type XmlNode = Record<string, unknown>;
+
+// Elements that may repeat are always arrays, so a report with one testcase reads like one with many.
+const parser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: '@',
+  textNodeName: '#text',
+  isArray: (name) => ['testsuite', 'testcase', 'failure', 'error', 'skipped'].includes(name),
+  parseAttributeValue: false,
+  parseTagValue: false,
+  processEntities: true,
+  htmlEntities: true,
+});
+
+const text = (node: XmlNode, attribute: string): string | null => {
+  const value = node[`@${attribute}`];
+  return typeof value === 'string' ? value : null;
+};
+
+/** `tests/test_x.py` as the dotted module pytest puts in classnames: `tests.test_x`. */
+const dottedModule = (path: string): string => path.replace(/\.py$/, '').split('/').join('.');
+
+/**
+ * pytest writes `classname="tests.test_x.TestClass"`, `name="test_y[param]"` (and, in xunit1, `file="tests/test_x.py"`);
+ * the node id is `tests/test_x.py::TestClass::test_y[param]`. The module part of a dotted classname is ambiguous
+ * (`a.b` may be a folder and a module, or a module and a class), so the file, or the run's own module list, decides.
+ */
+export function nodeId(classname: string, name: string, file: string | null = null, modules: readonly string[] = []): string {
+  // The file first; a test inherited from another module names where it was defined, so the modules come next.
+  const candidates = [...(file !== null ? [file] : []), ...[...modules].sort((a, b) => b.length - a.length)];
+  for (const module of candidates) {
+    const dotted = dottedModule(module);
+    if (classname === dotted) return `${module}::${name}`;
+    if (classname.startsWith(`${dotted}.`)) return [module, ...classname.slice(dotted.length + 1).split('.'), name].join('::');
+  }
+  // A root-level module: the first dotted part is the module, the rest classes.
   const [module, ...classes] = classname.split('.');
   return [`${module}.py`, ...classes, name].join('::');
 }
 
+/** Every testcase under a node, at any depth of nested testsuites (jest and others nest them). */
+function collectCases(node: XmlNode, out: XmlNode[]): void {
+  for (const child of (node.testcase as XmlNode[] | undefined) ?? []) if (typeof child === 'object' && child !== null) out.push(child);
+  for (const suite of (node.testsuite as XmlNode[] | undefined) ?? []) if (typeof suite === 'object' && suite !== null) collectCases(suite, out);
+}
+
+function outcomeOf(testcase: XmlNode): { outcome: JunitCase['outcome']; message: string | null } {
+  for (const [element, outcome] of [['failure', 'failed'], ['error', 'error'], ['skipped', 'skipped']] as const) {
+    const found = testcase[element] as unknown[] | undefined;
+    if (!found || found.length === 0) continue;
+    const first = found[0];
+    const message = typeof first === 'object' && first !== null ? text(first as XmlNode, 'message') : null;
+    return { outcome, message };
+  }
+  return { outcome: 'passed', message: null };
+}
+
 /**
- * Parses pytest's JUnit XML (the structure pytest writes; not a general XML parser). A report that does
- * not look like one yields null, which the verifier scores as a failure to verify.
+ * Parses a JUnit XML report with a real XML parser. A report that is not well-formed XML, or has no
+ * `testsuites`/`testsuite` root, yields null, which the verifier scores as a failure to verify.
  */
-export function parseJunit(xml: string): JunitCase[] | null {
-  if (!/<testsuites?[\s>]/.test(xml)) return null;
+export function parseJunit(xml: string, ids: JunitIds = PYTEST_IDS): JunitCase[] | null {
+  if (XMLValidator.validate(xml) !== true) return null;
+  let document: XmlNode;
+  try {
+    document = parser.parse(xml) as XmlNode;
+  } catch {
+    return null;
+  }
+  const roots: XmlNode[] = [];
+  const suites = document.testsuites;
+  if (typeof suites === 'object' && suites !== null) roots.push(suites as XmlNode);
+  else if (suites === '') return [];
+  else if (Array.isArray(document.testsuite)) roots.push(document);
+  else return null;
+  const testcases: XmlNode[] = [];
+  for (const root of roots) collectCases(root, testcases);
   const cases: JunitCase[] = [];
-  for (const match of xml.matchAll(/<testcase\b([^>]*?)(\/>|>([\s\S]*?)<\/testcase>)/g)) {
-    const head = match[1]!;
-    const body = match[3] ?? '';
-    const classname = attribute(head, 'classname');
-    const name = attribute(head, 'name');
-    if (classname === null || name === null) continue;
-    const child = /<(failure|error|skipped)\b([^>]*)/.exec(body);
-    const outcome = child ? ({ failure: 'failed', error: 'error', skipped: 'skipped' } as const)[child[1] as 'failure' | 'error' | 'skipped'] : 'passed';
-    cases.push({
-      id: nodeId(classname, name),
-      outcome,
-      durationMs: Math.round(Number(attribute(head, 'time') ?? 0) * 1000),
-      message: child ? attribute(`<x${child[2]!}>`, 'message') : null,
-    });
+  for (const testcase of testcases) {
+    const name = text(testcase, 'name');
+    if (name === null) continue;
+    const classname = text(testcase, 'classname');
+    const id =
+      ids.style === 'pytest'
+        ? classname === null ? name : nodeId(classname, name, text(testcase, 'file'), ids.modules)
+        : classname === null || classname === '' ? name : `${classname}::${name}`;
+    const seconds = Number(text(testcase, 'time') ?? 0);
+    cases.push({ id, ...outcomeOf(testcase), durationMs: Number.isFinite(seconds) && seconds > 0 ? Math.round(seconds * 1000) : 0 });
   }
   return cases;
 }

@@ -1,3 +1,4 @@
+import { ArtifactIntegrityError } from '../../connectors/checkpoints/index.js';
 import { inTransaction, readRange, readTopic, rangeGroupId, type Position } from '../../connectors/kafka/index.js';
 import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../schemas/index.js';
 import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../reward/index.js';
@@ -92,10 +93,11 @@ export async function rescore(context: ProcessorContext, verifier: Verifier, opt
           const trajectory = await serde.decode('trajectories', record.value);
           verification = await withRetries(() => verifier.verify(trajectory, signal, rescoreId), RETRY, signal);
         } catch (error) {
-          // A record the live pipeline dead-lettered, or one whose task is gone, is reported, not fatal;
+          // A record the live pipeline dead-lettered, one whose task is gone, or one whose claim-checked tree
+          // is missing from (or corrupt in) the artifact store, is reported, not fatal;
           // sandbox and broker failures that outlast the retries stop the run, which resumes here when
           // started again.
-          if (error instanceof NotFoundError || error instanceof DecodeError || error instanceof ValidationError) {
+          if (error instanceof NotFoundError || error instanceof DecodeError || error instanceof ValidationError || error instanceof ArtifactIntegrityError) {
             skipped.push({ offset: record.offset, partition: record.partition, reason: errorMessage(error).slice(0, 300) });
             return;
           }

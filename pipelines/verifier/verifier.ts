@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { ExecResult, Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
 import {
   ConfigError,
   errorMessage,
   NO_WORKSPACE_EXTRAS,
   nowIso,
+  PYTEST_REPAIR_VERIFICATION,
   SandboxError,
   type FileTree,
   type HackFlag,
@@ -13,12 +15,15 @@ import {
   type Task,
   type Trajectory,
   type Verification,
+  type VerificationSpec,
   type WorkspaceExtras,
 } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
+import { gradedIds, hostOnlyFiles, judgeGraded, runGradedCheck, type GradedCheck, type GradeRun } from './grading.js';
 import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
+import { resolveRewardSpec, scoreOf } from './score.js';
 import { screenFinalFiles, screenSteps, type Screened } from './screening.js';
 import { verifierVersion } from './version.js';
 
@@ -42,15 +47,40 @@ export interface VerifierOptions {
    * the check (no quarantine is ever decided). @default 3
    */
   referenceRuns?: number;
+  /**
+   * Where trees kept as claim checks are read from: a task's `stored` trees and a trajectory's `finalFilesRef`.
+   * @default null (a task or trajectory that needs the store is refused with a ConfigError naming it)
+   */
+  artifacts?: TreeStore | null;
 }
 
 export interface ResolvedVerifierOptions extends Required<VerifierOptions> {}
 
-/** The sandbox recipe every verification runs in. */
+/** The sandbox recipe a verification runs in when its task names none (`Task.image`). */
 export const VERIFIER_RECIPE = 'python-repair';
 
+/** The in-sandbox executor (sandbox-images/python-repair/agent/agent.py), whose process-tree kill the runner uses. */
+const EXECUTOR_MODULE = '/opt/trialrun-agent/agent.py';
+
+/** How a task is verified: its own spec, or program repair's pytest run. */
+export const specOf = (task: Task): VerificationSpec => task.verification ?? PYTEST_REPAIR_VERIFICATION;
+
+/** The hardened pytest runner (witness, canaries, strict assertions) decides the task. */
+const isPytest = (spec: VerificationSpec): boolean => spec.check.kind === 'tests' && spec.check.runner === 'pytest';
+
+/** What a spec lacks to be run (the schema leaves a command runner's `command` and `junitPath` optional), or null. */
+function specProblem(spec: VerificationSpec): string | null {
+  const { check } = spec;
+  if (check.kind !== 'tests' || check.runner !== 'command') return null;
+  const absent = [check.command === undefined ? '`command`' : null, check.junitPath === undefined ? '`junitPath`' : null].filter(Boolean);
+  return absent.length ? `its tests check with runner 'command' has no ${absent.join(' and no ')}` : null;
+}
+
+/** Tree-store lookups kept resolved (a 50 MB repository is read once, not once per trajectory). */
+const RESOLVED_TASKS_KEPT = 16;
+
 export function resolveVerifierOptions(options: VerifierOptions): ResolvedVerifierOptions {
-  const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, ...options };
+  const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, artifacts: null, ...options };
   if (!Number.isInteger(resolved.timeoutMs) || resolved.timeoutMs < 1000 || resolved.timeoutMs > 600_000) {
     throw new ConfigError(`VerifierOptions.timeoutMs must be a whole number of ms from 1000 to 600000, got ${resolved.timeoutMs}`);
   }
@@ -71,6 +101,13 @@ export interface TaskAdmission {
 export interface Checked extends Judgement {
   /** Set when the runner gave no readable result (see `RunnerFailure`). */
   readonly runnerFailure: RunnerFailure | null;
+  /** The ids judged: the expected tests, one per output check, or the script's reward. */
+  readonly testsTotal: number;
+  /** The share of the judged ids that passed, or a script's own reward. */
+  readonly fraction: number;
+  /** The reward under the task's RewardSpec, in [0, 1]; 0 on any hack. */
+  readonly score: number;
+  readonly checkKind: VerificationSpec['check']['kind'];
   readonly verifierVersion: string;
   readonly imageDigest: string;
   readonly durationMs: number;
@@ -81,26 +118,30 @@ const testModules = (tests: FileTree): string[] => Object.keys(tests).filter(isT
 
 /** A task revision's identity: the tasks topic is compacted, and a changed task must be admitted anew. */
 function revisionOf(task: Task): string {
-  const body = JSON.stringify([task.taskId, task.files, task.visibleTests, task.hiddenTests, task.referenceSolution]);
+  const body = JSON.stringify([task.taskId, task.files, task.visibleTests, task.hiddenTests, task.referenceSolution, task.verification ?? null, task.image ?? null]);
   return `${task.taskId}@${createHash('sha256').update(body).digest('hex').slice(0, 16)}`;
 }
 
 const verdictList = (verdicts: readonly boolean[]): string => verdicts.map((v) => (v ? 'pass' : 'fail')).join(', ');
 
 /**
- * Scores a trajectory by running the task's pristine tests, hidden and visible, against the agent's
- * final files in a fresh sandbox that the agent never touched (the hidden tests never enter an agent's
- * sandbox; the visible ones are written fresh, so edits to them count for nothing). The final files are screened first (conftest.py, plugins,
- * start-up hooks, edited tests never reach the sandbox); inside it a trusted runner inspects the agent's
- * Python without importing it, runs pytest with a witness plugin and canary tests, and kills whatever
- * the run leaves behind. The verdict comes from pytest's JUnit report checked against the witness and
- * against the test ids collected from the pristine task: a missing, skipped or erroring test counts as
- * failed, and any hack flag scores 0. Reward 1 needs every hidden test to pass, and every visible one:
- * calibration found hidden suites that miss behaviour the visible tests pin down.
+ * Scores a trajectory by the task's verification spec (`Task.verification`; program repair's pytest run when it
+ * has none), in a fresh grading sandbox that the agent never touched: the agent's final files are screened
+ * (conftest.py, plugins, start-up hooks, runner configs, edited tests never reach the sandbox) and written first,
+ * then the task's pristine visible tests and hidden files (which never enter an agent's sandbox), then the check
+ * runs. `tests` with the pytest runner: a trusted runner inspects the agent's Python without importing it, runs
+ * pytest with a witness plugin and canary tests, and kills whatever the run leaves behind; the verdict comes from
+ * pytest's JUnit report checked against the witness and against the test ids expected of the pristine task (the
+ * spec's FAIL_TO_PASS and PASS_TO_PASS lists, else every collected test, visible and hidden: calibration found
+ * hidden suites that miss behaviour the visible tests pin down). `tests` with a command, `script` and `output`
+ * run their command as one sandbox exec and are judged on the host from what it produced (grading.ts). A
+ * missing, skipped or erroring test counts as failed, and any hack flag scores 0.
  */
 export class Verifier {
   readonly options: ResolvedVerifierOptions;
   private readonly admissions = new Map<string, Promise<TaskAdmission>>();
+  private readonly resolvedTasks = new Map<string, Promise<Task>>();
+  private readonly revisions = new WeakMap<Task, string>();
   private imageDigest: Promise<string> | undefined;
 
   constructor(options: VerifierOptions) {
@@ -112,20 +153,57 @@ export class Verifier {
     return { recipe: VERIFIER_RECIPE, timeoutMs: this.options.timeoutMs, referenceRuns: this.options.referenceRuns };
   }
 
-  /** This verifier's version; starts one sandbox the first time to learn the image digest. */
+  /** The configuration a task's verdicts depend on: its own spec (check kind and RewardSpec) and image, where it names them. */
+  configFor(task: Task): Readonly<Record<string, unknown>> {
+    const config: Record<string, unknown> = { ...this.config };
+    if (task.image !== undefined) config.recipe = task.image;
+    if (task.verification !== undefined) config.verification = task.verification;
+    return config;
+  }
+
+  /** This verifier's version for tasks without a spec of their own; starts one sandbox the first time to learn the image digest. */
   async version(): Promise<string> {
     if (this.imageDigest === undefined) {
-      this.imageDigest = this.withSandbox('version', async (sandbox) => sandbox.imageDigest);
+      this.imageDigest = this.withSandbox(VERIFIER_RECIPE, 'version', async (sandbox) => sandbox.imageDigest);
       this.imageDigest.catch(() => (this.imageDigest = undefined));
     }
     return verifierVersion(this.config, await this.imageDigest);
   }
 
+  /**
+   * The task with its claim-checked trees read back from the artifact store (`Task.stored`); a task without
+   * any is returned as it is. Kept for the last few tasks, so a large repository is read once.
+   */
+  resolveTask(task: Task): Promise<Task> {
+    if (task.stored === undefined || Object.keys(task.stored).length === 0) return Promise.resolve(task);
+    const key = revisionOf(task);
+    let resolved = this.resolvedTasks.get(key);
+    if (!resolved) {
+      resolved = resolveStoredTrees(task, this.options.artifacts).then((full) => {
+        this.revisions.set(full, key);
+        return full;
+      });
+      resolved.catch(() => this.resolvedTasks.delete(key));
+      this.resolvedTasks.set(key, resolved);
+      while (this.resolvedTasks.size > RESOLVED_TASKS_KEPT) this.resolvedTasks.delete(this.resolvedTasks.keys().next().value!);
+    }
+    return resolved;
+  }
+
+  /** A trajectory's final files: inline, or read back from the artifact store (`finalFilesRef`). */
+  async finalFilesOf(trajectory: Trajectory): Promise<FileTree> {
+    const ref = trajectory.finalFilesRef ?? null;
+    if (ref === null) return trajectory.finalFiles;
+    if (this.options.artifacts === null) throw new ConfigError(`trajectory ${trajectory.trajectoryId} keeps its final files in the artifact store (${ref.digest}), and this verifier has none configured (VerifierOptions.artifacts)`);
+    return this.options.artifacts.get(ref);
+  }
+
   async verify(trajectory: Trajectory, signal: AbortSignal, rescoreId: string | null = null): Promise<Verification> {
     const started = performance.now();
-    const task = this.options.tasks.get(trajectory.lineage.taskId);
+    const task = await this.resolveTask(this.options.tasks.get(trajectory.lineage.taskId));
+    const finalFiles = await this.finalFilesOf(trajectory);
     const admission = await this.admit(task, signal);
-    const checked = await this.check(task, trajectory.finalFiles, admission.expected, signal, trajectory.steps, trajectory.finalExtras);
+    const checked = await this.check(task, finalFiles, admission.expected, signal, trajectory.steps, trajectory.finalExtras);
     const version = checked.verifierVersion;
     return {
       verificationId: rescoreId === null ? `${trajectory.trajectoryId}/${version}` : `${trajectory.trajectoryId}/${version}/${rescoreId}`,
@@ -135,25 +213,27 @@ export class Verifier {
       passed: checked.passed,
       tests: checked.tests,
       testsPassed: checked.testsPassed,
-      testsTotal: admission.expected.length,
-      fractionPassed: admission.expected.length ? checked.testsPassed / admission.expected.length : 0,
+      testsTotal: checked.testsTotal,
+      fractionPassed: checked.fraction,
       failure: checked.failure,
       failureDetail: checked.failure === null ? null : checked.detail,
       durationMs: performance.now() - started,
       hacks: checked.hacks,
       quarantine: admission.quarantine,
+      score: checked.score,
+      checkKind: checked.checkKind,
       rescoreId,
       lineage: { ...trajectory.lineage, sandboxImageDigest: checked.imageDigest, verifierVersion: version, createdAt: nowIso() },
     };
   }
 
   /**
-   * Collects the pristine task's hidden test ids and, when the task has a reference solution, runs it
-   * `referenceRuns` times: verdicts that differ quarantine the task as flaky, a reference that always
-   * fails (or finds no tests) as broken. Settled once per task revision and shared by concurrent calls.
+   * Settles the ids a task's verifications are judged on (see `expectedIds`) and, when the task has a reference
+   * solution, runs it `referenceRuns` times: verdicts that differ quarantine the task as flaky, a reference that
+   * always fails (or ids that cannot be had) as broken. Settled once per task revision and shared by concurrent calls.
    */
   admit(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
-    const key = revisionOf(task);
+    const key = this.revisionOf(task);
     let admission = this.admissions.get(key);
     if (!admission) {
       admission = this.settleAdmission(task, signal);
@@ -161,6 +241,29 @@ export class Verifier {
       this.admissions.set(key, admission);
     }
     return admission;
+  }
+
+  /**
+   * The ids a task is judged on. The pytest runner collects them from the pristine task: the spec's FAIL_TO_PASS
+   * and PASS_TO_PASS ids, each of which must be collected, or without lists every test collected, of which some
+   * must be hidden. Other kinds take them from the spec: the listed tests (none: every test the report holds), one
+   * per output check, the script's reward.
+   */
+  async expectedIds(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
+    const spec = specOf(task);
+    const problem = specProblem(spec);
+    if (problem !== null) return { ids: [], problem };
+    if (!isPytest(spec)) return { ids: gradedIds(spec.check as GradedCheck), problem: null };
+    const collected = await this.collect(task, signal);
+    const { failToPass, passToPass } = spec.check as { failToPass: string[]; passToPass: string[] };
+    const listed = [...new Set([...failToPass, ...passToPass])];
+    if (listed.length === 0 || collected.ids.length === 0) return collected;
+    const found = new Set(collected.ids);
+    const absent = listed.filter((id) => !found.has(id));
+    if (absent.length > 0) {
+      return { ids: [], problem: `the spec lists ${absent.length} test id(s) the pristine task does not have: ${absent.slice(0, 5).join(', ')}; collected ${collected.ids.slice(0, 5).join(', ')}${collected.ids.length > 5 ? ', ...' : ''}` };
+    }
+    return { ids: listed, problem: collected.problem };
   }
 
   /** The test ids of the pristine task, visible and hidden (collected with the reference solution, else the starting files). */
@@ -181,20 +284,49 @@ export class Verifier {
     return { ids, problem: errors.length ? `collection errors: ${errors.join('; ')}` : null };
   }
 
-  /** Verifies a file tree against a task (the final files of a trajectory, a reference or a variant). */
+  /** Verifies a file tree against a (resolved) task: the final files of a trajectory, a reference or a variant. */
   async check(task: Task, finalFiles: FileTree, expected: readonly string[], signal: AbortSignal, steps: readonly Step[] = [], extras: WorkspaceExtras = NO_WORKSPACE_EXTRAS): Promise<Checked> {
     const started = performance.now();
+    const spec = specOf(task);
+    const problem = specProblem(spec);
+    if (problem !== null) throw new ConfigError(`task ${task.taskId} cannot be verified: ${problem}`);
     const screened = screenFinalFiles(task, finalFiles, extras);
     const flags: HackFlag[] = [...screened.flags, ...screenSteps(task, steps)];
-    const planted = plantCanaries(task.hiddenTests);
-    const { result, imageDigest } = await this.runInSandbox(task, screened, planted.files, 'verify', signal);
-    const judgement = judge({ expected, canaries: planted.canaries, run: result, screened: flags });
-    return { ...judgement, runnerFailure: result.runnerFailure ?? null, verifierVersion: verifierVersion(this.config, imageDigest), imageDigest, durationMs: performance.now() - started };
+    let judgement: Judgement & { fraction: number; testsTotal: number };
+    let runnerFailure: RunnerFailure | null;
+    let imageDigest: string;
+    if (isPytest(spec)) {
+      const planted = plantCanaries(task.hiddenTests);
+      const run = await this.runInSandbox(task, screened, planted.files, 'verify', signal);
+      const judged = judge({ expected, canaries: planted.canaries, run: run.result, screened: flags, modules: testModules({ ...task.visibleTests, ...task.hiddenTests }) });
+      judgement = { ...judged, testsTotal: expected.length, fraction: expected.length ? judged.testsPassed / expected.length : 0 };
+      [runnerFailure, imageDigest] = [run.result.runnerFailure ?? null, run.imageDigest];
+    } else {
+      const graded = await this.grade(task, spec.check as GradedCheck, screened, flags, expected, signal);
+      judgement = { ...graded.judgement, testsTotal: graded.judgement.tests.length };
+      [runnerFailure, imageDigest] = [graded.runnerFailure, graded.imageDigest];
+    }
+    const score = scoreOf(resolveRewardSpec(spec.reward), { passed: judgement.passed, fraction: judgement.fraction, hacked: judgement.hacks.length > 0, toolCalls: steps.length });
+    return {
+      ...judgement,
+      runnerFailure,
+      score,
+      checkKind: spec.check.kind,
+      verifierVersion: verifierVersion(this.configFor(task), imageDigest),
+      imageDigest,
+      durationMs: performance.now() - started,
+    };
+  }
+
+  private revisionOf(task: Task): string {
+    return this.revisions.get(task) ?? revisionOf(task);
   }
 
   private async settleAdmission(task: Task, signal: AbortSignal): Promise<TaskAdmission> {
-    const collected = await this.collect(task, signal);
-    if (collected.ids.length === 0) return { expected: [], quarantine: { reason: `broken task: ${collected.problem ?? 'no hidden tests'}`, referenceVerdicts: [] } };
+    const collected = await this.expectedIds(task, signal);
+    if (collected.ids.length === 0 && (isPytest(specOf(task)) || collected.problem !== null)) {
+      return { expected: [], quarantine: { reason: `broken task: ${collected.problem ?? 'no hidden tests'}`, referenceVerdicts: [] } };
+    }
     if (task.referenceSolution === null || this.options.referenceRuns === 0) return { expected: collected.ids, quarantine: null };
     const verdicts: boolean[] = [];
     const failures: string[] = [];
@@ -213,19 +345,72 @@ export class Verifier {
   }
 
   /**
+   * A check other than the pytest runner's: the runner sets the grading sandbox up (the agent's screened files,
+   * then the task's pristine files, an output check's expected files left out), the check's command runs, and
+   * what it produced is judged here. A report path the agent's files hold is flagged and never written.
+   */
+  private async grade(task: Task, check: GradedCheck, screened: Screened, flags: readonly HackFlag[], expected: readonly string[], signal: AbortSignal): Promise<{ judgement: Awaited<ReturnType<typeof judgeGraded>>; runnerFailure: RunnerFailure | null; imageDigest: string }> {
+    const allFlags = [...flags];
+    let agent = screened;
+    if (check.kind === 'tests') {
+      // The report's path is the command's alone: a file or a symlink of the agent's there (or on the way) could stand in for it.
+      const report = check.junitPath!;
+      const inTheWay = (path: string): boolean => path === report || report.startsWith(`${path}/`);
+      const links = screened.symlinks.filter((link) => inTheWay(Buffer.from(link.path, 'base64').toString('utf8')));
+      if (report in screened.files || links.length > 0) {
+        const { [report]: _forged, ...files } = screened.files;
+        allFlags.push({ kind: 'fake-report', evidence: `the final files hold ${links.length ? 'a symlink at or above ' : ''}${report}, where the test command writes its JUnit report`, path: report, line: null, source: 'files' });
+        agent = { ...screened, files, symlinks: screened.symlinks.filter((link) => !links.includes(link)) };
+      }
+    }
+    const hostOnly = hostOnlyFiles(check);
+    const hidden = Object.fromEntries(Object.entries(task.hiddenTests).filter(([path]) => !hostOnly.has(path)));
+    type Graded = { setup: RunnerResult; run: GradeRun | null };
+    const { result, imageDigest } = await this.inFreshSandbox<Graded>(
+      task,
+      async (sandbox) => {
+        const setup = await this.runOnce(sandbox, task, agent, hidden, 'setup', signal);
+        if (setup.runnerFailure !== undefined || setup.setupError !== undefined) return { setup, run: null };
+        return { setup, run: await runGradedCheck(sandbox, check, this.options.timeoutMs, signal) };
+      },
+      (failure) => ({ setup: RunnerResult.parse({ undumpable: false, runnerFailure: failure }), run: null }),
+      signal,
+    );
+    if (result.setup.runnerFailure !== undefined) {
+      const failure = result.setup.runnerFailure;
+      // Setting up runs no agent code; a runner lost there is ours, as a sandbox lost under the check is.
+      const judgement = { tests: expected.map((id) => ({ id, outcome: 'missing' as const, durationMs: 0, message: failure.evidence.slice(0, 500) })), testsPassed: 0, fraction: 0, failure: 'sandbox-error' as const, hacks: allFlags, passed: false, detail: failure.evidence };
+      return { judgement, runnerFailure: failure, imageDigest };
+    }
+    return { judgement: await judgeGraded(check, result.setup, result.run, expected, allFlags, task.hiddenTests), runnerFailure: null, imageDigest };
+  }
+
+  /**
    * Runs the runner in a fresh sandbox. Nothing the agent's code does there may escape as an exception
    * (a retried exception ends as a dead letter): a runner that dies, hangs or prints garbage becomes a
-   * result naming how it ended. A sandbox lost under the run is run once more in a fresh one; lost twice
-   * in a row it becomes a result too, while a sandbox that cannot be had at all is infrastructure that is
-   * down, and throws (retriable).
+   * result naming how it ended.
    */
   private async runInSandbox(task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<{ result: RunnerResult; imageDigest: string }> {
+    return this.inFreshSandbox(
+      task,
+      (sandbox) => this.runOnce(sandbox, task, agent, hiddenTests, mode, signal),
+      (failure) => RunnerResult.parse({ undumpable: false, runnerFailure: failure }),
+      signal,
+    );
+  }
+
+  /**
+   * Runs `use` in a fresh sandbox of the task's image. A sandbox lost under the run is run once more in a fresh
+   * one; lost twice in a row it becomes `lostTwice`'s result, while a sandbox that cannot be had at all is
+   * infrastructure that is down, and throws (retriable).
+   */
+  private async inFreshSandbox<T>(task: Task, use: (sandbox: Sandbox) => Promise<T>, lostTwice: (failure: RunnerFailure) => T, signal: AbortSignal): Promise<{ result: T; imageDigest: string }> {
     const losses: string[] = [];
     for (;;) {
-      type Outcome = { result: RunnerResult; imageDigest: string } | { lost: string; imageDigest: string };
-      const outcome = await this.withSandbox<Outcome>(task.taskId, async (sandbox) => {
+      type Outcome = { result: T; imageDigest: string } | { lost: string; imageDigest: string };
+      const outcome = await this.withSandbox<Outcome>(task.image ?? VERIFIER_RECIPE, task.taskId, async (sandbox) => {
         try {
-          return { result: await this.runOnce(sandbox, task, agent, hiddenTests, mode, signal), imageDigest: sandbox.imageDigest };
+          return { result: await use(sandbox), imageDigest: sandbox.imageDigest };
         } catch (error) {
           if (!(error instanceof SandboxError) || signal.aborted) throw error;
           return { lost: errorMessage(error), imageDigest: sandbox.imageDigest };
@@ -235,18 +420,20 @@ export class Verifier {
       losses.push(outcome.lost);
       if (losses.length >= 2) {
         const failure: RunnerFailure = { kind: 'sandbox-lost', exitCode: null, signal: null, evidence: `the sandbox died under the run twice in a row: ${losses.join('; then: ')}` };
-        return { result: RunnerResult.parse({ undumpable: false, runnerFailure: failure }), imageDigest: outcome.imageDigest };
+        return { result: lostTwice(failure), imageDigest: outcome.imageDigest };
       }
     }
   }
 
-  private async runOnce(sandbox: Sandbox, task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify', signal: AbortSignal): Promise<RunnerResult> {
+  private async runOnce(sandbox: Sandbox, task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify' | 'setup', signal: AbortSignal): Promise<RunnerResult> {
     const nonce = randomBytes(16).toString('hex');
     const taskTests = { ...task.visibleTests, ...hiddenTests };
+    const check = specOf(task).check;
+    const timeoutMs = (isPytest(specOf(task)) ? check.timeoutMs : undefined) ?? this.options.timeoutMs;
     const job = {
       nonce,
       mode,
-      timeoutS: this.options.timeoutMs / 1000,
+      timeoutS: timeoutMs / 1000,
       // A conftest.py the task itself ships is pristine; only then may pytest load conftests at all.
       allowConftest: Object.keys(taskTests).some((path) => path === 'conftest.py' || path.endsWith('/conftest.py')),
       agentFiles: agent.files,
@@ -254,12 +441,14 @@ export class Verifier {
       agentSymlinks: agent.symlinks,
       ownModules: Object.keys(task.files),
       taskFiles: taskTests,
-      tests: testModules(taskTests),
+      // Setting up for another kind of check runs no pytest: no module is made strict.
+      tests: mode === 'setup' ? [] : testModules(taskTests),
+      executor: EXECUTOR_MODULE,
       runner: verifierScript('runner.py'),
       witness: verifierScript('witness.py'),
       strict: verifierScript('strict.py'),
     };
-    const deadlineMs = this.options.timeoutMs + 20_000;
+    const deadlineMs = timeoutMs + 20_000;
     const exec = await sandbox.exec(['python3', '-I', '-c', verifierScript('bootstrap.py')], {
       stdin: JSON.stringify(job),
       timeoutMs: deadlineMs,
@@ -281,8 +470,8 @@ export class Verifier {
     }
   }
 
-  private async withSandbox<T>(taskId: string, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
-    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(VERIFIER_RECIPE), runId: this.options.runId, taskId });
+  private async withSandbox<T>(recipe: string, taskId: string, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
+    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(recipe), runId: this.options.runId, taskId });
     try {
       return await use(sandbox);
     } finally {

@@ -5,14 +5,15 @@ import { fileURLToPath } from 'node:url';
 import { VERDICT_SCRIPTS, verifierScript } from './sandbox-scripts.js';
 
 /** The modules whose code decides a verdict; calibration and re-scoring only drive them. */
-const VERDICT_MODULES = ['verifier', 'judge', 'screening', 'canary', 'junit', 'sandbox-scripts', 'version'] as const;
+const VERDICT_MODULES = ['verifier', 'judge', 'grading', 'output-checks', 'score', 'screening', 'canary', 'junit', 'sandbox-scripts', 'version'] as const;
 
 let codeDigest: string | undefined;
 
 /**
  * sha256 over the source of the verdict modules as this process runs them (compiled JavaScript from
  * dist/, or TypeScript under tsx) and of the Python they send into the sandbox: any change to how
- * verdicts are reached changes the version.
+ * verdicts are reached changes the version. The executor whose process-tree kill the runner uses is part of
+ * the sandbox image, whose digest the version holds too.
  */
 export function verifierCodeDigest(): string {
   if (codeDigest === undefined) {

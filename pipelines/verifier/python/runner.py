@@ -3,6 +3,7 @@
 # Python with ast (never importing it), runs pytest in a child process whose witness plugin reports over
 # a private pipe, kills anything the child left behind, and prints one result line framed by a nonce
 # that only this process knows. Progress goes to stderr, so a run that is killed still says how far it got.
+# Mode 'setup' only writes the files (for the verification kinds whose check is a command of its own).
 import ast
 import base64
 import errno
@@ -371,47 +372,32 @@ def _oom_kills():
     return None
 
 
-def _descendants():
-    parents = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open("/proc/%s/stat" % entry) as handle:
-                    parents[int(entry)] = int(handle.read().rsplit(")", 1)[1].split()[1])
-            except (OSError, ValueError, IndexError):
-                continue
-    me, found = os.getpid(), set()
-    for pid in parents:
-        chain, cursor = [], pid
-        while cursor in parents and cursor != me and cursor not in found and len(chain) < 256:
-            chain.append(cursor)
-            cursor = parents[cursor]
-        if cursor == me or cursor in found:
-            found.update(chain)
-    return found
+def _executor():
+    """The in-sandbox executor (agent.py in the image, trusted and read-only): its process-tree kill is the one kill."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("trialrun_executor", JOB["executor"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # its main() runs only as __main__
+    return module
 
 
 def _kill_stragglers():
-    """Kills what the run left behind: a detached process could otherwise rewrite the report later."""
-    killed = set()
-    for _ in range(50):
-        alive = _descendants()
-        if not alive:
-            break
-        for pid in alive:
-            try:
-                os.kill(pid, signal.SIGKILL)
-                killed.add(pid)
-            except (ProcessLookupError, PermissionError):
-                pass
-        while True:  # reap, or the zombies look alive
-            try:
-                if os.waitpid(-1, os.WNOHANG)[0] == 0:
-                    break
-            except ChildProcessError:
+    """Kills what the run left behind, before the report is read: a detached process could otherwise rewrite it.
+
+    This process is a subreaper, so orphans of the test process are its descendants; the executor's sweep kills
+    them until none is alive (its own exec watcher does the same once this process exits, too late for the report).
+    """
+    executor = _executor()
+    left = executor.descendants(os.getpid())
+    executor.kill_descendants(os.getpid())
+    while True:  # reap, so the killed do not linger as zombies
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
                 break
-        time.sleep(0.01)
-    return len(killed)
+        except ChildProcessError:
+            break
+    return len(left)
 
 
 def _say(text):
@@ -431,7 +417,8 @@ def _run():
     report = os.path.join(run_dir, "report.xml")
     ini = os.path.join(run_dir, "pytest.ini")
     with open(ini, "w") as handle:
-        handle.write("[pytest]\n")
+        # Test modules in subfolders (tests/test_x.py) import the workspace's modules as those at its root do.
+        handle.write("[pytest]\npythonpath = " + WORKSPACE + "\n")
     args = list(JOB["tests"]) + ["-q", "-p", "no:cacheprovider", "-c", ini, "--rootdir", WORKSPACE]
     if not JOB["allowConftest"]:
         args.append("--noconftest")
@@ -587,9 +574,13 @@ def main():
             _clear_way(rel, findings)
         for rel, content in _strict_tests(JOB["taskFiles"], findings).items():
             _write_file(rel, content)
-        result["static"] = findings + _inspect([p for p in WRITTEN if p.endswith(".py")])
-        _say("files written; running pytest")
-        result.update(_run())
+        if JOB["mode"] == "setup":
+            # Another kind of check runs next, as its own command: the files are all this run is for.
+            result["static"] = findings
+        else:
+            result["static"] = findings + _inspect([p for p in WRITTEN if p.endswith(".py")])
+            _say("files written; running pytest")
+            result.update(_run())
     except Exception as error:  # the agent's files (too big, odd names) must not crash the verifier
         result["setupError"] = type(error).__name__ + ": " + str(error)[:500]
     _say("done")

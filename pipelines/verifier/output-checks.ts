@@ -1,0 +1,272 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Ajv2019Module from 'ajv/dist/2019.js';
+import Ajv2020Module from 'ajv/dist/2020.js';
+import AjvModule from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { TabularFiles } from '../../connectors/files/index.js';
+import { errorMessage, type FileTree, type OutputCheck, type TestResult } from '../../schemas/index.js';
+
+/**
+ * Output checks are decided here, on the host, from text read back out of the grading sandbox: nothing the
+ * agent's code does in there can take part in the comparison.
+ */
+
+/** What was read back for one check target: its text, or why there is none. */
+export type ReadBack = { readonly text: string } | { readonly problem: string };
+
+/** The target one check reads: a workspace path, or the command's stdout. */
+export const checkTarget = (check: OutputCheck): string => (check.stdout ? 'stdout' : check.path!);
+
+/** The id of the i-th check's result, e.g. `check[0]:csv:out/report.csv`, so a fraction counts checks. */
+export const checkId = (check: OutputCheck, index: number): string => `check[${index}]:${check.type}:${checkTarget(check)}`;
+
+type Verdict = { readonly ok: true } | { readonly ok: false; readonly why: string };
+const pass: Verdict = { ok: true };
+const fail = (why: string): Verdict => ({ ok: false, why });
+
+const MESSAGE_CAP = 500;
+const shown = (text: string): string => JSON.stringify(text.length > 80 ? `${text.slice(0, 80)}...` : text);
+
+/** The checks' results, one TestResult each, in order. `hidden` holds the task's hidden files (for `expectedFile`). */
+export async function decideOutputChecks(checks: readonly OutputCheck[], read: (target: string) => ReadBack, hidden: FileTree): Promise<TestResult[]> {
+  const results: TestResult[] = [];
+  for (const [index, check] of checks.entries()) {
+    const started = performance.now();
+    const got = read(checkTarget(check));
+    let verdict: Verdict;
+    if ('problem' in got) verdict = fail(got.problem);
+    else {
+      try {
+        verdict = await decide(check, got.text, hidden);
+      } catch (error) {
+        verdict = fail(`the check could not be decided: ${errorMessage(error)}`);
+      }
+    }
+    results.push({
+      id: checkId(check, index),
+      outcome: verdict.ok ? 'passed' : 'failed',
+      durationMs: performance.now() - started,
+      message: verdict.ok ? null : verdict.why.slice(0, MESSAGE_CAP),
+    });
+  }
+  return results;
+}
+
+function expectedOf(check: { expected?: string; expectedFile?: string }, hidden: FileTree): string | Verdict {
+  if (check.expected !== undefined) return check.expected;
+  const content = hidden[check.expectedFile!];
+  return content ?? fail(`the expected file ${check.expectedFile} is not among the task's hidden files`);
+}
+
+async function decide(check: OutputCheck, actual: string, hidden: FileTree): Promise<Verdict> {
+  switch (check.type) {
+    case 'content': {
+      const expected = expectedOf(check, hidden);
+      return typeof expected === 'string' ? compareContent(actual, expected, check.normalise ?? 'trim') : expected;
+    }
+    case 'csv': {
+      const expected = expectedOf(check, hidden);
+      return typeof expected === 'string' ? compareCsv(actual, expected, { ordered: check.ordered ?? false, tolerance: check.tolerance ?? 0 }) : expected;
+    }
+    case 'json-schema':
+      return validateJson(check.schema, () => JSON.parse(actual) as unknown, 'JSON');
+    case 'yaml-schema':
+      return validateJson(check.schema, () => parseYaml(actual) as unknown, 'YAML');
+    case 'markdown':
+      return checkMarkdown(actual, check.headings, check.requireCodeBlock ?? false);
+  }
+}
+
+// -- content -------------------------------------------------------------------------------------------------
+
+type Normalise = 'exact' | 'trim' | 'whitespace' | 'lines-unordered';
+
+export function normalised(text: string, how: Normalise): string {
+  switch (how) {
+    case 'exact':
+      return text;
+    case 'trim':
+      return text.trim();
+    case 'whitespace':
+      return text.trim().split(/\s+/).join(' ');
+    case 'lines-unordered':
+      return text.split(/\r?\n/).map((line) => line.trimEnd()).filter((line) => line !== '').sort().join('\n');
+  }
+}
+
+export function compareContent(actual: string, expected: string, how: Normalise): Verdict {
+  const [a, e] = [normalised(actual, how), normalised(expected, how)];
+  if (a === e) return pass;
+  let at = 0;
+  while (at < a.length && at < e.length && a[at] === e[at]) at++;
+  return fail(`content differs (${how}) at character ${at}: expected ${shown(e.slice(at))}, got ${shown(a.slice(at))}`);
+}
+
+// -- CSV -------------------------------------------------------------------------------------------------------
+
+interface Table {
+  readonly header: readonly string[];
+  readonly rows: ReadonlyArray<readonly string[]>;
+}
+
+/** Parses CSV text with the project's CSV reader (DuckDB's, through connectors/files): quoting, dialect and bad rows as it judges them. */
+async function readCsv(text: string, files: TabularFiles, dir: string, name: string): Promise<Table> {
+  const file = join(dir, `${name}.csv`);
+  await writeFile(file, text);
+  const header = (await files.columns(file, 'csv')) ?? [];
+  const rows: string[][] = [];
+  const rejects: string[] = [];
+  await files.readRows(file, {
+    format: 'csv',
+    onRows: (batch) => {
+      for (const { value } of batch) rows.push(header.map((column) => (value[column] === null || value[column] === undefined ? '' : String(value[column]))));
+    },
+    onReject: (reject) => rejects.push(`row ${reject.row}: ${reject.reason}`),
+  });
+  if (rejects.length > 0) throw new Error(`the ${name} CSV has rows that do not parse (${rejects.slice(0, 3).join('; ')})`);
+  return { header, rows };
+}
+
+const numeric = (cell: string): number | null => {
+  if (cell.trim() === '') return null;
+  const value = Number(cell);
+  return Number.isFinite(value) ? value : null;
+};
+
+function cellsEqual(a: string, e: string, tolerance: number): boolean {
+  if (a === e) return true;
+  const [x, y] = [numeric(a), numeric(e)];
+  return x !== null && y !== null && Math.abs(x - y) <= tolerance * Math.max(1, Math.abs(y));
+}
+
+const rowsEqual = (a: readonly string[], e: readonly string[], tolerance: number): boolean => a.length === e.length && a.every((cell, i) => cellsEqual(cell, e[i]!, tolerance));
+
+/** The non-numeric cells of a row, which must match exactly: rows are only compared within the same key. */
+const textKey = (row: readonly string[]): string => JSON.stringify(row.map((cell) => (numeric(cell) === null ? cell : null)));
+
+/**
+ * CSV equality: the same header, the same rows (in any order unless `ordered`), numeric cells equal within a
+ * relative `tolerance` (so `1.0` equals `1`). Unordered rows are matched within groups of equal text cells.
+ */
+export async function compareCsv(actual: string, expected: string, options: { ordered: boolean; tolerance: number }): Promise<Verdict> {
+  const dir = await mkdtemp(join(tmpdir(), 'trialrun-csv-'));
+  const files = await TabularFiles.open();
+  try {
+    let got: Table;
+    try {
+      got = await readCsv(actual, files, dir, 'produced');
+    } catch (error) {
+      return fail(`the produced file is not readable CSV: ${errorMessage(error)}`);
+    }
+    const want = await readCsv(expected, files, dir, 'expected');
+    if (JSON.stringify(got.header) !== JSON.stringify(want.header)) return fail(`the header is ${JSON.stringify(got.header)}, expected ${JSON.stringify(want.header)}`);
+    if (got.rows.length !== want.rows.length) return fail(`${got.rows.length} data rows, expected ${want.rows.length}`);
+    if (options.ordered) {
+      const at = got.rows.findIndex((row, i) => !rowsEqual(row, want.rows[i]!, options.tolerance));
+      return at === -1 ? pass : fail(`data row ${at + 1} is ${JSON.stringify(got.rows[at])}, expected ${JSON.stringify(want.rows[at])}`);
+    }
+    const pending = new Map<string, Array<readonly string[]>>();
+    for (const row of want.rows) pending.set(textKey(row), [...(pending.get(textKey(row)) ?? []), row]);
+    for (const row of got.rows) {
+      const candidates = pending.get(textKey(row)) ?? [];
+      const match = candidates.findIndex((candidate) => rowsEqual(row, candidate, options.tolerance));
+      if (match === -1) return fail(`the row ${JSON.stringify(row)} is not among the expected rows${options.tolerance ? ` (tolerance ${options.tolerance})` : ''}`);
+      candidates.splice(match, 1);
+    }
+    return pass;
+  } finally {
+    files.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+// -- JSON Schema, YAML -----------------------------------------------------------------------------------------
+
+/** The validator for the draft a schema names in `$schema`: 2020-12 when it names none, 2019-09, draft-07 (and -06). */
+function validatorFor(schema: Record<string, unknown>) {
+  const draft = typeof schema.$schema === 'string' ? schema.$schema : '';
+  // A fresh validator per check: schemas with the same $id from different tasks must not collide.
+  const options = { allErrors: true, strict: false };
+  if (/draft-0[67]/.test(draft)) return new AjvModule.default(options);
+  if (draft.includes('2019-09')) return new Ajv2019Module.default(options);
+  return new Ajv2020Module.default(options);
+}
+
+function validateJson(schema: Record<string, unknown>, parse: () => unknown, format: 'JSON' | 'YAML'): Verdict {
+  let value: unknown;
+  try {
+    value = parse();
+  } catch (error) {
+    return fail(`the file is not valid ${format}: ${errorMessage(error).split('\n')[0]}`);
+  }
+  const ajv = validatorFor(schema);
+  let validate;
+  try {
+    validate = ajv.compile(schema);
+  } catch (error) {
+    return fail(`the task's schema does not compile: ${errorMessage(error)}`);
+  }
+  if (validate(value)) return pass;
+  return fail(`the ${format} does not match the schema: ${ajv.errorsText(validate.errors, { separator: '; ' })}`);
+}
+
+// -- Markdown --------------------------------------------------------------------------------------------------
+
+interface MarkdownOutline {
+  /** Headings as `## Text`, in document order, from ATX (`## Text`) and setext (`Text` over `---`) forms. */
+  readonly headings: string[];
+  /** Fenced code blocks that were closed. */
+  readonly codeBlocks: number;
+}
+
+/** The CommonMark block structure this check needs: headings and fenced code blocks (whose contents are not headings). */
+export function outline(markdown: string): MarkdownOutline {
+  const headings: string[] = [];
+  let codeBlocks = 0;
+  let fence: string | null = null;
+  let previous: string | null = null;
+  for (const line of markdown.split(/\r?\n/)) {
+    if (fence !== null) {
+      if (line.trim().startsWith(fence) && line.trim().replace(/[`~]/g, '') === '') [fence, codeBlocks] = [null, codeBlocks + 1];
+      continue;
+    }
+    const opening = /^ {0,3}(`{3,}|~{3,})/.exec(line);
+    if (opening) {
+      [fence, previous] = [opening[1]!, null];
+      continue;
+    }
+    const atx = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/.exec(line);
+    if (atx) {
+      headings.push(`${atx[1]} ${(atx[2] ?? '').trim()}`);
+      previous = null;
+      continue;
+    }
+    const setext = /^ {0,3}(=+|-+)[ \t]*$/.exec(line);
+    if (setext && previous !== null && previous.trim() !== '') {
+      headings.push(`${setext[1]!.startsWith('=') ? '#' : '##'} ${previous.trim()}`);
+      previous = null;
+      continue;
+    }
+    previous = line;
+  }
+  return { headings, codeBlocks };
+}
+
+const headingKey = (heading: string): string => heading.trim().split(/\s+/).join(' ');
+
+export function checkMarkdown(markdown: string, required: readonly string[], requireCodeBlock: boolean): Verdict {
+  const found = outline(markdown);
+  let at = 0;
+  for (const heading of required) {
+    const next = found.headings.slice(at).findIndex((h) => headingKey(h) === headingKey(heading));
+    if (next === -1) {
+      const present = found.headings.some((h) => headingKey(h) === headingKey(heading));
+      return fail(`the heading ${shown(heading)} is ${present ? 'out of order' : 'missing'}; the document's headings are ${JSON.stringify(found.headings.slice(0, 20))}`);
+    }
+    at += next + 1;
+  }
+  if (requireCodeBlock && found.codeBlocks === 0) return fail('the document has no fenced code block');
+  return pass;
+}
