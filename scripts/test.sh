@@ -8,7 +8,7 @@ npm run --silent lint
 
 # Python: pytest over the in-sandbox tools and helpers, then the bundled tasks' own consistency check.
 python_status=0
-python3 -m pytest -q -p no:cacheprovider sandbox-images pipelines stack tasks || python_status=$?
+python3 -m pytest -q -p no:cacheprovider sandbox-images pipelines stack tasks test/fixtures || python_status=$?
 python3 tasks/check_bundle.py tasks/repair-bundle.jsonl || python_status=$?
 
 # The test files are the compiled *.test.ts sources, named one by one: given a folder, node's runner would
