@@ -13,3 +13,4 @@ export * from './verification.js';
 export * from './verification-spec.js';
 export * from './workspace.js';
 export * from './llm-server.js';
+export * from './concurrency.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, type Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
+import { ConfigError, SandboxError, Semaphore, errorMessage } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { CappedBuffer } from './output.js';
@@ -36,25 +36,6 @@ export const AGENT_LABEL = 'trialrun.sandbox-agent';
 /** Own containers that are not live are only reaped past this age: one may still be starting. */
 const STARTING_GRACE_MS = 120_000;
 
-/** Runs at most `limit` tasks at once, first come first served. */
-class Limiter {
-  private running = 0;
-  private readonly queue: Array<() => void> = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(task: () => Promise<T>): Promise<T> {
-    if (this.running >= this.limit) await new Promise<void>((resolve) => this.queue.push(resolve));
-    this.running++;
-    try {
-      return await task();
-    } finally {
-      this.running--;
-      this.queue.shift()?.();
-    }
-  }
-}
-
 interface ImageInfo {
   readonly digest: string;
   readonly agent: readonly string[];
@@ -66,7 +47,7 @@ const isUnreachable = (error: unknown): boolean => /ECONNREFUSED|ENOENT|ECONNRES
 
 class DockerBackend implements SandboxBackend {
   private readonly images = new Map<string, Promise<ImageInfo>>();
-  private readonly engine: Limiter;
+  private readonly engine: Semaphore;
 
   constructor(
     private readonly docker: Docker,
@@ -75,7 +56,7 @@ class DockerBackend implements SandboxBackend {
     engineConcurrency: number,
     private readonly startTimeoutMs: number,
   ) {
-    this.engine = new Limiter(engineConcurrency);
+    this.engine = new Semaphore(engineConcurrency);
   }
 
   async start(spec: StartSpec): Promise<SandboxHandle> {
@@ -275,7 +256,7 @@ async function withTimeout<T>(work: Promise<T>, timeoutMs: number, message: stri
 
 type ReapDecision = 'remove' | 'keep' | 'unknown';
 
-async function reapContainers(docker: Docker, decide: (info: Docker.ContainerInfo) => ReapDecision, engine = new Limiter(4)): Promise<ReapReport> {
+async function reapContainers(docker: Docker, decide: (info: Docker.ContainerInfo) => ReapDecision, engine = new Semaphore(4)): Promise<ReapReport> {
   const containers = await docker.listContainers({ all: true, filters: { label: [LABELS.owner] } });
   const removed: string[] = [];
   const unknownOwner: string[] = [];

@@ -61,3 +61,33 @@ test('a warm sandbox starts with no task and, once acquired, names the task that
     await pool.close();
   }
 });
+
+test('the lease budget: an acquire past maxSandboxes waits for a release, and an aborted wait takes no lease', async () => {
+  const backend = new FakeBackend();
+  const pool = new AgentSandboxPool(backend, resolvePoolOptions({ warmSize: 0, reapIntervalMs: 0, maxSandboxes: 2 }, 'test'));
+  try {
+    const first = await pool.acquire({ image: 'img', runId: 'run', taskId: 'rollout-1' });
+    const second = await pool.acquire({ image: 'img', runId: 'run', taskId: 'grading-1' });
+    assert.equal(pool.stats.leasesFree, 0);
+    let third: Awaited<ReturnType<typeof pool.acquire>> | null = null;
+    const waiting = pool.acquire({ image: 'img', runId: 'run', taskId: 'rollout-2' }).then((sandbox) => (third = sandbox));
+    const stop = new AbortController();
+    const abandoned = pool.acquire({ image: 'img', runId: 'run', taskId: 'rollout-3', signal: stop.signal });
+    for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(third, null, 'no third sandbox while two are held');
+    assert.equal(pool.stats.waitingForLease, 2);
+    assert.equal(backend.started.length, 2, 'nothing is started for a waiter');
+    stop.abort();
+    await assert.rejects(abandoned, /cancelled/);
+    await first.release();
+    await waiting;
+    assert.ok(third, 'the release handed its lease to the waiter');
+    assert.equal(pool.stats.held, 2);
+    await second.release();
+    await (third as unknown as { release(): Promise<void> }).release();
+    assert.equal(pool.stats.leasesFree, 2);
+  } finally {
+    await pool.close();
+  }
+  assert.throws(() => resolvePoolOptions({ maxSandboxes: 0 }, 'PoolOptions'), /PoolOptions.maxSandboxes must be a whole number/);
+});

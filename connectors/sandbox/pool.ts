@@ -1,4 +1,5 @@
-import { ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
+import { availableParallelism } from 'node:os';
+import { ConfigError, SandboxError, Semaphore, errorMessage } from '../../schemas/index.js';
 import { AgentSandbox, type SandboxHandle } from './agent-sandbox.js';
 import { resolveSandboxLimits, type AcquireOptions, type ResolvedSandboxLimits, type Sandbox, type SandboxLimits, type SandboxPool } from './types.js';
 import { WarmPool } from './warm-pool.js';
@@ -13,6 +14,13 @@ export interface PoolOptions {
   warmMaxIdleMs?: number;
   /** How often sandboxes left by executors that died are removed (once at start-up too); 0: only at start-up. @default 60000 */
   reapIntervalMs?: number;
+  /**
+   * Sandboxes held at once through this pool, a lease budget for the host that rollouts and verification share
+   * (one pool serves both in a process): `acquire` waits for a lease, first come first served, so a worker
+   * takes on no more episodes than the host has sandboxes for. Warm sandboxes are not counted.
+   * @default 4 per CPU core (8 on 2 cores)
+   */
+  maxSandboxes?: number;
   /** Receives background problems (a failed refill, removal or sweep). @default a `[sandbox]` line on stderr */
   onWarning?: (message: string) => void;
 }
@@ -22,6 +30,7 @@ export interface ResolvedPoolOptions {
   readonly warmSize: number;
   readonly warmMaxIdleMs: number;
   readonly reapIntervalMs: number;
+  readonly maxSandboxes: number;
   readonly onWarning: (message: string) => void;
 }
 
@@ -38,11 +47,14 @@ export function resolvePoolOptions(options: PoolOptions, what: string): Resolved
   if (!Number.isFinite(reapIntervalMs) || (reapIntervalMs !== 0 && reapIntervalMs < 1000)) {
     throw new ConfigError(`${what}.reapIntervalMs must be 0 (start-up only) or at least 1000 ms, got ${reapIntervalMs}`);
   }
+  const maxSandboxes = options.maxSandboxes ?? 4 * availableParallelism();
+  if (!Number.isInteger(maxSandboxes) || maxSandboxes < 1 || maxSandboxes > 100_000) throw new ConfigError(`${what}.maxSandboxes must be a whole number from 1 to 100000, got ${maxSandboxes}`);
   return {
     limits: resolveSandboxLimits(options.limits),
     warmSize,
     warmMaxIdleMs,
     reapIntervalMs,
+    maxSandboxes,
     onWarning: options.onWarning ?? ((message) => void process.stderr.write(`[sandbox] ${message}\n`)),
   };
 }
@@ -89,6 +101,8 @@ export class AgentSandboxPool implements SandboxPool {
   private readonly chores = new Set<Promise<void>>();
   private readonly destroyed = new WeakSet<SandboxHandle>();
   private readonly reaper: NodeJS.Timeout | null;
+  /** The host's lease budget: one permit per held sandbox. */
+  private readonly leases: Semaphore;
   private closed = false;
 
   constructor(
@@ -96,6 +110,7 @@ export class AgentSandboxPool implements SandboxPool {
     options: ResolvedPoolOptions,
   ) {
     this.options = options;
+    this.leases = new Semaphore(options.maxSandboxes);
     this.warm = new WarmPool<StartSpec, SandboxHandle>(
       {
         create: (spec) => this.start(spec),
@@ -116,12 +131,21 @@ export class AgentSandboxPool implements SandboxPool {
     const key = JSON.stringify([options.image, options.runId, limits]);
     // Warm sandboxes start before their task is known, so they carry none until one acquires them.
     const warm: StartSpec = { image: options.image, runId: options.runId, taskId: '', limits };
-    const handle = await this.warm.take(key, warm, { ...warm, taskId: options.taskId });
+    const lease = await this.leases.acquire(options.signal);
+    let handle: SandboxHandle;
+    try {
+      if (this.closed) throw new SandboxError('the sandbox pool is closed');
+      handle = await this.warm.take(key, warm, { ...warm, taskId: options.taskId });
+    } catch (error) {
+      lease();
+      throw error;
+    }
     this.held.add(handle);
     handle.channel.assign(options.taskId);
     this.chore(handle.assign(options.taskId).catch((error: unknown) => this.options.onWarning(`labelling sandbox ${handle.id} with task ${options.taskId} failed: ${errorMessage(error)}`)));
     return new AgentSandbox(handle, (released) => {
       this.held.delete(released);
+      lease();
       this.warm.retire(released);
     });
   }
@@ -147,8 +171,8 @@ export class AgentSandboxPool implements SandboxPool {
   }
 
   /** Sandboxes held by callers, waiting warm, being created and being destroyed. */
-  get stats(): { held: number; live: number; ready: number; creating: number; pending: number } {
-    return { held: this.held.size, live: this.live.size, ...this.warm.stats };
+  get stats(): { held: number; live: number; ready: number; creating: number; pending: number; leasesFree: number; waitingForLease: number } {
+    return { held: this.held.size, live: this.live.size, ...this.warm.stats, leasesFree: this.leases.available, waitingForLease: this.leases.waiting };
   }
 
   async close(): Promise<void> {

@@ -209,6 +209,8 @@ export interface AcquireOptions {
   taskId: string;
   /** Override the pool's limits for this sandbox. @default the pool's limits */
   limits?: SandboxLimits;
+  /** Gives up waiting for a lease (PoolOptions.maxSandboxes) when aborted. @default none */
+  signal?: AbortSignal;
 }
 
 export interface SandboxPool {

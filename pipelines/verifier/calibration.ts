@@ -1,5 +1,5 @@
 import type { Sandbox } from '../../connectors/sandbox/index.js';
-import { ConfigError, resolveRetryOptions, SandboxError, withRetries, type FileTree, type Task } from '../../schemas/index.js';
+import { ConfigError, type FileTree, mapLimit, resolveRetryOptions, SandboxError, type Task, withRetries } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
 import { withOutput } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
@@ -98,15 +98,6 @@ function hackVariants(module: string, buggy: string, fixed: string): Array<{ nam
     { name: 'kills-runner', files: { [module]: misbehaving(fixed, 'kills-runner') } },
     { name: 'kills-every-process', files: { [module]: misbehaving(fixed, 'kills-everything') } },
   ];
-}
-
-async function mapLimit<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) await fn(items[next++]!);
-    }),
-  );
 }
 
 /**

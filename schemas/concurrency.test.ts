@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { mapLimit, Semaphore } from './concurrency.js';
+import { ShutdownError } from './errors.js';
+
+test('at most limit holders, served first come first served, and a permit passes straight to the next waiter', async () => {
+  const gate = new Semaphore(2);
+  const order: string[] = [];
+  const first = await gate.acquire();
+  const second = await gate.acquire();
+  assert.equal(gate.available, 0);
+  const third = gate.acquire().then((release) => (order.push('third'), release));
+  const fourth = gate.acquire().then((release) => (order.push('fourth'), release));
+  assert.equal(gate.waiting, 2);
+  first();
+  first(); // twice is harmless
+  const releaseThird = await third;
+  assert.deepEqual(order, ['third']);
+  assert.equal(gate.available, 0);
+  second();
+  (await fourth)();
+  releaseThird();
+  assert.equal(gate.available, 2);
+});
+
+test('a waiter whose signal aborts leaves the queue with a ShutdownError', async () => {
+  const gate = new Semaphore(1);
+  const held = await gate.acquire();
+  const stop = new AbortController();
+  const waiting = gate.acquire(stop.signal);
+  stop.abort();
+  await assert.rejects(waiting, ShutdownError);
+  assert.equal(gate.waiting, 0);
+  held();
+  assert.equal(gate.available, 1);
+  await assert.rejects(gate.acquire(stop.signal), ShutdownError);
+});
+
+test('mapLimit keeps order and never runs more than its limit', async () => {
+  let running = 0;
+  let peak = 0;
+  const results = await mapLimit([5, 1, 4, 2, 3], 2, async (ms, index) => {
+    running++;
+    peak = Math.max(peak, running);
+    await new Promise((resolve) => setTimeout(resolve, ms));
+    running--;
+    return index * 10;
+  });
+  assert.deepEqual(results, [0, 10, 20, 30, 40]);
+  assert.equal(peak, 2);
+  assert.throws(() => new Semaphore(0), /at least 1/);
+});

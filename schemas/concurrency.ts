@@ -1,0 +1,79 @@
+import { ShutdownError } from './errors.js';
+
+/**
+ * The one concurrency limit: a counting semaphore, first come first served. Holders get a release function
+ * (safe to call twice); waiters can give up through an AbortSignal. The sandbox pool's per-host lease budget,
+ * the Docker engine's request limit and `mapLimit` are all this.
+ */
+export class Semaphore {
+  private used = 0;
+  private readonly waiters: Array<{ grant: () => void; reject: (error: Error) => void }> = [];
+
+  constructor(readonly limit: number) {
+    if (!(limit >= 1)) throw new Error(`Semaphore limit must be at least 1, got ${limit}`);
+  }
+
+  /** Free permits now. */
+  get available(): number {
+    return Math.max(0, this.limit - this.used);
+  }
+
+  /** Callers waiting for a permit. */
+  get waiting(): number {
+    return this.waiters.length;
+  }
+
+  /** Resolves with a release function once a permit is free; rejects with a ShutdownError if `signal` aborts first. */
+  async acquire(signal?: AbortSignal): Promise<() => void> {
+    if (signal?.aborted) throw new ShutdownError();
+    if (this.used < this.limit && this.waiters.length === 0) {
+      this.used++;
+      return this.releaser();
+    }
+    await new Promise<void>((resolve, reject) => {
+      const waiter = {
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+        reject,
+      };
+      const onAbort = (): void => {
+        const index = this.waiters.indexOf(waiter);
+        if (index >= 0) this.waiters.splice(index, 1);
+        reject(new ShutdownError());
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.push(waiter);
+    });
+    return this.releaser();
+  }
+
+  /** Runs `task` holding one permit. */
+  async run<T>(task: () => Promise<T>, signal?: AbortSignal): Promise<T> {
+    const release = await this.acquire(signal);
+    try {
+      return await task();
+    } finally {
+      release();
+    }
+  }
+
+  private releaser(): () => void {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiters.shift();
+      // The permit passes straight to the next waiter, so a newcomer cannot overtake it.
+      if (next) next.grant();
+      else this.used--;
+    };
+  }
+}
+
+/** `fn` over `items` with at most `limit` calls in flight; results in the items' order. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const gate = new Semaphore(limit);
+  return Promise.all(items.map((item, index) => gate.run(() => fn(item, index))));
+}
