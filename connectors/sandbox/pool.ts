@@ -90,6 +90,7 @@ export class AgentSandboxPool implements SandboxPool {
   private readonly destroyed = new WeakSet<SandboxHandle>();
   private readonly reaper: NodeJS.Timeout | null;
   private closed = false;
+  private reaped = 0;
 
   constructor(
     protected readonly backend: SandboxBackend,
@@ -129,7 +130,9 @@ export class AgentSandboxPool implements SandboxPool {
   /** Runs the reaper now (it also runs at start-up and every reapIntervalMs). */
   async reapNow(): Promise<ReapReport> {
     try {
-      return await this.backend.reap(new Set(this.live.keys()));
+      const report = await this.backend.reap(new Set(this.live.keys()));
+      this.reaped += report.removed.length;
+      return report;
     } catch (error) {
       this.options.onWarning(`reaping orphaned sandboxes failed: ${errorMessage(error)}`);
       return { removed: [], unknownOwner: [] };
@@ -149,6 +152,11 @@ export class AgentSandboxPool implements SandboxPool {
   /** Sandboxes held by callers, waiting warm, being created and being destroyed. */
   get stats(): { held: number; live: number; ready: number; creating: number; pending: number } {
     return { held: this.held.size, live: this.live.size, ...this.warm.stats };
+  }
+
+  /** Sandboxes the reaper has removed since the pool started (left by executors that died, or lost by this pool). */
+  get reapedCount(): number {
+    return this.reaped;
   }
 
   async close(): Promise<void> {
