@@ -24,7 +24,7 @@ function formatValue(value: number): string {
   return String(value);
 }
 
-abstract class Family<S> {
+export abstract class Family<S> {
   protected readonly series = new Map<string, { labels: Labels; state: S }>();
 
   constructor(
@@ -51,6 +51,11 @@ abstract class Family<S> {
 
   protected abstract initial(): S;
   protected abstract samples(labels: Labels, state: S): string[];
+
+  /** Every series' labels and a copy of its state, for in-process readers such as the dashboard. */
+  read(): Array<{ labels: Labels; state: S }> {
+    return [...this.series.values()].map(({ labels, state }) => ({ labels, state: structuredClone(state) }));
+  }
 
   /** The family's lines of the exposition. */
   expose(): string[] {
@@ -110,7 +115,7 @@ export class Gauge extends Family<{ value: number }> {
   }
 }
 
-interface HistogramState {
+export interface HistogramState {
   readonly counts: number[];
   sum: number;
   count: number;
@@ -170,6 +175,16 @@ export class MetricsRegistry {
     return family;
   }
 
+  /** The family of `name`, if one was created, to read its series in-process (after `collect()`). */
+  find(name: string): Counter | Gauge | Histogram | undefined {
+    return this.families.get(name) as Counter | Gauge | Histogram | undefined;
+  }
+
+  /** Runs every collector, so gauges read at scrape time are current. */
+  collect(): void {
+    for (const collect of this.collectors) collect();
+  }
+
   /** Runs `collect` before every exposition until the returned function removes it. */
   addCollector(collect: Collector): () => void {
     this.collectors.add(collect);
@@ -178,7 +193,7 @@ export class MetricsRegistry {
 
   /** The Prometheus text exposition of every family (content type `text/plain; version=0.0.4`). */
   expose(): string {
-    for (const collect of this.collectors) collect();
+    this.collect();
     return `${[...this.families.values()].flatMap((family) => family.expose()).join('\n')}\n`;
   }
 
