@@ -77,6 +77,10 @@ export async function startDashboard(context: ProcessorContext, options: Dashboa
     }
     if (path === '/events') {
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-store', connection: 'keep-alive' });
+      if (request.method === 'HEAD') {
+        response.end();
+        return;
+      }
       response.write(sseEvent(watcher.current));
       streams.add(response);
       request.on('close', () => streams.delete(response));

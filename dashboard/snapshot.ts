@@ -197,6 +197,9 @@ const rowsOf = (result: QueryResult): Array<Record<string, unknown>> => result.r
 export class LoopWatcher {
   private admin: Admin | undefined;
   private deadLetterReader: TopicReader | undefined;
+  /** Following the dead-letter topic starts again on the next refresh while it fails (a topic not created yet, say). */
+  private following: Promise<void> | null = null;
+  private followProblem: string | null = null;
   private readonly deadLetterCounts = new Map<string, DeadLetterReason>();
   private readonly recentDeadLetters: DeadLetterRow[] = [];
   private deadLetterTotal = 0;
@@ -233,7 +236,6 @@ export class LoopWatcher {
   async start(): Promise<void> {
     this.admin = this.context.kafka.admin();
     await this.admin.connect();
-    void this.followDeadLetters();
     await this.refresh();
     this.timer = setInterval(() => void this.refresh(), this.options.refreshMs);
     this.timer.unref();
@@ -249,12 +251,14 @@ export class LoopWatcher {
     this.closed = true;
     clearInterval(this.timer);
     await this.refreshing;
+    await this.following;
     await Promise.allSettled([this.deadLetterReader?.stop(), this.admin?.disconnect()]);
   }
 
   private async takeSnapshot(): Promise<void> {
     if (this.closed) return;
-    const problems: string[] = [];
+    if (!this.deadLetterReader) this.following ??= this.followDeadLetters().finally(() => (this.following = null));
+    const problems: string[] = this.followProblem ? [this.followProblem] : [];
     let stagesOffsets: Array<{ key: TopicKey; offsets: number }> = [];
     let lag: LagRow[] = [];
     try {
@@ -375,9 +379,10 @@ export class LoopWatcher {
           this.countDeadLetter(letter);
         },
       });
+      this.followProblem = null;
       if (this.closed) await this.deadLetterReader.stop();
     } catch (error) {
-      if (!this.closed) process.stderr.write(`[dashboard] following ${topic} failed: ${errorMessage(error)}\n`);
+      this.followProblem = `following ${topic}: ${errorMessage(error)}`;
     }
   }
 
