@@ -11,7 +11,8 @@ import { startDashboard } from '../../dashboard/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
 import { imageFor } from '../../stack/index.js';
 import { parsePrometheusText, type MetricFamily } from '../fixtures/prometheus.js';
-import { ensureStack, freshContext, tempDir } from './harness.js';
+import { nowIso, type DeadLetter } from '../../schemas/index.js';
+import { ensureStack, freshContext, sendRaw, tempDir } from './harness.js';
 
 /** Debian's chromium (scripts/setup.sh installs it): playwright's own download cannot reach its host here. */
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -47,6 +48,21 @@ test('the dashboard follows a real small loop in a browser: page, live numbers, 
     assert.equal(await page.textContent('#run-id'), runId);
     const before = await landedOnPage(page, 'trajectories');
     assert.equal(before, 0);
+
+    // A dead letter whose message is markup: the page shows it as text, with its reason counted.
+    const markup = '<img src=x onerror="window.injected = true">';
+    const letter: DeadLetter = {
+      processor: 'verifier', sourceTopic: context.names.name('trajectories'), partition: 0, offset: '41', key: null, value: null, headers: {},
+      error: { name: 'DecodeError', message: markup, retriable: false, stage: 'decode' }, attempts: 1, failedAt: nowIso(),
+    };
+    await sendRaw(context, 'deadLetters', [{ key: letter.sourceTopic, value: await context.serde.encode('deadLetters', letter) }]);
+    await page.waitForFunction(() => document.querySelector('#dead-letters-total')?.textContent === '1', null, { timeout: 120_000, polling: 250 });
+    assert.deepEqual(
+      await page.$$eval('#dead-letter-reasons tbody tr td', (cells) => cells.map((cell) => cell.textContent)),
+      ['verifier', 'decode', 'DecodeError', '1'],
+    );
+    assert.equal(await page.$eval('#dead-letters tbody tr td:nth-child(5)', (cell) => cell.textContent), markup);
+    assert.equal(await page.evaluate(() => document.querySelector('#dead-letters img') === null && !('injected' in window)), true, 'agent text never becomes markup');
 
     // The loop test's smallest configuration, on fresh topics; the dashboard watches it from the same process.
     const loop = runLoop(context, {
@@ -118,7 +134,7 @@ test('the dashboard follows a real small loop in a browser: page, live numbers, 
     assert.ok(charts.lagBars > 0, 'a bar per consumer group and topic');
     const processorRows = await page.$$eval('#processors tbody tr', (rows) => rows.map((row) => row.querySelector('td')?.textContent));
     assert.ok(processorRows.includes('rollout-worker') && processorRows.includes('verifier'), `processors of this process are listed: ${processorRows.join(', ')}`);
-    assert.equal(await page.textContent('#dead-letters-total'), '0');
+    assert.equal(await page.textContent('#dead-letters-total'), '1', 'the loop added none');
     assert.equal(await page.textContent('#in-flight [data-field="tasksQueued"]'), '0', 'the rollout workers took every task: no lag once caught up');
     assert.equal(await page.textContent('#in-flight [data-field="awaitingReward"]'), '0');
     assert.deepEqual(pageErrors, [], 'the page ran without errors');
