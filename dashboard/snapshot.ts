@@ -119,6 +119,8 @@ export interface HackRow {
   readonly evidence: string;
   readonly path: string | null;
   readonly line: number | null;
+  /** Which check saw it (HackFlag.source). */
+  readonly source: string;
 }
 
 export interface DeadLetterReason {
@@ -567,8 +569,8 @@ export async function queryAnalytics(catalog: AnalyticsCatalog): Promise<Analyti
   const hacks = {
     total: await scalar(`SELECT count(*) FROM (${hackRows})`),
     byKind: (await rows(`SELECT h.kind AS kind, count(*) AS count FROM (${hackRows}) GROUP BY 1 ORDER BY 2 DESC, 1`)).map((r) => ({ kind: String(r.kind), count: num(r.count) })),
-    recent: (await rows(`SELECT trajectory_id, policy_version, h.kind AS kind, h.evidence AS evidence, h.path AS path, h.line AS line FROM (${hackRows}) ORDER BY created_at DESC LIMIT ${RECENT}`)).map(
-      (r): HackRow => ({ trajectoryId: String(r.trajectory_id), policyVersion: num(r.policy_version), kind: String(r.kind), evidence: String(r.evidence ?? ''), path: r.path === null ? null : String(r.path), line: numOrNull(r.line) }),
+    recent: (await rows(`SELECT trajectory_id, policy_version, h.kind AS kind, h.evidence AS evidence, h.path AS path, h.line AS line, h.source AS source FROM (${hackRows}) ORDER BY created_at DESC LIMIT ${RECENT}`)).map(
+      (r): HackRow => ({ trajectoryId: String(r.trajectory_id), policyVersion: num(r.policy_version), kind: String(r.kind), evidence: String(r.evidence ?? ''), path: r.path === null ? null : String(r.path), line: numOrNull(r.line), source: String(r.source ?? '') }),
     ),
   };
   const verifierVersions = (

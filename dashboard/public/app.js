@@ -151,7 +151,7 @@ async function render(snapshot) {
   ]);
   text('#hacks-total', snapshot.hacks.total);
   fillTable('#hack-kinds', snapshot.hacks.byKind, (r) => [[r.kind], [r.count, 'number']]);
-  fillTable('#hacks', snapshot.hacks.recent, (r) => [[r.trajectoryId], [r.policyVersion, 'number'], [r.kind], [r.evidence, 'evidence'], [r.path ? `${r.path}${r.line ? `:${r.line}` : ''}` : null]]);
+  fillTable('#hacks', snapshot.hacks.recent, (r) => [[r.trajectoryId], [r.policyVersion, 'number'], [r.kind], [r.evidence, 'evidence'], [r.path ? `${r.path}${r.line ? `:${r.line}` : ''}` : null], [r.source]]);
   text('#dead-letters-total', snapshot.deadLetters.total);
   fillTable('#dead-letter-reasons', snapshot.deadLetters.byReason, (r) => [[r.processor], [r.stage], [r.error], [r.count, 'number']]);
   fillTable('#dead-letters', snapshot.deadLetters.recent, (r) => [[r.failedAt], [r.processor], [r.source], [r.error], [r.message, 'evidence'], [r.attempts, 'number']]);
