@@ -15,7 +15,7 @@ const CHARTS = {
       mark: { type: 'bar', tooltip: true },
       encoding: {
         y: { field: 'state', type: 'nominal', sort: null, title: null },
-        x: { field: 'sandboxes', type: 'quantitative', axis: { tickMinStep: 1 } },
+        x: { field: 'sandboxes', type: 'quantitative', axis: { tickMinStep: 1, format: 'd' } },
         color: { field: 'state', type: 'nominal', legend: null },
       },
     },
@@ -43,7 +43,7 @@ const CHARTS = {
     spec: {
       encoding: { x: VERSION_AXIS },
       layer: [
-        { mark: 'rule', encoding: { y: { field: 'low', type: 'quantitative', title: 'mean reward' }, y2: { field: 'high' } } },
+        { mark: 'rule', encoding: { y: { field: 'low', type: 'quantitative', title: 'mean reward', axis: { format: '.2~f' } }, y2: { field: 'high' } } },
         { mark: { type: 'point', filled: true, size: 80, tooltip: true }, encoding: { y: { field: 'mean', type: 'quantitative' }, tooltip: [VERSION_AXIS, { field: 'rewards' }, { field: 'mean', format: '.3f' }, { field: 'low', format: '.3f' }, { field: 'high', format: '.3f' }] } },
       ],
     },
@@ -68,7 +68,7 @@ const CHARTS = {
       mark: { type: 'bar', tooltip: true },
       encoding: {
         y: { field: 'reader', type: 'nominal', title: null, sort: null },
-        x: { field: 'lag', type: 'quantitative', title: 'records behind', axis: { tickMinStep: 1 } },
+        x: { field: 'lag', type: 'quantitative', title: 'records behind', axis: { tickMinStep: 1, format: 'd' } },
       },
     },
   },
@@ -80,7 +80,7 @@ const CHARTS = {
       mark: { type: 'line', point: true, tooltip: true },
       encoding: {
         x: { field: 'version', type: 'ordinal', title: 'checkpoint version' },
-        y: { field: 'value', type: 'quantitative', title: null },
+        y: { field: 'value', type: 'quantitative', title: null, axis: { format: '.3~g' } },
         color: { field: 'metric', type: 'nominal' },
       },
     },

@@ -152,6 +152,13 @@ test('the dashboard follows a real small loop in a browser: page, live numbers, 
     assert.equal(families.get('trialrun_sandbox_pool_sandboxes')?.type, 'gauge');
     assert.equal(total(families, 'trialrun_sandbox_pool_sandboxes', 'trialrun_sandbox_pool_sandboxes', { state: 'busy' }), 0, 'every sandbox released');
 
+    // Only the page's own files are served, and only read.
+    for (const path of ['/nope', '/%2e%2e/package.json', '/dashboard/server.ts', '/vendor/../../package.json']) {
+      assert.equal((await fetch(new URL(path, dashboard.url))).status, 404, `${path} is not served`);
+    }
+    const post = await fetch(`${dashboard.url}metrics`, { method: 'POST' });
+    assert.equal(post.status, 405);
+
     mkdirSync(join(repoRoot(), '.trialrun', 'screenshots'), { recursive: true });
     await page.screenshot({ path: SCREENSHOT, fullPage: true });
     assert.ok(statSync(SCREENSHOT).size > 10_000);
