@@ -84,6 +84,7 @@ export async function startDashboard(context: ProcessorContext, options: Dashboa
       response.write(sseEvent(watcher.current));
       streams.add(response);
       request.on('close', () => streams.delete(response));
+      response.on('error', () => streams.delete(response));
       return;
     }
     if (path === '/snapshot.json') {

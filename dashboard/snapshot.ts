@@ -245,7 +245,10 @@ export class LoopWatcher {
 
   /** Takes a snapshot now (one at a time: a call during a refresh waits for it). */
   refresh(): Promise<void> {
-    this.refreshing ??= this.takeSnapshot().finally(() => (this.refreshing = null));
+    // Runs on a timer inside the loop's own process (demo --dashboard): a failure is shown, never thrown.
+    this.refreshing ??= this.takeSnapshot()
+      .catch((error: unknown) => void (this.latest = { ...this.latest, takenAt: new Date().toISOString(), problems: [`snapshot: ${errorMessage(error)}`] }))
+      .finally(() => (this.refreshing = null));
     return this.refreshing;
   }
 
@@ -342,8 +345,8 @@ export class LoopWatcher {
       }),
     );
     const topics = [...ends.keys()];
-    // The processors' groups are `<prefix><processor>`; readers' throwaway groups and replays are left out.
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(names.prefix) && !id.startsWith(`${names.prefix}replay`)).sort();
+    // The processors' groups are `<prefix><processor>`; table readers' throwaway groups (`trialrun-reader-*`) are not.
+    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(names.prefix) && !id.startsWith('trialrun-reader-')).sort();
     const lag: LagRow[] = [];
     for (const group of groups) {
       for (const { topic, partitions } of await admin.fetchOffsets({ groupId: group, topics })) {
