@@ -2,6 +2,7 @@
  * Layering, enforced by `npm run lint`:
  *   schemas <- connectors <- envs <- policies <- pipelines <- cli
  *   stack (the local services) depends on schemas and connectors; cli may use everything.
+ *   dashboard (the live web page and /metrics) reads topics, views and processor metrics: schemas, connectors, pipelines.
  * The Kafka client is reached through connectors/kafka only, so it can be swapped there alone.
  * Across top-level folders only a folder's index may be imported (no deep imports), and there are no cycles.
  */
@@ -12,6 +13,7 @@ const LAYERS = {
   policies: ['schemas', 'connectors', 'envs'],
   pipelines: ['schemas', 'connectors', 'envs', 'policies'],
   stack: ['schemas', 'connectors'],
+  dashboard: ['schemas', 'connectors', 'pipelines'],
 };
 
 const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
@@ -20,7 +22,7 @@ const layerRules = Object.entries(LAYERS).map(([layer, allowed]) => ({
   severity: 'error',
   from: { path: `^${layer}/` },
   to: {
-    path: '^(schemas|connectors|envs|policies|pipelines|stack|cli)/',
+    path: '^(schemas|connectors|envs|policies|pipelines|stack|dashboard|cli)/',
     pathNot: [`^${layer}/`, ...allowed.map((dep) => `^${dep}/`)],
   },
 }));
@@ -33,8 +35,15 @@ module.exports = {
       name: 'no-deep-imports',
       comment: 'Reach another module (connectors/kafka, pipelines/runtime, ...) through its index.ts only.',
       severity: 'error',
-      from: { path: '^((connectors|envs|policies|pipelines)/[^/]+|schemas|stack|cli)/' },
+      from: { path: '^((connectors|envs|policies|pipelines)/[^/]+|schemas|stack|dashboard|cli)/' },
       to: { path: '^(connectors|envs|policies|pipelines)/[^/]+/', pathNot: ['^$1/', '/index\\.ts$'] },
+    },
+    {
+      name: 'no-deep-dashboard-imports',
+      comment: 'Outside dashboard/, import dashboard/index.ts only.',
+      severity: 'error',
+      from: { pathNot: '^dashboard/' },
+      to: { path: '^dashboard/', pathNot: '^dashboard/index\\.ts$' },
     },
     {
       name: 'no-deep-schema-imports',

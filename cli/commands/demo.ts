@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
+import { startDashboard, type Dashboard } from '../../dashboard/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
 import { policyIds } from '../../policies/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
@@ -56,6 +58,7 @@ export const demoCommand: Command = {
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
     policy: { type: 'string', default: 'linear-repair' },
+    dashboard: { type: 'boolean' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -67,6 +70,7 @@ export const demoCommand: Command = {
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
     policy: `policy kind: ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
+    dashboard: 'serve the live dashboard of this run alongside (http://127.0.0.1:8321/; see trialrun dashboard --help)',
     ...LLM_HELP,
   },
   async run(values) {
@@ -74,14 +78,21 @@ export const demoCommand: Command = {
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
     const context = await processorContext();
     const pool = new DockerSandboxPool();
+    const runId = randomUUID();
+    let dashboard: Dashboard | null = null;
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.
     const interrupt = new AbortController();
     const stop = (): void => interrupt.abort();
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     try {
+      if (values.dashboard === true) {
+        dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
+        process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);
+      }
       const summary = await runLoop(context, {
         ...settings,
+        runId,
         pool,
         imageFor,
         checkpoints: checkpointStore(),
@@ -99,6 +110,7 @@ export const demoCommand: Command = {
     } finally {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
+      await dashboard?.close();
       await pool.close();
     }
   },

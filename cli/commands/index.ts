@@ -1,5 +1,6 @@
 import type { Command } from '../command.js';
 import { compactCommand } from './compact.js';
+import { dashboardCommand } from './dashboard.js';
 import { demoCommand } from './demo.js';
 import { learnCommand } from './learn.js';
 import { notebookCommand } from './notebook.js';
@@ -17,6 +18,7 @@ import { verifyCommand } from './verify.js';
 export const COMMANDS: readonly Command[] = [
   stackCommand,
   demoCommand,
+  dashboardCommand,
   tasksCommand,
   sqlCommand,
   compactCommand,

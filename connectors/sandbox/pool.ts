@@ -104,6 +104,7 @@ export class AgentSandboxPool implements SandboxPool {
   /** The host's lease budget: one permit per held sandbox. */
   private readonly leases: Semaphore;
   private closed = false;
+  private reaped = 0;
 
   constructor(
     protected readonly backend: SandboxBackend,
@@ -153,7 +154,9 @@ export class AgentSandboxPool implements SandboxPool {
   /** Runs the reaper now (it also runs at start-up and every reapIntervalMs). */
   async reapNow(): Promise<ReapReport> {
     try {
-      return await this.backend.reap(new Set(this.live.keys()));
+      const report = await this.backend.reap(new Set(this.live.keys()));
+      this.reaped += report.removed.length;
+      return report;
     } catch (error) {
       this.options.onWarning(`reaping orphaned sandboxes failed: ${errorMessage(error)}`);
       return { removed: [], unknownOwner: [] };
@@ -173,6 +176,11 @@ export class AgentSandboxPool implements SandboxPool {
   /** Sandboxes held by callers, waiting warm, being created and being destroyed. */
   get stats(): { held: number; live: number; ready: number; creating: number; pending: number; leasesFree: number; waitingForLease: number } {
     return { held: this.held.size, live: this.live.size, ...this.warm.stats, leasesFree: this.leases.available, waitingForLease: this.leases.waiting };
+  }
+
+  /** Sandboxes the reaper has removed since the pool started (left by executors that died, or lost by this pool). */
+  get reapedCount(): number {
+    return this.reaped;
   }
 
   async close(): Promise<void> {

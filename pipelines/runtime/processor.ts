@@ -5,7 +5,7 @@ import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type 
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
-import { metrics, ProcessorMetrics } from './metrics.js';
+import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
@@ -102,7 +102,7 @@ function headersOf(headers: IHeaders | undefined): Record<string, string> {
  * -> handler, so a poison record becomes a dead letter and processing goes on.
  */
 export class StreamProcessor<K extends TopicKey> {
-  readonly metrics = new ProcessorMetrics();
+  readonly metrics: ProcessorMetrics;
   private readonly options: ResolvedProcessorOptions<K>;
   private readonly chain: RawHandler;
   private readonly shutdown = new AbortController();
@@ -118,6 +118,7 @@ export class StreamProcessor<K extends TopicKey> {
     handler: Handler<TypedRecord<K>, Output>,
   ) {
     this.options = resolveProcessorOptions(options);
+    this.metrics = new ProcessorMetrics({ processor: this.options.name, instance: this.options.instanceId });
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
     const { accept } = this.options;
@@ -137,6 +138,7 @@ export class StreamProcessor<K extends TopicKey> {
         this.options.onDeadLetter(letter);
       }),
       retry(this.options.retry),
+      countRetries(this.metrics),
       timeout(this.options.timeoutMs),
     );
   }
