@@ -13,6 +13,7 @@ export type { StackComponent, StackLog } from './component.js';
 export { resolveImageTag } from './images.js';
 export { llmComponent, type LlmServerOptions } from './llm.js';
 export { setupLogFile, stackPaths } from './state.js';
+export { cachedVenv, type CachedVenv } from './venv.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */

@@ -116,7 +116,7 @@ export const LLM_SAMPLE_FIELDS: readonly StructField[] = [
   { name: 'completion_mask', type: { listOf: 'int32' } },
   { name: 'completion_logprobs', type: { listOf: 'float64' } },
   { name: 'completion_policy_versions', type: { listOf: 'int32' } },
-  { name: 'turn_policy_versions', type: { listOf: 'int64' } },
+  { name: 'turn_policy_versions', type: { listOf: 'int32' } },
   { name: 'step_indices', type: { listOf: 'int32' } },
   { name: 'is_truncated', type: 'bool' },
 ];
