@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { LlmCall, llmTokenSequences, Step, type LlmTokens } from './trajectory.js';
+import { LlmCall, llmTrainingSamples, Step, type LlmTokens } from './trajectory.js';
 
-const call = (tokens: LlmTokens | null, logprobs: number[] | null = tokens ? tokens.completionIds.map((_, i) => -i - 1) : null): { llm: LlmCall } => ({
-  llm: LlmCall.parse({ model: 'm', content: '{}', finishReason: 'stop', promptTokens: null, completionTokens: null, logprobs, latencyMs: 1, attempts: 1, tokens }),
+const call = (index: number, tokens: LlmTokens | null, policyVersion: number | null = null, finishReason = 'stop'): { index: number; llm: LlmCall } => ({
+  index,
+  llm: LlmCall.parse({ model: 'm', content: '{}', finishReason, promptTokens: null, completionTokens: null, logprobs: tokens ? tokens.completionIds.map((_, i) => -i - 1) : null, latencyMs: 1, attempts: 1, tokens, policyVersion }),
 });
 
 test('an older LLM call without the token fields still parses, with them defaulted', () => {
@@ -16,26 +17,43 @@ test('an older LLM call without the token fields still parses, with them default
   assert.ok(Step.shape.llm);
 });
 
-test('turns that extend each other make one sequence; the mask is 1 exactly on the sampled tokens', () => {
-  const [sequence, ...rest] = llmTokenSequences([
-    call({ appendedPromptIds: [1, 2, 3], promptLength: 3, extendsPrevious: false, completionIds: [10, 11] }),
-    { llm: null },
-    call({ appendedPromptIds: [4], promptLength: 6, extendsPrevious: true, completionIds: [12] }),
+test('turns that extend each other make one sample: the first prompt, then everything after it with the mask 1 exactly on the sampled tokens', () => {
+  const [sample, ...rest] = llmTrainingSamples([
+    call(0, { appendedPromptIds: [1, 2, 3], promptLength: 3, extendsPrevious: false, completionIds: [10, 11] }, 0),
+    { index: 1, llm: null },
+    call(2, { appendedPromptIds: [4], promptLength: 6, extendsPrevious: true, completionIds: [12] }, 1, 'length'),
   ]);
   assert.deepEqual(rest, []);
-  assert.deepEqual(sequence!.ids, [1, 2, 3, 10, 11, 4, 12]);
-  assert.deepEqual(sequence!.lossMask, [0, 0, 0, 1, 1, 0, 1]);
-  assert.deepEqual(sequence!.logprobs, [0, 0, 0, -1, -2, 0, -1]);
+  assert.deepEqual(sample, {
+    sampleIndex: 0,
+    promptIds: [1, 2, 3],
+    completionIds: [10, 11, 4, 12],
+    completionMask: [1, 1, 0, 1],
+    completionLogprobs: [-1, -2, 0, -1],
+    completionPolicyVersions: [0, 0, -1, 1],
+    turnPolicyVersions: [0, 1],
+    stepIndices: [0, 2],
+    truncated: true,
+  });
 });
 
-test('a prompt that does not extend the sequence so far starts a new one (the prefix rule); one whose start is missing starts none', () => {
-  const sequences = llmTokenSequences([
-    call({ appendedPromptIds: [1], promptLength: 1, extendsPrevious: false, completionIds: [10] }),
+test('a prompt that does not extend the sequence so far starts a new sample (the prefix rule); one whose start is missing starts none', () => {
+  const samples = llmTrainingSamples([
+    call(0, { appendedPromptIds: [1], promptLength: 1, extendsPrevious: false, completionIds: [10] }),
     // Re-rendered by the server (vLLM): the whole prompt again.
-    call({ appendedPromptIds: [1, 10, 5], promptLength: 3, extendsPrevious: false, completionIds: [11] }),
+    call(1, { appendedPromptIds: [1, 10, 5], promptLength: 3, extendsPrevious: false, completionIds: [11] }),
     // Claims to extend, but its length does not fit what came before, and its start is not recorded.
-    call({ appendedPromptIds: [7], promptLength: 9, extendsPrevious: true, completionIds: [12] }),
-    call({ appendedPromptIds: [8], promptLength: 1, extendsPrevious: false, completionIds: [13] }),
+    call(2, { appendedPromptIds: [7], promptLength: 9, extendsPrevious: true, completionIds: [12] }),
+    // So the next extending turn joins nothing either.
+    call(3, { appendedPromptIds: [6], promptLength: 11, extendsPrevious: true, completionIds: [14] }),
+    call(4, { appendedPromptIds: [8], promptLength: 1, extendsPrevious: false, completionIds: [13] }),
+    // A turn without token ids (a text-only server) is no sample.
+    call(5, null),
   ]);
-  assert.deepEqual(sequences.map((s) => s.ids), [[1, 10], [1, 10, 5, 11], [8, 13]]);
+  assert.deepEqual(samples.map((s) => [s.sampleIndex, s.promptIds, s.completionIds, s.stepIndices]), [
+    [0, [1], [10], [0]],
+    [1, [1, 10, 5], [11], [1]],
+    [2, [8], [13], [4]],
+  ]);
+  assert.deepEqual(samples[0]!.completionPolicyVersions, [-1], 'a turn without a policy version has none per token');
 });

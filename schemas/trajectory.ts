@@ -33,7 +33,7 @@ export type ToolResult = z.infer<typeof ToolResult>;
  * turn's prompt + completion + `appendedPromptIds` (the tool result's turn, rendered through the chat template
  * once), so no earlier token is ever re-tokenised and the prompt is not repeated in the record. The loss mask is
  * implied: completion ids are the model's (1), prompt ids template, tool or environment tokens (0); see
- * `llmTokenSequence`.
+ * `llmTrainingSamples`.
  */
 export const LlmTokens = z.object({
   /** The prompt tokens this turn added: the whole prompt when it does not extend the previous turn. */
@@ -85,39 +85,75 @@ export const LlmCall = z.object({
 });
 export type LlmCall = z.infer<typeof LlmCall>;
 
-/** An episode's model tokens as one sequence with its loss mask, as a trainer takes it. */
-export interface LlmTokenSequence {
-  readonly ids: number[];
-  /** 1 for a token the model sampled, 0 for template, tool and environment tokens. */
-  readonly lossMask: number[];
-  /** The engine's logprob for each sampled token; 0 where the mask is 0. */
-  readonly logprobs: number[];
+/**
+ * One training sample of an episode's model turns, as the common trainers take one (prime-rl/verifiers'
+ * names, verl's `response_*`): a prompt, and everything after it with a mask over the model's own tokens.
+ */
+export interface LlmTrainingSample {
+  /** Position among the episode's samples: 0, 1, ... */
+  readonly sampleIndex: number;
+  /** The first turn's whole prompt. */
+  readonly promptIds: number[];
+  /** Everything after the prompt, in order: each completion, and the template and tool tokens appended between them. */
+  readonly completionIds: number[];
+  /** 1 for a token the model sampled, 0 for template, tool and environment tokens (one per completion id). */
+  readonly completionMask: number[];
+  /** The engine's logprob of each sampled token; 0 where the mask is 0. */
+  readonly completionLogprobs: number[];
+  /** The policy version that sampled each token; -1 where the mask is 0 or the turn recorded no version. */
+  readonly completionPolicyVersions: number[];
+  /** The policy version of each model turn in the sample (null where the record has none). */
+  readonly turnPolicyVersions: Array<number | null>;
+  /** The step index of each model turn in the sample. */
+  readonly stepIndices: number[];
+  /** True when the sample's last reply was cut off at its token limit (finish reason `length`). */
+  readonly truncated: boolean;
 }
 
+type MutableSample = { -readonly [K in keyof LlmTrainingSample]: LlmTrainingSample[K] };
+
 /**
- * The token sequences of an episode's model turns: one while each prompt extends the previous one (the
- * prefix rule), a new one where a prompt does not. Steps without token ids are skipped.
+ * An episode's model turns as training samples, by the prefix rule: one sample while each turn's prompt is
+ * the previous prompt + completion + what the turn appended (`extendsPrevious`, and the lengths agree), a new
+ * sample where a prompt does not. Nothing is re-tokenised: the ids are the engine's. Steps without token ids
+ * are skipped; a turn that claims to extend a sequence whose start is not recorded starts no sample (its
+ * prompt is unknown), and the turns after it join none until a whole prompt comes again.
  */
-export function llmTokenSequences(steps: readonly Pick<Step, 'llm'>[]): LlmTokenSequence[] {
-  const sequences: Array<{ ids: number[]; lossMask: number[]; logprobs: number[] }> = [];
-  let current: (typeof sequences)[number] | null = null;
-  for (const { llm } of steps) {
+export function llmTrainingSamples(steps: readonly Pick<Step, 'index' | 'llm'>[]): LlmTrainingSample[] {
+  const samples: MutableSample[] = [];
+  let current: MutableSample | null = null;
+  /** Tokens in the current sample's sequence so far: prompt and completion. */
+  let length = 0;
+  for (const { index, llm } of steps) {
     const tokens = llm?.tokens;
     if (!llm || !tokens) continue;
-    if (!current || !tokens.extendsPrevious || current.ids.length + tokens.appendedPromptIds.length !== tokens.promptLength) {
-      // A prompt whose start is not recorded (it claims to extend what is not there) starts no sequence.
+    const version = llm.policyVersion;
+    const extendsCurrent = current !== null && tokens.extendsPrevious && length + tokens.appendedPromptIds.length === tokens.promptLength;
+    if (!extendsCurrent) {
       if (tokens.appendedPromptIds.length !== tokens.promptLength) {
         current = null;
         continue;
       }
-      current = { ids: [], lossMask: [], logprobs: [] };
-      sequences.push(current);
+      current = { sampleIndex: samples.length, promptIds: [...tokens.appendedPromptIds], completionIds: [], completionMask: [], completionLogprobs: [], completionPolicyVersions: [], turnPolicyVersions: [], stepIndices: [], truncated: false };
+      samples.push(current);
+      length = tokens.promptLength;
+    } else {
+      current!.completionIds.push(...tokens.appendedPromptIds);
+      current!.completionMask.push(...tokens.appendedPromptIds.map(() => 0));
+      current!.completionLogprobs.push(...tokens.appendedPromptIds.map(() => 0));
+      current!.completionPolicyVersions.push(...tokens.appendedPromptIds.map(() => -1));
     }
-    current.ids.push(...tokens.appendedPromptIds, ...tokens.completionIds);
-    current.lossMask.push(...tokens.appendedPromptIds.map(() => 0), ...tokens.completionIds.map(() => 1));
-    current.logprobs.push(...tokens.appendedPromptIds.map(() => 0), ...tokens.completionIds.map((_, i) => llm.logprobs?.[i] ?? 0));
+    const sample = current!;
+    sample.completionIds.push(...tokens.completionIds);
+    sample.completionMask.push(...tokens.completionIds.map(() => 1));
+    sample.completionLogprobs.push(...tokens.completionIds.map((_, i) => llm.logprobs?.[i] ?? 0));
+    sample.completionPolicyVersions.push(...tokens.completionIds.map(() => version ?? -1));
+    sample.turnPolicyVersions.push(version);
+    sample.stepIndices.push(index);
+    sample.truncated = llm.finishReason === 'length';
+    length = tokens.promptLength + tokens.completionIds.length;
   }
-  return sequences;
+  return samples;
 }
 
 export const Step = z.object({

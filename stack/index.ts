@@ -14,6 +14,7 @@ export { resolveImageTag } from './images.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llmComponent, type LlmServerOptions } from './llm.js';
 export { setupLogFile, stackPaths } from './state.js';
+export { cachedVenv, type CachedVenv } from './venv.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */

@@ -2,6 +2,7 @@ import type { Command } from '../command.js';
 import { compactCommand } from './compact.js';
 import { dashboardCommand } from './dashboard.js';
 import { demoCommand } from './demo.js';
+import { exportCommand } from './export.js';
 import { learnCommand } from './learn.js';
 import { notebookCommand } from './notebook.js';
 import { policyCommand } from './policy.js';
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   sqlCommand,
   compactCommand,
   notebookCommand,
+  exportCommand,
   replayCommand,
   topicsCommand,
   runProcessorCommand,

@@ -4,7 +4,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ConfigError } from '../../schemas/index.js';
 import { sqlString } from './sql.js';
 import { listDataFiles, partitionSuperseded, runFolder, type DataFile } from './layout.js';
-import { ANALYTICS_TABLES, duckdbType, STEP_FIELDS, type AnyTableSpec } from './tables.js';
+import { ANALYTICS_TABLES, duckdbType, LLM_SAMPLE_FIELDS, LLM_TURN_FIELDS, STEP_FIELDS, type AnyTableSpec } from './tables.js';
 
 export interface QueryResult {
   readonly columns: readonly string[];
@@ -23,9 +23,40 @@ SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, atte
        ${STEP_FIELDS.map((field) => `step.${ident(field.name)} AS ${ident(field.name === 'index' ? 'step_index' : field.name)}`).join(', ')}
 FROM (SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, attempt, outcome, unnest(steps) AS step FROM trajectories)`;
 
+// One row per model turn, with the trajectory's identity beside it (the turn's own policy version is `turn_policy_version`).
+const LLM_TURNS_VIEW = `CREATE VIEW llm_turns AS
+SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, attempt, outcome, env_id,
+       ${LLM_TURN_FIELDS.map((field) => `turn.${ident(field.name)} AS ${ident(field.name === 'policy_version' ? 'turn_policy_version' : field.name)}`).join(', ')}
+FROM (SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, attempt, outcome, env_id, unnest(llm_turns) AS turn FROM trajectories)`;
+
+/**
+ * One row per training sample (the prefix rule, applied by the sink as it lands each trajectory: one
+ * implementation, `llmTrainingSamples`, rather than a second one in SQL), with the trajectory's live reward
+ * and group advantage: the latest reward that is not a re-scoring's. Trajectories without a reward yet have
+ * no sample here. Columns are named as prime-rl/verifiers name them (docs/llm.md).
+ */
+const TRAINING_SAMPLES_VIEW = `CREATE VIEW training_samples AS
+WITH live_reward AS (
+  SELECT trajectory_id,
+         arg_max(reward, created_at) AS reward,
+         arg_max(advantage, created_at) AS advantage,
+         arg_max(disposition, created_at) AS disposition,
+         arg_max(reward_id, created_at) AS reward_id
+  FROM rewards
+  WHERE rescore_id IS NULL
+  GROUP BY trajectory_id
+)
+SELECT t.trajectory_id, t.group_id, t.task_id, t.run_id, t.env_id, t.policy_id, t.policy_version, t.attempt,
+       ${LLM_SAMPLE_FIELDS.map((field) => `t.sample.${ident(field.name)} AS ${ident(field.name)}`).join(', ')},
+       len(t.sample.prompt_ids) AS prompt_tokens, len(t.sample.completion_ids) AS completion_tokens,
+       r.reward, r.advantage, r.disposition, r.reward_id
+FROM (SELECT trajectory_id, group_id, task_id, run_id, env_id, policy_id, policy_version, attempt, unnest(llm_samples) AS sample FROM trajectories) t
+JOIN live_reward r USING (trajectory_id)`;
+
 /**
  * DuckDB over the sink's Parquet folders: one view per table (`trajectories`, `verifications`, `rewards`,
- * `checkpoints`, `tasks`) plus `steps`, one row per step unnested from the trajectories' step lists.
+ * `checkpoints`, `tasks`) plus `steps`, one row per step unnested from the trajectories' step lists,
+ * `llm_turns`, one row per model turn, and `training_samples`, the LLM samples with their rewards.
  * Views read exactly the live files (files superseded by a compacted one are skipped) and always have
  * the declared columns: a column added to a table later reads as NULL in older files, and a table with
  * no files yet is an empty table of the right shape, so queries work from the first moment of a run.
@@ -78,7 +109,7 @@ export class AnalyticsCatalog {
         const filter = runs ? ` WHERE run_id IN (${runs.map(sqlString).join(', ')})` : '';
         await connection.run(live.length ? `${await viewOver(connection, spec, live)}${filter}` : emptyTable(spec));
       }
-      await connection.run(STEPS_VIEW);
+      for (const view of [STEPS_VIEW, LLM_TURNS_VIEW, TRAINING_SAMPLES_VIEW]) await connection.run(view);
     } catch (error) {
       connection.closeSync();
       instance.closeSync();

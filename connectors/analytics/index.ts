@@ -5,3 +5,4 @@ export { JsonRowEncoder, ParquetWriter, writeFileAtomically, writeParquetRows, t
 export * from './tables.js';
 export { renderChartSvg, type ChartOptions } from './chart.js';
 export { markdownToHtml, notebookHtml, parseNotebook, recordsOf, runNotebook, type CellResult, type Notebook, type NotebookCell, type ReportContext } from './notebook.js';
+export { exportTrainingSamples, SAMPLE_EXPORT_FORMATS, type SampleExportFormat, type SampleExportOptions, type SampleExportReport } from './samples.js';

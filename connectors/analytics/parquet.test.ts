@@ -36,3 +36,15 @@ test('refuses a value its column cannot take, naming the column', () => {
   assert.throws(() => new JsonRowEncoder([column('b', 'bool')]).encode({ b: 'yes' }), /column "b": yes is not true or false/);
   assert.throws(() => new JsonRowEncoder([column('s', { listOf: [{ name: 'n', type: 'int64' }] })]).encode({ s: [{ n: 0.5 }] }), /column "s\[\]\.n": 0.5 is not a whole number/);
 });
+
+test('a struct field may be a list of scalars (a sample\'s token ids); int32 takes 32-bit whole numbers only', () => {
+  const columns = [column('samples', { listOf: [{ name: 'ids', type: { listOf: 'int32' } }, { name: 'logprobs', type: { listOf: 'float64' } }] })];
+  assert.deepEqual(line(columns, { samples: [{ ids: [1, 2n, -1], logprobs: [-0.5] }, { ids: null, logprobs: [] }] }), {
+    samples: [
+      { ids: [1, 2, -1], logprobs: [-0.5] },
+      { ids: null, logprobs: [] },
+    ],
+  });
+  assert.throws(() => new JsonRowEncoder(columns).encode({ samples: [{ ids: [2 ** 31] }] }), /column "samples\[\]\.ids\[\]": 2147483648 is not a 32-bit whole number/);
+  assert.throws(() => new JsonRowEncoder(columns).encode({ samples: [{ ids: 3 }] }), /column "samples\[\]\.ids": expected a list/);
+});

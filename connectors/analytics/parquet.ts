@@ -58,6 +58,12 @@ const SCALAR_CELLS: Record<ScalarType, (column: string) => Cell> = {
     if (typeof value === 'number' && Number.isInteger(value)) return value;
     throw new TypeError(`column "${column}": ${String(value)} is not a whole number`);
   },
+  int32: (column) => (value) => {
+    if (isNull(value)) return value;
+    const number = typeof value === 'bigint' ? Number(value) : value;
+    if (typeof number === 'number' && Number.isInteger(number) && number >= -(2 ** 31) && number < 2 ** 31) return number;
+    throw new TypeError(`column "${column}": ${String(value)} is not a 32-bit whole number`);
+  },
   float64: () => (value) => (isNull(value) ? value : Number(value)),
   bool: (column) => (value) => {
     if (isNull(value) || typeof value === 'boolean') return value;
@@ -73,13 +79,16 @@ const SCALAR_CELLS: Record<ScalarType, (column: string) => Cell> = {
 
 function cellFor(type: ColumnType, column: string): Cell {
   if (typeof type === 'string') return SCALAR_CELLS[type](column);
-  const list = (item: Cell): Cell => (value) => {
+  const list = (item: Cell, name = column): Cell => (value) => {
     if (isNull(value)) return value;
-    if (!Array.isArray(value)) throw new TypeError(`column "${column}": expected a list`);
+    if (!Array.isArray(value)) throw new TypeError(`column "${name}": expected a list`);
     return value.map(item);
   };
   if (typeof type.listOf === 'string') return list(SCALAR_CELLS[type.listOf](`${column}[]`));
-  const fields = type.listOf.map((field) => ({ name: field.name, cell: SCALAR_CELLS[field.type](`${column}[].${field.name}`) }));
+  const fields = type.listOf.map((field) => {
+    const name = `${column}[].${field.name}`;
+    return { name: field.name, cell: typeof field.type === 'string' ? SCALAR_CELLS[field.type](name) : list(SCALAR_CELLS[field.type.listOf](`${name}[]`), name) };
+  });
   return list((item) => {
     if (isNull(item)) return item;
     const struct: Record<string, unknown> = {};

@@ -1,10 +1,12 @@
-import type { PolicyCheckpoint, Reward, Task, TopicKey, Trajectory, Verification } from '../../schemas/index.js';
+import { llmTrainingSamples, type PolicyCheckpoint, type Reward, type Task, type TopicKey, type Trajectory, type Verification } from '../../schemas/index.js';
 
-export type ScalarType = 'utf8' | 'int64' | 'float64' | 'bool' | 'timestamp';
+/** `int32` is for token ids and the like: half the bytes of `int64` before compression. */
+export type ScalarType = 'utf8' | 'int64' | 'int32' | 'float64' | 'bool' | 'timestamp';
 
+/** A struct field: a scalar, or a list of scalars (a sample's token ids). */
 export interface StructField {
   readonly name: string;
-  readonly type: ScalarType;
+  readonly type: ScalarType | { readonly listOf: ScalarType };
 }
 
 /**
@@ -14,7 +16,8 @@ export interface StructField {
 export type ColumnType = ScalarType | { readonly listOf: ScalarType | readonly StructField[] };
 
 export type ScalarValue = string | number | bigint | boolean | null;
-export type CellValue = ScalarValue | readonly ScalarValue[] | ReadonlyArray<Readonly<Record<string, ScalarValue>>>;
+export type StructValue = Readonly<Record<string, ScalarValue | readonly ScalarValue[]>>;
+export type CellValue = ScalarValue | readonly ScalarValue[] | ReadonlyArray<StructValue>;
 
 export interface Column<R> {
   readonly name: string;
@@ -78,6 +81,46 @@ export const STEP_FIELDS: readonly StructField[] = [
   { name: 'candidates', type: 'int64' },
 ];
 
+/**
+ * One struct per model turn (`Step.llm`), for latency, token and finish-reason analyses; the token ids
+ * themselves are in `llm_samples`, once.
+ */
+export const LLM_TURN_FIELDS: readonly StructField[] = [
+  { name: 'step_index', type: 'int64' },
+  { name: 'tool', type: 'utf8' },
+  { name: 'ok', type: 'bool' },
+  { name: 'model', type: 'utf8' },
+  { name: 'tokenizer', type: 'utf8' },
+  { name: 'chat_template_sha256', type: 'utf8' },
+  { name: 'policy_version', type: 'int64' },
+  { name: 'finish_reason', type: 'utf8' },
+  { name: 'prompt_tokens', type: 'int64' },
+  { name: 'appended_prompt_tokens', type: 'int64' },
+  { name: 'completion_tokens', type: 'int64' },
+  { name: 'extends_previous', type: 'bool' },
+  { name: 'latency_ms', type: 'float64' },
+  { name: 'attempts', type: 'int64' },
+  { name: 'constrained', type: 'bool' },
+  { name: 'invalid_reply', type: 'utf8' },
+  { name: 'temperature', type: 'float64' },
+  { name: 'top_p', type: 'float64' },
+  { name: 'max_tokens', type: 'int64' },
+  { name: 'seed', type: 'int64' },
+];
+
+/** One struct per training sample of the episode (`llmTrainingSamples`), token arrays as Parquet lists. */
+export const LLM_SAMPLE_FIELDS: readonly StructField[] = [
+  { name: 'sample_index', type: 'int64' },
+  { name: 'prompt_ids', type: { listOf: 'int32' } },
+  { name: 'completion_ids', type: { listOf: 'int32' } },
+  { name: 'completion_mask', type: { listOf: 'int32' } },
+  { name: 'completion_logprobs', type: { listOf: 'float64' } },
+  { name: 'completion_policy_versions', type: { listOf: 'int32' } },
+  { name: 'turn_policy_versions', type: { listOf: 'int32' } },
+  { name: 'step_indices', type: { listOf: 'int32' } },
+  { name: 'is_truncated', type: 'bool' },
+];
+
 export const TRAJECTORIES: TableSpec<Row<Trajectory>> = {
   table: 'trajectories',
   topic: 'trajectories',
@@ -109,6 +152,49 @@ export const TRAJECTORIES: TableSpec<Row<Trajectory>> = {
         chosen: s.decision?.chosen ?? null,
         logprob: s.decision?.logprob ?? null,
         candidates: s.decision?.features.length ?? null,
+      })),
+    ),
+    col('llm_turns', { listOf: LLM_TURN_FIELDS }, (r) =>
+      r.steps.flatMap(({ index, toolCall, toolResult, llm }) =>
+        llm
+          ? [
+              {
+                step_index: index,
+                tool: toolCall.name,
+                ok: toolResult.ok,
+                model: llm.model,
+                tokenizer: llm.tokenizer,
+                chat_template_sha256: llm.chatTemplateSha256,
+                policy_version: llm.policyVersion,
+                finish_reason: llm.finishReason,
+                prompt_tokens: llm.tokens?.promptLength ?? llm.promptTokens,
+                appended_prompt_tokens: llm.tokens?.appendedPromptIds.length ?? null,
+                completion_tokens: llm.tokens?.completionIds.length ?? llm.completionTokens,
+                extends_previous: llm.tokens?.extendsPrevious ?? null,
+                latency_ms: llm.latencyMs,
+                attempts: llm.attempts,
+                constrained: llm.constrained,
+                invalid_reply: llm.invalidReply,
+                temperature: llm.sampling?.temperature ?? null,
+                top_p: llm.sampling?.topP ?? null,
+                max_tokens: llm.sampling?.maxTokens ?? null,
+                seed: llm.sampling?.seed ?? null,
+              },
+            ]
+          : [],
+      ),
+    ),
+    col('llm_samples', { listOf: LLM_SAMPLE_FIELDS }, (r) =>
+      llmTrainingSamples(r.steps).map((sample) => ({
+        sample_index: sample.sampleIndex,
+        prompt_ids: sample.promptIds,
+        completion_ids: sample.completionIds,
+        completion_mask: sample.completionMask,
+        completion_logprobs: sample.completionLogprobs,
+        completion_policy_versions: sample.completionPolicyVersions,
+        turn_policy_versions: sample.turnPolicyVersions,
+        step_indices: sample.stepIndices,
+        is_truncated: sample.truncated,
       })),
     ),
     ...lineageColumns<Trajectory>(),
@@ -213,6 +299,7 @@ export function tableForTopic(topic: TopicKey): TableSpec<Row<unknown>> | undefi
 export const DUCKDB_TYPES: Record<ScalarType, string> = {
   utf8: 'VARCHAR',
   int64: 'BIGINT',
+  int32: 'INTEGER',
   float64: 'DOUBLE',
   bool: 'BOOLEAN',
   timestamp: 'TIMESTAMP',
@@ -221,5 +308,5 @@ export const DUCKDB_TYPES: Record<ScalarType, string> = {
 export function duckdbType(type: ColumnType): string {
   if (typeof type === 'string') return DUCKDB_TYPES[type];
   if (typeof type.listOf === 'string') return `${DUCKDB_TYPES[type.listOf]}[]`;
-  return `STRUCT(${type.listOf.map((field) => `"${field.name}" ${DUCKDB_TYPES[field.type]}`).join(', ')})[]`;
+  return `STRUCT(${type.listOf.map((field) => `"${field.name}" ${typeof field.type === 'string' ? DUCKDB_TYPES[field.type] : `${DUCKDB_TYPES[field.type.listOf]}[]`}`).join(', ')})[]`;
 }

@@ -10,7 +10,7 @@ import { runLoop } from '../../pipelines/loop/index.js';
 import { runEpisode } from '../../pipelines/rollout-worker/index.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
 import { INVALID_REPLY, LLM_POLICY, LlmPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
-import { llmTokenSequences, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
+import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../../stack/index.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
@@ -65,20 +65,25 @@ test('a multi-turn episode on llama.cpp is token-exact: one growing sequence tha
       assert.equal(await server.detokenize(tokens.completionIds.slice(0, -1)), llm!.content, `turn ${i}: completion ids decode to the reply and its end-of-generation token`);
     }
   }
-  const sequences = llmTokenSequences(steps);
-  assert.equal(sequences.length, 1, 'one sequence: no prompt had to be rebuilt');
-  const [sequence] = sequences;
-  assert.equal(sequence!.ids.length, length);
-  // The mask is 1 exactly on the sampled tokens, and those are the completions in order.
-  assert.deepEqual(sequence!.ids.filter((_, i) => sequence!.lossMask[i] === 1), turns.flatMap(({ llm }) => llm!.tokens!.completionIds));
-  assert.equal(sequence!.lossMask.filter((bit) => bit === 1).length, turns.reduce((sum, { llm }) => sum + llm!.tokens!.completionIds.length, 0));
+  const samples = llmTrainingSamples(steps);
+  assert.equal(samples.length, 1, 'one sample: no prompt had to be rebuilt');
+  const [sample] = samples;
+  const ids = [...sample!.promptIds, ...sample!.completionIds];
+  assert.equal(ids.length, length);
+  assert.deepEqual(sample!.promptIds, turns[0]!.llm!.tokens!.appendedPromptIds, 'the prompt is the first turn\'s');
+  assert.equal(sample!.completionMask.length, sample!.completionIds.length);
+  assert.equal(sample!.completionLogprobs.length, sample!.completionIds.length);
+  // The mask is 1 exactly on the sampled tokens, and those are the completions in order, with their logprobs.
+  assert.deepEqual(sample!.completionIds.filter((_, i) => sample!.completionMask[i] === 1), turns.flatMap(({ llm }) => llm!.tokens!.completionIds));
+  assert.deepEqual(sample!.completionLogprobs.filter((_, i) => sample!.completionMask[i] === 1), turns.flatMap(({ llm }) => llm!.logprobs!));
+  assert.deepEqual(sample!.stepIndices, turns.map((step) => step.index));
   // The whole sequence decodes to the chat template's rendering of the transcript (each reply as sampled,
   // end-of-generation token included), up to the end of the last reply.
   const replies = await Promise.all(turns.map(({ llm }) => server.detokenize(llm!.tokens!.completionIds)));
   let reply = 0;
   const transcript = actor.transcript().map((m) => (m.role === 'assistant' ? { ...m, content: replies[reply++]! } : m));
   const rendered = await server.applyTemplate(transcript);
-  const text = await server.detokenize(sequence!.ids);
+  const text = await server.detokenize(ids);
   assert.equal(rendered.slice(0, text.length), text);
   assert.ok(text.endsWith(replies.at(-1)!));
   // The environment's own tool specs were offered: the system prompt names each of them.
@@ -130,9 +135,10 @@ test('an episode of program-repair/v1 with the llm policy runs through the rollo
     const turns = trajectory.steps.filter((step) => step.llm !== null);
     assert.ok(turns.length >= 1);
     for (const { llm: call } of turns) assert.equal(call!.logprobs!.length, call!.tokens!.completionIds.length);
-    assert.equal(llmTokenSequences(trajectory.steps).length, 1);
+    const samples = llmTrainingSamples(trajectory.steps);
+    assert.equal(samples.length, 1);
     // The record stays compact: the prompt is never repeated per turn.
     const bytes = Buffer.byteLength(JSON.stringify(trajectory));
-    console.log(`# llm trajectory: ${turns.length} model turns, ${llmTokenSequences(trajectory.steps)[0]!.ids.length} tokens, ${bytes} bytes as JSON`);
+    console.log(`# llm trajectory: ${turns.length} model turns, ${samples[0]!.promptIds.length + samples[0]!.completionIds.length} tokens, ${bytes} bytes as JSON`);
   }
 });

@@ -90,7 +90,7 @@ test('every notebook renders on a real demo run, and its charts show what its SQ
 
   const out = tempDir('notebook-reports');
   const names = readdirSync(NOTEBOOKS).filter((f) => f.endsWith('.sql')).map((f) => f.slice(0, -4));
-  assert.deepEqual(names.sort(), ['difficulty', 'hack-flags', 'learning-curve', 'rewards', 'sandbox-latency', 'tool-mix', 'verifier-disagreement']);
+  assert.deepEqual(names.sort(), ['difficulty', 'hack-flags', 'learning-curve', 'llm-rollouts', 'rewards', 'sandbox-latency', 'tool-mix', 'verifier-disagreement']);
   const reports = new Map<string, { html: string; results: CellResult[] }>();
   for (const name of names) {
     const report = await render(dataDir, name);

@@ -1,0 +1,173 @@
+/**
+ * LLM rollout benchmark: `npm run bench:llm [-- --rounds 3 --tasks 1 --group-size 2 --max-turns 3 --max-tokens 48]`.
+ *
+ * Against the stack's model server (llama.cpp serving SmolLM2-135M-Instruct; `stack up --llm`, started here
+ * when absent), --rounds rounds (at least 3), each of two sides in turn:
+ *   1. the loop: `runLoop` with the llm policy over --tasks bundled tasks x --group-size episodes (the real
+ *      rollout worker path: Kafka, sandboxes, the registry, the verifier and the sink running beside it);
+ *      its rollout tokens per second are the completion tokens of the episodes over the span from the first
+ *      episode's start to the last one's end;
+ *   2. the bare server answering the same prompts: every model turn of the round's episodes sent again to
+ *      `/completion` (the same prompt token ids, sampling parameters, seed and JSON-schema constraint), the
+ *      episodes as many at a time as the loop ran them (in batches), each one's turns in order (so the server's prompt
+ *      cache sees what it saw in the loop); tokens per second over that wall time.
+ * Per model turn, the overhead of trialrun over the server: the step's time outside the sandbox (the
+ * policy's template and tokenize calls, the completion, parsing, the environment's own work) minus the bare
+ * server's time for the same request, and the part of it outside the model request (which the server's own
+ * speed does not move); p50 and p95 over every turn of every round. Prints min / median / max
+ * per side and the load average at each round.
+ */
+import { join } from 'node:path';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import '../envs/index.js';
+import { repoRoot } from '../cli/paths.js';
+import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
+import { LlamaCppClient } from '../connectors/llm/index.js';
+import { DockerSandboxPool } from '../connectors/sandbox/index.js';
+import { REPAIR_TOOL_SPECS } from '../envs/index.js';
+import { runLoop } from '../pipelines/loop/index.js';
+import { LLM_POLICY, resolveLlmPolicyOptions, toolCallSchema } from '../policies/index.js';
+import { STACK_LLM_URL, type Trajectory } from '../schemas/index.js';
+import { imageFor, llmComponent, stackUp } from '../stack/index.js';
+import { freshContext, readAll, tempDir } from '../test/integration/harness.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    tasks: { type: 'string', default: '1' },
+    'group-size': { type: 'string', default: '2' },
+    'max-turns': { type: 'string', default: '3' },
+    'max-tokens': { type: 'string', default: '48' },
+  },
+});
+const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens', min: number): number => {
+  const value = Number(values[name]);
+  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
+  return value;
+};
+const ROUNDS = count('rounds', 3);
+const TASKS = count('tasks', 1);
+const GROUP_SIZE = count('group-size', 1);
+const MAX_TURNS = count('max-turns', 1);
+const MAX_TOKENS = count('max-tokens', 1);
+
+const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
+const quantile = (xs: readonly number[], q: number): number => {
+  const s = sorted(xs);
+  const at = (s.length - 1) * q;
+  const low = Math.floor(at);
+  return s[low]! + (s[Math.min(low + 1, s.length - 1)]! - s[low]!) * (at - low);
+};
+const fmt = (n: number, digits = 1): string => n.toFixed(digits);
+const spread = (xs: readonly number[], digits = 1): string => `${fmt(quantile(xs, 0.5), digits)} (${fmt(Math.min(...xs), digits)} to ${fmt(Math.max(...xs), digits)})`;
+const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
+
+/** One model turn as the loop ran it: its whole prompt, sampling and timings. */
+interface RecordedTurn {
+  readonly promptIds: number[];
+  readonly sampling: { temperature: number; topP: number; maxTokens: number; seed: number };
+  readonly constrained: boolean;
+  readonly completionTokens: number;
+  /** The step's time outside the sandbox, and the model request's part of it. */
+  readonly stepMs: number;
+  readonly requestMs: number;
+}
+
+/** Each episode's model turns with their whole prompts, rebuilt from the appended ids (the prefix rule). */
+function recordedTurns(trajectory: Trajectory): RecordedTurn[] {
+  const turns: RecordedTurn[] = [];
+  let ids: number[] = [];
+  for (const step of trajectory.steps) {
+    const llm = step.llm;
+    if (!llm?.tokens || !llm.sampling || llm.sampling.seed === null) continue;
+    const promptIds = llm.tokens.extendsPrevious ? [...ids, ...llm.tokens.appendedPromptIds] : [...llm.tokens.appendedPromptIds];
+    if (promptIds.length !== llm.tokens.promptLength) throw new Error(`${trajectory.trajectoryId} step ${step.index}: the recorded prompt does not rebuild (${promptIds.length} of ${llm.tokens.promptLength} tokens)`);
+    ids = [...promptIds, ...llm.tokens.completionIds];
+    turns.push({
+      promptIds,
+      sampling: { ...llm.sampling, seed: llm.sampling.seed },
+      constrained: llm.constrained,
+      completionTokens: llm.tokens.completionIds.length,
+      stepMs: step.durationMs - step.sandboxMs,
+      requestMs: llm.latencyMs,
+    });
+  }
+  return turns;
+}
+
+async function main(): Promise<void> {
+  await stackUp(log);
+  await stackUp(log, [llmComponent({ url: STACK_LLM_URL, external: false })]);
+  const llm = resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, maxTokensPerTurn: MAX_TOKENS }, {});
+  const server = new LlamaCppClient({ rootUrl: STACK_LLM_URL.replace(/\/v1$/, '') });
+  const schema = toolCallSchema(REPAIR_TOOL_SPECS);
+  const pool = new DockerSandboxPool();
+  const loopRates: number[] = [];
+  const bareRates: number[] = [];
+  const overheads: number[] = [];
+  const requestOverheads: number[] = [];
+  const outsideRequest: number[] = [];
+  const loads: string[] = [];
+  let turnsTotal = 0;
+  let sameTokens = 0;
+  try {
+    for (let round = 1; round <= ROUNDS; round++) {
+      loads.push(loadavg().map((x) => x.toFixed(1)).join(' '));
+      const context = await freshContext(`bench-llm-${round}`);
+      const summary = await runLoop(context, {
+        taskFile: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'),
+        limitTasks: TASKS,
+        dataDir: tempDir('bench-llm'),
+        pool,
+        imageFor,
+        checkpoints: new LocalCheckpointStore(tempDir('bench-llm-checkpoints')),
+        policyId: LLM_POLICY,
+        llm,
+        groupSize: GROUP_SIZE,
+        maxTurns: MAX_TURNS,
+        rolloutWorkers: 1,
+        verifiers: 1,
+      });
+      const trajectories = (await readAll(context, 'trajectories')).filter((t) => t.lineage.runId === summary.runId);
+      const ends = trajectories.map((t) => Date.parse(t.lineage.createdAt));
+      const span = Math.max(...ends) - Math.min(...trajectories.map((t, i) => ends[i]! - t.totalMs));
+      const episodes = trajectories.map(recordedTurns);
+      const loopTokens = episodes.flat().reduce((sum, turn) => sum + turn.completionTokens, 0);
+      loopRates.push((loopTokens / span) * 1000);
+
+      let bareTokens = 0;
+      const started = performance.now();
+      // As many episodes at once as the loop ran (the server's two slots), each one's turns in order.
+      const replay = async (turns: readonly RecordedTurn[]): Promise<void> => {
+        for (const turn of turns) {
+          const answer = await server.complete({ promptIds: turn.promptIds, sampling: turn.sampling, jsonSchema: turn.constrained ? schema : undefined });
+          bareTokens += answer.completionIds.length;
+          if (answer.completionIds.length === turn.completionTokens) sameTokens++;
+          overheads.push(turn.stepMs - answer.latencyMs);
+          requestOverheads.push(turn.requestMs - answer.latencyMs);
+          outsideRequest.push(turn.stepMs - turn.requestMs);
+          turnsTotal++;
+        }
+      };
+      for (let first = 0; first < episodes.length; first += llm.concurrentEpisodes) await Promise.all(episodes.slice(first, first + llm.concurrentEpisodes).map(replay));
+      const bareMs = performance.now() - started;
+      bareRates.push((bareTokens / bareMs) * 1000);
+      log(`round ${round}: loop ${trajectories.length} episodes, ${loopTokens} completion tokens in ${fmt(span / 1000)} s (${fmt(loopRates.at(-1)!)} tokens/s); bare ${bareTokens} tokens in ${fmt(bareMs / 1000)} s (${fmt(bareRates.at(-1)!)} tokens/s); load ${loads.at(-1)}`);
+    }
+  } finally {
+    await pool.close();
+  }
+  console.log(`\nllm rollouts: ${ROUNDS} rounds of ${TASKS} task(s) x ${GROUP_SIZE} episodes, at most ${MAX_TURNS} turns of ${MAX_TOKENS} tokens, ${llm.concurrentEpisodes} episodes at once; load average per round: ${loads.join(' | ')}`);
+  console.log(`completion tokens/s, median (min to max):`);
+  console.log(`  through the loop (rollout worker, sandboxes, Kafka; verifier and sink beside it)  ${spread(loopRates)}`);
+  console.log(`  bare server, the same prompts                                                    ${spread(bareRates)}`);
+  console.log(`  loop / bare                                                                      ${fmt(quantile(loopRates, 0.5) / quantile(bareRates, 0.5), 2)}`);
+  console.log(`per model turn (${turnsTotal} turns; the bare reply had as many tokens as the loop's in ${sameTokens}):`);
+  console.log(`  overhead of trialrun over the server (step outside the sandbox - bare request), ms  p50 ${fmt(quantile(overheads, 0.5), 0)}  p95 ${fmt(quantile(overheads, 0.95), 0)}`);
+  console.log(`  of which in the model request itself (loop request - bare request), ms              p50 ${fmt(quantile(requestOverheads, 0.5), 0)}  p95 ${fmt(quantile(requestOverheads, 0.95), 0)}`);
+  // Not the server's: the policy's template and tokenize calls, reply parsing, the environment's own work.
+  console.log(`  outside the model request (step outside the sandbox - loop request), ms            p50 ${fmt(quantile(outsideRequest, 0.5), 0)}  p95 ${fmt(quantile(outsideRequest, 0.95), 0)}`);
+}
+
+await main();

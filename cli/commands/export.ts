@@ -1,0 +1,48 @@
+import { AnalyticsCatalog, exportTrainingSamples, SAMPLE_EXPORT_FORMATS } from '../../connectors/analytics/index.js';
+import { ConfigError, RewardDisposition } from '../../schemas/index.js';
+import type { Command } from '../command.js';
+import { choiceOption, listOption, outputFile, stringOption } from '../options.js';
+import { dataDir, dataDirHelp } from '../paths.js';
+
+export const exportCommand: Command = {
+  name: 'export',
+  summary:
+    'Export the LLM training samples of the analytics store (the training_samples view: prompt_ids, completion_ids,\n' +
+    'completion_mask, completion_logprobs, advantage, reward, policy versions, trajectory and group ids; docs/llm.md).\n' +
+    'Example: trialrun export samples --format parquet --out samples.parquet --disposition learn',
+  usage: 'samples',
+  options: {
+    format: { type: 'string', default: 'parquet' },
+    out: { type: 'string' },
+    run: { type: 'string', multiple: true },
+    disposition: { type: 'string', multiple: true },
+    'data-dir': { type: 'string' },
+  },
+  help: {
+    format: `${SAMPLE_EXPORT_FORMATS.join(' or ')} (one sample an object a line)`,
+    out: 'the file to write (required)',
+    run: 'only this loop run\'s samples (repeatable; default: every run)',
+    disposition: `only samples whose reward is ${RewardDisposition.options.join(', ')} (repeatable; default: all, the advantage is 0 unless learn)`,
+    'data-dir': dataDirHelp(),
+  },
+  async run(values, positionals) {
+    if (positionals.length !== 1 || positionals[0] !== 'samples') throw new ConfigError(`export what? use "export samples", got "${positionals.join(' ')}"`);
+    const format = choiceOption(values, 'format', SAMPLE_EXPORT_FORMATS);
+    const outOption = stringOption(values, 'out');
+    if (outOption === undefined) throw new ConfigError(`--out <file> is required, e.g. --out samples.${format}`);
+    const out = outputFile(outOption, '--out');
+    const dispositions = listOption(values, 'disposition');
+    const unknown = (dispositions ?? []).filter((d) => !(RewardDisposition.options as readonly string[]).includes(d));
+    if (unknown.length) throw new ConfigError(`--disposition must be one of ${RewardDisposition.options.join(', ')}, got "${unknown.join('", "')}"`);
+    const store = dataDir(values);
+    const runIds = listOption(values, 'run');
+    const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
+    try {
+      const report = await exportTrainingSamples(catalog, { out, format, dispositions: dispositions as RewardDisposition[] | undefined });
+      process.stdout.write(`wrote ${report.samples} samples of ${report.trajectories} trajectories to ${out} from ${store}${runIds ? ` (runs ${runIds.join(', ')})` : ''}\n`);
+      return 0;
+    } finally {
+      catalog.close();
+    }
+  },
+};
