@@ -31,6 +31,7 @@ import { LLM_POLICY, resolveLlmPolicyOptions, toolCallSchema } from '../policies
 import { STACK_LLM_URL, type Trajectory } from '../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../stack/index.js';
 import { freshContext, readAll, tempDir } from '../test/integration/harness.js';
+import { BenchReport } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -97,6 +98,7 @@ function recordedTurns(trajectory: Trajectory): RecordedTurn[] {
 }
 
 async function main(): Promise<void> {
+  const report = new BenchReport('llm', `npm run bench:llm -- --rounds ${ROUNDS} --tasks ${TASKS} --group-size ${GROUP_SIZE} --max-turns ${MAX_TURNS} --max-tokens ${MAX_TOKENS}`);
   await stackUp(log);
   await stackUp(log, [llmComponent({ url: STACK_LLM_URL, external: false })]);
   const llm = resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, maxTokensPerTurn: MAX_TOKENS }, {});
@@ -168,6 +170,8 @@ async function main(): Promise<void> {
   console.log(`  of which in the model request itself (loop request - bare request), ms              p50 ${fmt(quantile(requestOverheads, 0.5), 0)}  p95 ${fmt(quantile(requestOverheads, 0.95), 0)}`);
   // Not the server's: the policy's template and tokenize calls, reply parsing, the environment's own work.
   console.log(`  outside the model request (step outside the sandbox - loop request), ms            p50 ${fmt(quantile(outsideRequest, 0.5), 0)}  p95 ${fmt(quantile(outsideRequest, 0.95), 0)}`);
+  report.compare({ metric: `llm rollouts, ${TASKS} task(s) x ${GROUP_SIZE} episodes a round`, unit: 'completion tokens/s', ours: loopRates, baseline: bareRates, baselineName: 'bare llama.cpp server, same token prompts', higherIsBetter: true });
+  report.save();
 }
 
 await main();

@@ -21,7 +21,7 @@ async function userQuery<T>(work: () => Promise<T>): Promise<T> {
 export const sqlCommand: Command = {
   name: 'sql',
   summary:
-    'Run DuckDB SQL over the analytics store. Tables: trajectories, steps, verifications, rewards, checkpoints, tasks.\n' +
+    'Run DuckDB SQL over the analytics store. Tables: trajectories, steps, verifications, rewards, checkpoints, tasks, llm_turns, training_samples.\n' +
     'Several statements separated by ";" run in order, each result printed (table format).\n' +
     'Example: trialrun sql "SELECT policy_version, avg(passed::INT) FROM verifications GROUP BY 1 ORDER BY 1"',
   usage: '<query>',

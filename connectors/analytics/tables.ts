@@ -225,6 +225,9 @@ export const VERIFICATIONS: TableSpec<Row<Verification>> = {
     ),
     col('quarantine_reason', 'utf8', (r) => r.quarantine?.reason ?? null),
     col('rescore_id', 'utf8', (r) => r.rescoreId ?? null),
+    // The reward under the task's RewardSpec; records from before it existed scored passed ? 1 : 0.
+    col('score', 'float64', (r) => r.score ?? (r.passed ? 1 : 0)),
+    col('check_kind', 'utf8', (r) => r.checkKind ?? 'tests'),
     ...lineageColumns<Verification>(),
   ],
 };

@@ -122,7 +122,8 @@ export interface SinkStageTimes {
  * seeks back to read its records again. One sink (one consumer group) per data folder.
  */
 export class AnalyticsSink {
-  readonly metrics = new ProcessorMetrics();
+  // One sink per process lands every table; it shows in /metrics beside the stream processors.
+  readonly metrics = new ProcessorMetrics({ processor: 'analytics-sink', instance: '0' });
   /** Rows landed per table since start. */
   readonly rowsWritten = new Map<string, number>();
   /** Rows landed since start per table and run (lineage.runId), keyed `table/runId`. */
