@@ -1,17 +1,22 @@
 import { resolveStoredTrees, treeBytes, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
-import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
+import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
 import { ConfigError, nowIso, type Trajectory } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
-import type { PolicyTracker } from './policy-tracker.js';
+
+/** Where a worker gets its policy between episodes (a PolicyTracker following the checkpoint topic), and what it serves. */
+export interface PolicySource {
+  readonly kind: { readonly policyId: string; readonly serves: ServedEnvs };
+  current(): Policy<unknown>;
+}
 
 export interface RolloutWorkerOptions extends MembershipOptions {
   runId: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
-  policies: PolicyTracker;
+  policies: PolicySource;
   /** Samples per task (G), all under one policy version. @default 4 */
   groupSize?: number;
   /** Tool calls per episode. @default 14 */
