@@ -8,11 +8,12 @@ import { readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { WORKSPACE_ENV, type WorkspaceObservation } from '../../envs/index.js';
 import { createRolloutWorker, type PolicySource } from '../../pipelines/rollout-worker/index.js';
-import { resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import { publishTasks, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
 import type { Action, Policy } from '../../policies/index.js';
 import type { Task } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
+import { workspaceMiniTasks } from './workspace-fixtures.js';
 
 /**
  * The rollout side of workspace/v1 with claim checks: a task whose repository is 50 MB is published with its tree
@@ -84,4 +85,23 @@ test('a 50 MB workspace travels as a claim check: small records, an episode on i
   assert.equal(Object.keys(final).filter((path) => path.startsWith('data/')).length, 100);
   assert.equal(final['data/chunk-042.txt'], (await trees.get(published!.stored!.files!))['data/chunk-042.txt']);
   assert.ok(!Object.keys(final).some((path) => path.startsWith('tests/hidden/')), 'the hidden tests never entered the sandbox');
+});
+
+test('a task of an environment the worker\'s policy does not serve is a dead letter naming both, and the worker goes on', { timeout: 300_000 }, async () => {
+  const context = await freshContext('ws-mismatch');
+  const [task] = await workspaceMiniTasks();
+  const source: PolicySource = { kind: { policyId: 'linear-repair', serves: ['program-repair/v1'] }, current: () => scriptedFixer() as Policy<unknown> };
+  const worker = createRolloutWorker(context, { runId: 'ws-mismatch', pool, imageFor, policies: source, groupSize: 1 });
+  await worker.start();
+  try {
+    await publishTasks(context.kafka, context.serde, context.names, [task!]);
+    await eventually('the dead letter', async () => worker.metrics.deadLettered === 1, 240_000);
+  } finally {
+    await worker.stop();
+  }
+  const [letter] = await readAll(context, 'deadLetters');
+  assert.equal(letter!.processor, 'rollout-worker');
+  assert.equal(letter!.error.retriable, false);
+  assert.match(letter!.error.message, /policy linear-repair does not serve environment workspace\/v1: it serves program-repair\/v1/);
+  assert.equal((await readAll(context, 'trajectories')).length, 0);
 });
