@@ -25,7 +25,7 @@ import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
 import { LlamaCppClient } from '../connectors/llm/index.js';
 import { DockerSandboxPool } from '../connectors/sandbox/index.js';
-import { REPAIR_TOOL_SPECS } from '../envs/index.js';
+import { envToolSpecs, PROGRAM_REPAIR } from '../envs/index.js';
 import { runLoop } from '../pipelines/loop/index.js';
 import { LLM_POLICY, resolveLlmPolicyOptions, toolCallSchema } from '../policies/index.js';
 import { STACK_LLM_URL, type Trajectory } from '../schemas/index.js';
@@ -103,7 +103,7 @@ async function main(): Promise<void> {
   await stackUp(log, [llmComponent({ url: STACK_LLM_URL, external: false })]);
   const llm = resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, maxTokensPerTurn: MAX_TOKENS }, {});
   const server = new LlamaCppClient({ rootUrl: STACK_LLM_URL.replace(/\/v1$/, '') });
-  const schema = toolCallSchema(REPAIR_TOOL_SPECS);
+  const schema = toolCallSchema(envToolSpecs(PROGRAM_REPAIR));
   const pool = new DockerSandboxPool();
   const loopRates: number[] = [];
   const bareRates: number[] = [];

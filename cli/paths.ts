@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import { openTreeStore, type TreeStore } from '../connectors/artifacts/index.js';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
 import { checkoutRoot } from '../schemas/index.js';
 import { stackPaths } from '../stack/index.js';
@@ -29,5 +30,7 @@ export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): strin
 
 export const checkpointStore = (env: NodeJS.ProcessEnv = process.env): CheckpointStore => openCheckpointStore(checkpointsLocation(env));
 
-/** Claim-checked file trees (large task trees, final workspaces): TRIALRUN_ARTIFACTS, else `artifacts` under the state folder. */
-export const artifactStore = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_ARTIFACTS ?? join(stateDir(env), 'artifacts');
+/** File trees kept out of records (claim checks): `artifacts` under the state folder unless TRIALRUN_ARTIFACTS names another store. */
+export const artifactsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_ARTIFACTS ?? join(stateDir(env), 'artifacts');
+
+export const treeStore = (env: NodeJS.ProcessEnv = process.env): TreeStore => openTreeStore(artifactsLocation(env));

@@ -1,5 +1,7 @@
+import type { z } from 'zod';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
-import type { FileTree, Task, ToolCall, ToolResult, WorkspaceExtras } from '../schemas/index.js';
+import { ConfigError, describeIssues, type FileTree, type Task, type ToolCall, type ToolResult, type VerificationSpec, type WorkspaceExtras } from '../schemas/index.js';
+import { toolSpecs, type ToolDef, type ToolSpec } from './tools.js';
 
 /** One transition, Gymnasium-style: what the tool returned, what the agent now sees, and whether it is over. */
 export interface EnvStep<Obs> {
@@ -14,7 +16,7 @@ export interface EnvStep<Obs> {
   readonly sandboxMs: number;
 }
 
-/** Environments expose only init, step and close, and are created by registered id. */
+/** Environments expose only init, step and close. */
 export interface Environment<Obs> {
   init(task: Task, signal?: AbortSignal): Promise<Obs>;
   step(action: ToolCall, signal?: AbortSignal): Promise<EnvStep<Obs>>;
@@ -26,6 +28,16 @@ export interface Environment<Obs> {
   describe(observation: Obs): string;
 }
 
+/** What every environment's observation holds, so that a policy serving any environment (a language model) can act on it. */
+export interface AgentObservation {
+  /** The task's prompt. */
+  readonly description: string;
+  readonly turn: number;
+  readonly maxTurns: number;
+  /** What the previous tool call returned; null at the start. */
+  readonly lastResult: ToolResult | null;
+}
+
 export interface EnvDeps {
   readonly pool: SandboxPool;
   readonly runId: string;
@@ -35,21 +47,68 @@ export interface EnvDeps {
   readonly maxTurns: number;
 }
 
-export type EnvFactory = (deps: EnvDeps) => Environment<unknown>;
-
-const registry = new Map<string, EnvFactory>();
-
-export function registerEnv(id: string, factory: EnvFactory): void {
-  if (registry.has(id)) throw new Error(`environment "${id}" is already registered`);
-  registry.set(id, factory);
+/**
+ * Everything trialrun needs to know about one environment (the Gymnasium/skyrl-gym registration, as data): its
+ * tools, defined once in zod; the sandbox image it runs in; what a task of it must carry; how a task without a
+ * verification spec is verified; what a language model is told; and how to make one.
+ */
+export interface EnvSpec<Obs extends AgentObservation = AgentObservation> {
+  /** Registered id, versioned (`program-repair/v1`): tasks name it in `envId`. */
+  readonly id: string;
+  readonly summary: string;
+  readonly tools: readonly ToolDef[];
+  /** Sandbox image recipe (a folder of sandbox-images/) a task without `image` runs in. */
+  readonly defaultImage: string;
+  /** What a task of this environment must hold (its trees resolved from the artifact store first); checked at init and by the task job. */
+  readonly taskPayload: z.ZodType;
+  /** How a task without `verification` is verified. */
+  readonly defaultVerification: VerificationSpec;
+  /** For language-model agents: the system prompt, and the first user message for an episode. */
+  readonly prompt: { readonly instructions: string; opening(observation: Obs): string };
+  create(deps: EnvDeps): Environment<Obs>;
 }
 
-export function makeEnv(id: string, deps: EnvDeps): Environment<unknown> {
-  const factory = registry.get(id);
-  if (!factory) throw new Error(`unknown environment "${id}"; registered: ${[...registry.keys()].join(', ') || 'none'}`);
-  return factory(deps);
+// Specs are looked up by the id a task names; each spec's observation type is its own business.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type AnyEnvSpec = EnvSpec<any>;
+
+/** The function-calling specs of an environment's tools (JSON Schema derived from their zod arguments). */
+export const envToolSpecs = (spec: AnyEnvSpec): ToolSpec[] => toolSpecs(spec.tools);
+
+/** Throws a ConfigError naming every field of the task that its environment's payload schema refuses. */
+export function checkTaskPayload(spec: AnyEnvSpec, task: Task): void {
+  const parsed = spec.taskPayload.safeParse(task);
+  if (!parsed.success) throw new ConfigError(`task ${task.taskId} is not a valid ${spec.id} task:\n  ${describeIssues(parsed.error).join('\n  ')}`);
 }
 
-export function registeredEnvs(): string[] {
-  return [...registry.keys()];
+/** The registered environments, built from an explicit list (nothing registers itself by being imported). */
+export class EnvRegistry {
+  private readonly specs: ReadonlyMap<string, AnyEnvSpec>;
+
+  constructor(specs: readonly AnyEnvSpec[]) {
+    const byId = new Map<string, AnyEnvSpec>();
+    for (const spec of specs) {
+      if (byId.has(spec.id)) throw new ConfigError(`environment "${spec.id}" is listed twice`);
+      byId.set(spec.id, spec);
+    }
+    this.specs = byId;
+  }
+
+  ids(): string[] {
+    return [...this.specs.keys()];
+  }
+
+  has(id: string): boolean {
+    return this.specs.has(id);
+  }
+
+  get(id: string): AnyEnvSpec {
+    const spec = this.specs.get(id);
+    if (!spec) throw new ConfigError(`unknown environment "${id}"; registered: ${this.ids().join(', ') || 'none'}`);
+    return spec;
+  }
+
+  make(id: string, deps: EnvDeps): Environment<unknown> {
+    return this.get(id).create(deps);
+  }
 }

@@ -1,16 +1,15 @@
-import type { RepairObservation } from '../envs/index.js';
 import { ConfigError } from '../schemas/index.js';
 import { linearRepairKind } from './linear-repair/index.js';
 import { LLM_POLICY, llmPolicyKind, type ResolvedLlmPolicyOptions } from './llm/index.js';
 import { onnxRepairKind } from './onnx-repair/index.js';
-import type { AnyPolicyKind } from './types.js';
+import { checkPairing, type AnyPolicyKind } from './types.js';
 
 export * from './types.js';
 export * from './linear-repair/index.js';
 export * from './llm/index.js';
 export * from './onnx-repair/index.js';
 
-const kinds = new Map<string, AnyPolicyKind<RepairObservation>>([
+const kinds = new Map<string, AnyPolicyKind<unknown>>([
   [linearRepairKind.policyId, linearRepairKind],
   [onnxRepairKind.policyId, onnxRepairKind],
 ]);
@@ -22,7 +21,7 @@ export interface PolicySettings {
 }
 
 /** The policy kind a checkpoint or a command names. */
-export function policyKind(policyId: string, settings: PolicySettings = {}): AnyPolicyKind<RepairObservation> {
+export function policyKind(policyId: string, settings: PolicySettings = {}): AnyPolicyKind<unknown> {
   if (policyId === LLM_POLICY) {
     if (!settings.llm) throw new ConfigError('the llm policy needs its server settings (PolicySettings.llm, from resolveLlmPolicyOptions)');
     return llmPolicyKind(settings.llm);
@@ -33,3 +32,10 @@ export function policyKind(policyId: string, settings: PolicySettings = {}): Any
 }
 
 export const policyIds = (): string[] => [...kinds.keys(), LLM_POLICY];
+
+/** The policy kind a command names, refused (a ConfigError) unless it serves every one of `envIds`. */
+export function policyKindFor(policyId: string, envIds: readonly string[], settings: PolicySettings = {}): AnyPolicyKind<unknown> {
+  const kind = policyKind(policyId, settings);
+  for (const envId of envIds) checkPairing(kind, envId);
+  return kind;
+}

@@ -1,4 +1,5 @@
-import type { LlmCall, PolicyDecision, ToolCall } from '../schemas/index.js';
+import type { AnyEnvSpec } from '../envs/index.js';
+import { ConfigError, type LlmCall, type PolicyDecision, type ToolCall } from '../schemas/index.js';
 
 export interface Action {
   readonly action: ToolCall;
@@ -19,8 +20,8 @@ export interface Policy<Obs> {
   readonly version: number;
   /** Async so that a policy may run a model (onnxruntime) or call a server (an LLM). */
   act(observation: Obs, random: () => number, signal?: AbortSignal): Promise<Action>;
-  /** A policy that keeps per-episode state (a chat transcript) hands out one actor per episode. */
-  startEpisode?(): Policy<Obs>;
+  /** A policy that keeps per-episode state (a chat transcript) hands out one actor per episode, for that episode's environment. */
+  startEpisode?(env: AnyEnvSpec): Policy<Obs>;
 }
 
 /** One trajectory's learned choices with the group-relative advantage of its outcome. */
@@ -51,6 +52,8 @@ export interface UpdateOptions {
  */
 export interface PolicyKind<Obs, Params, Optimizer> {
   readonly policyId: string;
+  /** The environments it acts in: their ids, or 'any' for a policy that takes its tools from the environment's spec. */
+  readonly serves: ServedEnvs;
   readonly featureNames: readonly string[];
   /** False for a kind the learner cannot train (the llm policy, whose weights live in a model server). @default true */
   readonly trainable?: boolean;
@@ -63,6 +66,17 @@ export interface PolicyKind<Obs, Params, Optimizer> {
   inlineWeights(params: Params): number[];
   load(params: Params, version: number): Promise<Policy<Obs>>;
   update(params: Params, optimizer: Optimizer, samples: readonly PolicySample[], options: UpdateOptions): Promise<TrainingStep<Params, Optimizer>>;
+}
+
+/** The environments a policy kind serves: a list of ids, or every environment ('any'). */
+export type ServedEnvs = readonly string[] | 'any';
+
+export const servesEnv = (kind: { readonly serves: ServedEnvs }, envId: string): boolean => kind.serves === 'any' || kind.serves.includes(envId);
+
+/** Refuses a policy for an environment it does not serve, with a ConfigError naming both (checked before anything starts). */
+export function checkPairing(kind: { readonly policyId: string; readonly serves: ServedEnvs }, envId: string): void {
+  if (servesEnv(kind, envId)) return;
+  throw new ConfigError(`policy ${kind.policyId} does not serve environment ${envId}: it serves ${kind.serves === 'any' ? 'any' : kind.serves.join(', ')}; choose a policy that serves ${envId} (the llm policy serves every environment)`);
 }
 
 // Kinds are looked up by the policy id a checkpoint names; the parameter types are the kind's own business.

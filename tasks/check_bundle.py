@@ -38,10 +38,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_TOOL = REPO_ROOT / "sandbox-images" / "python-repair" / "tools" / "trialrun_repair.py"
 
-KINDS = frozenset({
-    "compare-op", "arith-op", "bool-op", "negation", "off-by-one",
-    "slice-bound", "range-bound", "swap-args", "return-value",
-})
+# The one list of edit kinds, shipped beside the edit tool.
+KINDS = frozenset(json.loads((DEFAULT_TOOL.parent / "edit_kinds.json").read_text(encoding="utf-8"))["kinds"])
 FIELDS: dict[str, type] = {
     "id": str, "title": str, "description": str, "module": str, "buggy_source": str,
     "fixed_source": str, "visible_tests": str, "hidden_tests": str, "tags": list,

@@ -1,14 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { startDashboard, type Dashboard } from '../../dashboard/index.js';
+import { dirname, join } from 'node:path';
+import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
-import { policyIds } from '../../policies/index.js';
+import { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import { LINEAR_REPAIR_POLICY, LLM_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
+import { ConfigError, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointStore, dataDir } from '../paths.js';
+import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { bundledTasks, checkpointStore, dataDir, repoRoot, treeStore } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 export function formatSummary(summary: LoopSummary): string {
@@ -27,15 +31,34 @@ export function formatSummary(summary: LoopSummary): string {
   ].join('\n');
 }
 
+/** Per environment: the task set the demo runs and the policy it uses unless told otherwise. */
+const DEMO_DEFAULTS: Record<string, { readonly tasks: () => string; readonly policy: string }> = {
+  [PROGRAM_REPAIR_ENV]: { tasks: bundledTasks, policy: LINEAR_REPAIR_POLICY },
+  [WORKSPACE_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml'), policy: LLM_POLICY },
+};
+
 /** The loop's settings from the command line, every one checked: a bad value stops before `stack up`. */
-export type DemoSettings = Required<Pick<LoopOptions, 'taskFile' | 'dataDir' | 'policyId' | 'groupSize' | 'batchSize' | 'maxTurns' | 'rolloutWorkers' | 'verifiers'>> &
-  Pick<LoopOptions, 'limitTasks' | 'llm'>;
+export type DemoSettings = Required<Pick<LoopOptions, 'dataDir' | 'policyId' | 'groupSize' | 'batchSize' | 'maxTurns' | 'rolloutWorkers' | 'verifiers'>> &
+  Pick<LoopOptions, 'limitTasks' | 'llm' | 'taskFile'> & {
+    readonly envId: string;
+    /** A workspace job file whose tasks the demo builds (a dry run of the task job); set instead of taskFile. */
+    readonly workspaceJob?: string;
+  };
 
 export function resolveDemoSettings(values: OptionValues): DemoSettings {
+  const envId = choiceOption(values, 'env', Object.keys(DEMO_DEFAULTS));
+  const defaults = DEMO_DEFAULTS[envId]!;
+  const policy = policyChoice({ ...values, policy: values.policy ?? defaults.policy }, policyIds());
+  // A policy that does not serve the environment stops here, before the stack is touched.
+  policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm });
+  const tasks = stringOption(values, 'tasks') ?? defaults.tasks();
+  const taskSource =
+    envId === PROGRAM_REPAIR_ENV ? { taskFile: taskRowsFile(tasks, '--tasks') } : { workspaceJob: existingFile(tasks, '--tasks (a workspace job file)') };
   return {
-    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    envId,
+    ...taskSource,
     dataDir: dataDir(),
-    ...policyChoice(values, policyIds()),
+    ...policy,
     limitTasks: intOption(values, 'limit'),
     groupSize: requiredInt(values, 'group-size'),
     batchSize: requiredInt(values, 'batch-size'),
@@ -43,6 +66,15 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
   };
+}
+
+/** The tasks of a workspace job file, built as `tasks publish --dry-run` builds them (large trees go to the artifact store). */
+async function workspaceTasks(file: string, settings: DemoSettings): Promise<readonly Task[]> {
+  const raw = readStructuredFile(file, 'job file');
+  if (!isWorkspaceJob(raw)) throw new ConfigError(`--tasks ${file} is not a workspace job file (env: ${WORKSPACE_ENV})`);
+  const report = await runWorkspaceJob({ job: resolveWorkspaceJob(raw, dirname(file), `job file ${file}`), rejectsDir: join(settings.dataDir, 'rejects'), trees: treeStore(), dryRun: true });
+  if (report.tasks.length === 0) throw new ConfigError(`job file ${file} gave no tasks (${report.rejected} rejected; see ${report.rejectsFile})`);
+  return report.tasks;
 }
 
 export const demoCommand: Command = {
@@ -57,24 +89,27 @@ export const demoCommand: Command = {
     'max-turns': { type: 'string', default: '14' },
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
-    policy: { type: 'string', default: 'linear-repair' },
     dashboard: { type: 'boolean' },
+    env: { type: 'string', default: PROGRAM_REPAIR_ENV },
+    policy: { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
-    tasks: 'JSON Lines task file (default: the bundled tasks/repair-bundle.jsonl)',
+    env: `environment: ${Object.keys(DEMO_DEFAULTS).join(', ')} (workspace/v1 runs tasks/workspace-mini with --policy llm)`,
+    tasks: 'program-repair/v1: a JSON Lines task file (default: the bundled tasks/repair-bundle.jsonl); workspace/v1: a workspace job file (default: tasks/workspace-mini/job.yaml)',
     limit: 'use only the first N tasks',
     'group-size': 'samples per task (G)',
     'batch-size': 'samples per learner update',
     'max-turns': 'tool calls per episode',
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
-    policy: `policy kind: ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     dashboard: 'serve the live dashboard of this run alongside (http://127.0.0.1:8321/; see trialrun dashboard --help)',
+    policy: `policy kind: ${policyIds().join(', ')}; default linear-repair for program-repair/v1, llm for workspace/v1 (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const settings = resolveDemoSettings(values);
+    const { envId, workspaceJob, ...settings } = resolveDemoSettings(values);
+    const tasks = workspaceJob ? await workspaceTasks(workspaceJob, { envId, ...settings }) : undefined;
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
     const context = await processorContext();
     const pool = new DockerSandboxPool();
@@ -93,6 +128,8 @@ export const demoCommand: Command = {
       const summary = await runLoop(context, {
         ...settings,
         runId,
+        tasks,
+        trees: treeStore(),
         pool,
         imageFor,
         checkpoints: checkpointStore(),

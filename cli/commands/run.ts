@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { openTreeStore } from '../../connectors/artifacts/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
-import { LINEAR_REPAIR_POLICY, policyIds } from '../../policies/index.js';
+import { ENVIRONMENTS, PROGRAM_REPAIR_ENV } from '../../envs/index.js';
+import { LINEAR_REPAIR_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
 import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
@@ -14,7 +14,7 @@ import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
-import { artifactStore, checkpointStore, dataDir } from '../paths.js';
+import { checkpointStore, dataDir, treeStore } from '../paths.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
 
@@ -37,6 +37,7 @@ export const runProcessorCommand: Command = {
     'batch-size': { type: 'string', default: '16' },
     'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
+    env: { type: 'string', default: PROGRAM_REPAIR_ENV },
     ...LLM_OPTIONS,
   },
   help: {
@@ -46,6 +47,7 @@ export const runProcessorCommand: Command = {
     'batch-size': 'learner: samples per update',
     'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
     policy: `rollout-worker: policy kind rolled out, ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
+    env: `rollout-worker: the environments whose tasks it rolls out, comma-separated (${ENVIRONMENTS.ids().join(', ')}); the policy must serve each`,
     ...LLM_HELP,
   },
   async run(values, [name, ...extra]) {
@@ -61,6 +63,10 @@ export const runProcessorCommand: Command = {
     const batchSize = requiredInt(values, 'batch-size');
     const policy = policyChoice(values, policyIds());
     if (name !== 'rollout-worker' && (policy.policyId !== LINEAR_REPAIR_POLICY || policy.llm)) throw new ConfigError(`--policy and its flags go with run rollout-worker, not run ${name}`);
+    const envIds = (stringOption(values, 'env') ?? PROGRAM_REPAIR_ENV).split(',').map((id) => id.trim()).filter(Boolean);
+    if (name !== 'rollout-worker' && (envIds.length !== 1 || envIds[0] !== PROGRAM_REPAIR_ENV)) throw new ConfigError(`--env goes with run rollout-worker, not run ${name}`);
+    // A policy that does not serve an expected environment stops here, before the stack or Kafka is touched.
+    if (name === 'rollout-worker') policyKindFor(policy.policyId, envIds.map((id) => ENVIRONMENTS.get(id).id), { llm: policy.llm });
     // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
     const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
     const pool = new DockerSandboxPool();
@@ -70,11 +76,11 @@ export const runProcessorCommand: Command = {
       await stackUp((line) => void process.stderr.write(`${line}\n`), llmServerFor(policy));
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore(), policyId: policy.policyId, settings: { llm: policy.llm } });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
+      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, envIds, trees: treeStore(), instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());
-      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs, artifacts: openTreeStore(artifactStore()) });
+      processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs, trees: treeStore() });
     } else if (name === 'reward') {
       processor = createRewardProcessor(context, { sessionTimeoutMs });
     } else if (name === 'learner') {

@@ -2,13 +2,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
-import { formatReport, loadJobFile, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, runWorkspaceJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, JOB_FILE, stringOption } from '../options.js';
-import { dataDir } from '../paths.js';
+import { dataDir, treeStore } from '../paths.js';
 
 /** The report without the task records themselves, for --json. */
 function reportJson(report: TaskJobReport): string {
@@ -25,7 +25,10 @@ export const tasksCommand: Command = {
     '                        exact and near duplicates and eval contamination, derive validated repair tasks from\n' +
     '                        solutions, place tasks in difficulty buckets from observed pass rates, and publish the\n' +
     '                        batch to the tasks topic in one transaction (tasks already published are not sent again)\n' +
-    '  publish <rows.jsonl>  the same over a file of bundled-format repair rows, with default settings',
+    '  publish <rows.jsonl>  the same over a file of bundled-format repair rows, with default settings\n' +
+    '  A job file with `env: workspace/v1` publishes workspace tasks instead (tasks/workspace-mini/job.yaml): trees from\n' +
+    '  folders, tarballs or git commits, a verification spec per task, trees above storeTreesAboveBytes kept in the\n' +
+    '  artifact store ($TRIALRUN_ARTIFACTS, else artifacts/ under the state folder)',
   usage: 'publish <job.yaml | rows.jsonl>',
   options: {
     'dry-run': { type: 'boolean', default: false },
@@ -43,9 +46,19 @@ export const tasksCommand: Command = {
   async run(values, [action, file, ...extra]) {
     if (action !== 'publish' || !file || extra.length > 0) throw new ConfigError('usage: trialrun tasks publish <job.yaml | rows.jsonl> [--dry-run] [--json]');
     const path = existingFile(file, 'the job or rows file');
-    const job = JOB_FILE.test(path) ? loadJobFile(path) : rowsFileJob(path);
     const dryRun = Boolean(values['dry-run']);
     const out = stringOption(values, 'out');
+    const raw = JOB_FILE.test(path) ? readStructuredFile(path, 'job file') : null;
+    if (isWorkspaceJob(raw)) {
+      if (out) throw new ConfigError('--out writes repair rows; a workspace job (env: workspace/v1) has none');
+      const job = resolveWorkspaceJob(raw, dirname(path), `job file ${path}`);
+      const context = dryRun ? undefined : await processorContext();
+      if (context) await prepareTopics(context);
+      const report = await runWorkspaceJob({ job, rejectsDir: join(dataDir(), 'rejects'), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
+      process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
+      return 0;
+    }
+    const job = JOB_FILE.test(path) ? loadJobFile(path) : rowsFileJob(path);
     const analyticsDir = stringOption(values, 'analytics') ?? dataDir();
     const context = dryRun ? undefined : await processorContext();
     if (context) await prepareTopics(context);

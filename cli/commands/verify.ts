@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { openTreeStore } from '../../connectors/artifacts/index.js';
 import { checkRange, readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { loadJobFile, rowsFileJob, runTaskJob } from '../../pipelines/task-job/index.js';
@@ -12,7 +11,7 @@ import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
-import { artifactStore, dataDir } from '../paths.js';
+import { dataDir, treeStore } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
@@ -100,7 +99,7 @@ export const verifyCommand: Command = {
     }
     // Every option is checked before a sandbox pool or a connection exists.
     // Claim-checked trees (large task trees, final workspaces) are read from the checkout's artifact store.
-    const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0), artifacts: openTreeStore(artifactStore()) };
+    const options = { timeoutMs: requiredInt(values, 'timeout-ms'), referenceRuns: requiredInt(values, 'reference-runs', 0), trees: treeStore() };
     const jsonOption = stringOption(values, 'json');
     const json = jsonOption === undefined ? undefined : outputFile(jsonOption, '--json');
     const taskFile = file === undefined ? undefined : existingFile(file, 'the job or rows file');

@@ -44,6 +44,17 @@ const DEFAULT_LIMITS: ResolvedSandboxLimits = {
   tmpInodes: 16_384,
 };
 
+/**
+ * Limits for a sandbox that must hold a workspace of `treeBytes` (a large repository task): the defaults when
+ * they fit it with room to spare, else a /workspace three times the tree (the agent's changes, build output)
+ * and the memory to back it, since tmpfs pages count against the sandbox's memory. Undefined: the defaults.
+ */
+export function limitsForWorkspace(treeBytes: number): SandboxLimits | undefined {
+  const workspaceBytes = 3 * treeBytes + 16 * 1024 * 1024;
+  if (workspaceBytes <= DEFAULT_LIMITS.workspaceBytes) return undefined;
+  return { workspaceBytes, memoryBytes: Math.max(DEFAULT_LIMITS.memoryBytes, workspaceBytes + 256 * 1024 * 1024) };
+}
+
 /** Smallest accepted value per limit: below these the agent and a python3 cannot even start. */
 const LIMIT_MINIMUMS: ResolvedSandboxLimits = {
   cpus: 0.01,

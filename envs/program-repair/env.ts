@@ -1,23 +1,25 @@
 import { WORKSPACE, type Sandbox } from '../../connectors/sandbox/index.js';
+import { z } from 'zod';
 import { ConfigError, WorkspaceFileError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
+import { checkToolCall, tool } from '../tools.js';
 import type { EnvDeps, EnvStep, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
 import { parsePytestOutput } from './pytest-output.js';
 
 export const PROGRAM_REPAIR_ENV = 'program-repair/v1';
-export const REPAIR_TOOLS = ['read_file', 'write_file', 'run_tests', 'list_edits', 'apply_edit', 'revert', 'submit'] as const;
-export type RepairTool = (typeof REPAIR_TOOLS)[number];
 
-/** The tools as function-calling specs (JSON Schema parameters), for LLM agents. */
-export const REPAIR_TOOL_SPECS: ReadonlyArray<{ name: RepairTool; description: string; parameters: Record<string, unknown> }> = [
-  { name: 'read_file', description: 'Read a file in the workspace.', parameters: { type: 'object', properties: { path: { type: 'string' } }, required: ['path'], additionalProperties: false } },
-  { name: 'write_file', description: 'Replace a file in the workspace with new contents.', parameters: { type: 'object', properties: { path: { type: 'string' }, content: { type: 'string' } }, required: ['path', 'content'], additionalProperties: false } },
-  { name: 'run_tests', description: 'Run the visible tests and show pytest output.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
-  { name: 'list_edits', description: 'List candidate single-site edits of the module (each has an id).', parameters: { type: 'object', properties: {}, additionalProperties: false } },
-  { name: 'apply_edit', description: 'Apply one candidate edit by id (reverting any edit applied before).', parameters: { type: 'object', properties: { id: { type: 'integer' } }, required: ['id'], additionalProperties: false } },
-  { name: 'revert', description: 'Undo the applied edit.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
-  { name: 'submit', description: 'Submit the workspace as the final answer; ends the episode.', parameters: { type: 'object', properties: {}, additionalProperties: false } },
-];
+/** The tools, defined once: the argument check and the function-calling specs (`toolSpec`) both come from these. */
+export const REPAIR_TOOL_DEFS = [
+  tool('read_file', 'Read a file in the workspace.', { path: z.string() }),
+  tool('write_file', 'Replace a file in the workspace with new contents.', { path: z.string(), content: z.string() }),
+  tool('run_tests', 'Run the visible tests and show pytest output.', {}),
+  tool('list_edits', 'List candidate single-site edits of the module (each has an id).', {}),
+  tool('apply_edit', 'Apply one candidate edit by id (reverting any edit applied before).', { id: z.int() }),
+  tool('revert', 'Undo the applied edit.', {}),
+  tool('submit', 'Submit the workspace as the final answer; ends the episode.', {}),
+] as const;
+export const REPAIR_TOOLS = REPAIR_TOOL_DEFS.map((def) => def.name);
+export type RepairTool = (typeof REPAIR_TOOL_DEFS)[number]['name'];
 
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
@@ -46,7 +48,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     if (modules.length !== 1) throw new ConfigError(`task ${task.taskId}: program repair needs exactly one module in files, got ${modules.length}`);
     const modulePath = modules[0]!;
     this.task = task;
-    this.sandbox = await this.deps.pool.acquire({ image: this.deps.imageFor(IMAGE_RECIPE), runId: this.deps.runId, taskId: task.taskId });
+    this.sandbox = await this.deps.pool.acquire({ image: this.deps.imageFor(task.image ?? IMAGE_RECIPE), runId: this.deps.runId, taskId: task.taskId });
     await this.sandbox.writeFiles({ ...task.files, ...task.visibleTests });
     const source = task.files[modulePath]!;
     this.state = {
@@ -80,18 +82,18 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     let final: FinalWorkspace | null = null;
 
     try {
-      const tool = checkedCall(action);
-      switch (tool) {
+      const call = checkToolCall(REPAIR_TOOL_DEFS, action);
+      switch (call.name) {
         case 'read_file': {
-          const path = stringArg(action, 'path');
+          const path = call.args.path as string;
           result = ok(await sandbox.readFile(path, WORKSPACE, { maxBytes: MAX_FILE_BYTES }));
           break;
         }
         case 'write_file': {
-          const content = stringArg(action, 'content');
+          const content = call.args.content as string;
           const bytes = Buffer.byteLength(content);
           if (bytes > MAX_FILE_BYTES) throw new ConfigError(`tool write_file: content is ${bytes} bytes; files up to ${MAX_FILE_BYTES} bytes can be written (and reach the verifier)`);
-          await sandbox.writeFiles({ [stringArg(action, 'path')]: content });
+          await sandbox.writeFiles({ [call.args.path as string]: content });
           result = ok('written');
           break;
         }
@@ -111,7 +113,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
           break;
         }
         case 'apply_edit': {
-          const id = numberArg(action, 'id');
+          const id = call.args.id as number;
           if (state.applied) {
             await this.repairTool(run, ['revert', state.modulePath]);
             // The earlier edit is undone whatever happens to this one (a failure below keeps this observation).
@@ -206,31 +208,3 @@ interface FinalWorkspace {
 const ok = (output: string): ToolResult => ({ ok: true, output: clip(output), truncated: output.length > MAX_OBSERVED_OUTPUT, exitCode: 0 });
 const fail = (output: string): ToolResult => ({ ok: false, output: clip(output), truncated: false, exitCode: null });
 const clip = (text: string): string => (text.length > MAX_OBSERVED_OUTPUT ? `${text.slice(0, MAX_OBSERVED_OUTPUT / 2)}\n...\n${text.slice(-MAX_OBSERVED_OUTPUT / 2)}` : text);
-
-/** The tool a call names, once its name and arguments have the right shape; a ConfigError says what is wrong. */
-function checkedCall(action: ToolCall): RepairTool {
-  if (typeof action !== 'object' || action === null) throw new ConfigError(`a tool call must be an object with a name and arguments, got ${JSON.stringify(action)}`);
-  const { name } = action;
-  const spec = REPAIR_TOOL_SPECS.find((tool) => tool.name === name);
-  if (!spec) throw new ConfigError(`unknown tool ${JSON.stringify(name)}; tools: ${REPAIR_TOOLS.join(', ')}`);
-  const args: unknown = action.arguments;
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) throw new ConfigError(`tool ${name}: arguments must be an object, got ${JSON.stringify(args) ?? String(args)}`);
-  const known = Object.keys((spec.parameters.properties ?? {}) as Record<string, unknown>);
-  const unknown = Object.keys(args).filter((key) => !known.includes(key));
-  if (unknown.length > 0) throw new ConfigError(`tool ${name} takes no argument ${unknown.map((key) => JSON.stringify(key)).join(', ')} (it takes ${known.join(', ') || 'none'})`);
-  return spec.name;
-}
-
-function stringArg(action: ToolCall, name: string): string {
-  const value = Object.hasOwn(action.arguments, name) ? action.arguments[name] : undefined;
-  if (typeof value !== 'string') throw new ConfigError(`tool ${action.name}: argument "${name}" must be a string, got ${describeValue(value)}`);
-  return value;
-}
-
-function numberArg(action: ToolCall, name: string): number {
-  const value = Object.hasOwn(action.arguments, name) ? action.arguments[name] : undefined;
-  if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new ConfigError(`tool ${action.name}: argument "${name}" must be a whole number, got ${describeValue(value)}`);
-  return value;
-}
-
-const describeValue = (value: unknown): string => (value === undefined ? 'nothing' : clip(JSON.stringify(value) ?? String(value)).slice(0, 200));

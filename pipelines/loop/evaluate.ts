@@ -1,6 +1,6 @@
 import { inTransaction } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { makeEnv, type RepairObservation } from '../../envs/index.js';
+import { ENVIRONMENTS, makeEnv, type RepairObservation } from '../../envs/index.js';
 import { seededRandom, type Policy } from '../../policies/index.js';
 import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
@@ -72,7 +72,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
       // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
       const episode = await withRetries(async (): Promise<EvaluatedEpisode> => {
         const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns });
-        const played = await runEpisode(env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
+        const played = await runEpisode(ENVIRONMENTS.get(task.envId), env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
         const trajectory: Trajectory = {
           trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles, finalExtras: played.finalExtras,
           outcome: played.outcome, error: null, totalMs: played.totalMs, sandboxMs: played.sandboxMs,

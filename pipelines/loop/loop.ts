@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import type { TreeStore } from '../../connectors/artifacts/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { settledTopicOffsets } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { LINEAR_REPAIR_POLICY, policyKind, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
+import { ENVIRONMENTS } from '../../envs/index.js';
+import { LINEAR_REPAIR_POLICY, policyKindFor, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
@@ -33,6 +35,11 @@ export interface LoopOptions {
    * @default none
    */
   llm?: ResolvedLlmPolicyOptions;
+  /**
+   * The artifact store for trees kept out of records (claim checks): tasks' stored trees are read from it and large
+   * final trees written to it. @default none (every tree must be inline)
+   */
+  trees?: TreeStore;
   /** @default a random UUID */
   runId?: string;
   /** Use only the first N valid tasks. @default all */
@@ -131,9 +138,9 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const runId = options.runId ?? randomUUID();
   const groupSize = options.groupSize ?? 4;
   const settings = { llm: options.llm };
+  const policyId = options.policyId ?? LINEAR_REPAIR_POLICY;
   // Checked before anything is published: an llm policy without its settings stops here.
-  const trainable = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, settings).trainable !== false;
-  await prepareTopics(context);
+  policyKindFor(policyId, [], settings);
 
   let rejectedRows = 0;
   let rejectsFile: string | null = null;
@@ -147,6 +154,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   }
   const tasks = source.slice(0, options.limitTasks ?? source.length);
   if (tasks.length === 0) throw new ConfigError('LoopOptions: there are no tasks to run');
+  // Every environment the tasks name must be registered and served by the policy, before anything starts.
+  const envIds = [...new Set(tasks.map((task) => ENVIRONMENTS.get(task.envId).id))];
+  const trainable = policyKindFor(policyId, envIds, settings).trainable !== false;
+  await prepareTopics(context);
   let epochs = 0;
   const expected = (): number => epochs * tasks.length * groupSize;
 
@@ -172,10 +183,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
-    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, instanceId: String(i), accept: ownRecord }),
+    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });

@@ -1,4 +1,4 @@
-import type { Environment } from '../../envs/index.js';
+import type { AnyEnvSpec, Environment } from '../../envs/index.js';
 import type { Policy } from '../../policies/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type FileTree, type Step, type TrajectoryOutcome, type WorkspaceExtras } from '../../schemas/index.js';
 
@@ -14,6 +14,7 @@ export interface EpisodeResult {
 
 /** Runs one episode to its end (submit or the turn cap) and always releases the environment. */
 export async function runEpisode<Obs>(
+  spec: AnyEnvSpec,
   env: Environment<Obs>,
   init: () => Promise<Obs>,
   policy: Policy<Obs>,
@@ -22,7 +23,7 @@ export async function runEpisode<Obs>(
 ): Promise<EpisodeResult> {
   const started = performance.now();
   const steps: Step[] = [];
-  const actor = policy.startEpisode?.() ?? policy;
+  const actor = policy.startEpisode?.(spec) ?? policy;
   let sandboxMs = 0;
   try {
     let observation: Obs = await init();

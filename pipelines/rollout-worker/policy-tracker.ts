@@ -2,7 +2,6 @@ import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import type { Kafka, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import type { RepairObservation } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy, type PolicySettings } from '../../policies/index.js';
 import { errorMessage, type PolicyCheckpoint, type TopicNames } from '../../schemas/index.js';
 
@@ -22,13 +21,14 @@ export interface PolicyTrackerOptions {
  * Workers ask between episodes, so a new version is picked up without a restart.
  */
 export class PolicyTracker {
-  private pinned: Policy<RepairObservation> | null = null;
+  private pinned: Policy<unknown> | null = null;
   private readonly readers: TopicReader[] = [];
 
   private constructor(
     private readonly options: PolicyTrackerOptions,
-    private readonly kind: AnyPolicyKind<RepairObservation>,
-    private newest: Policy<RepairObservation>,
+    /** The kind served: its id, and the environments it serves. */
+    readonly kind: AnyPolicyKind<unknown>,
+    private newest: Policy<unknown>,
   ) {}
 
   static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
@@ -59,7 +59,7 @@ export class PolicyTracker {
     return tracker;
   }
 
-  current(): Policy<RepairObservation> {
+  current(): Policy<unknown> {
     return this.pinned ?? this.newest;
   }
 
@@ -67,7 +67,7 @@ export class PolicyTracker {
     await Promise.all(this.readers.map((reader) => reader.stop()));
   }
 
-  private async load(checkpoint: PolicyCheckpoint): Promise<Policy<RepairObservation>> {
+  private async load(checkpoint: PolicyCheckpoint): Promise<Policy<unknown>> {
     if (!checkpoint.artifact) throw new Error(`checkpoint v${checkpoint.version} has no artifact`);
     if (checkpoint.artifact.sha256 !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version}: record and artifact digests differ`);
     const bytes = await this.options.store.get(checkpoint.artifact);

@@ -1,16 +1,22 @@
+import { resolveStoredTrees, treeBytes, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { makeEnv, type Environment } from '../../envs/index.js';
-import { seededRandom, type Policy, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
-import { nowIso, type Trajectory } from '../../schemas/index.js';
+import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
+import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
+import { ConfigError, mapLimit, nowIso, type Trajectory } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
-import type { PolicyTracker } from './policy-tracker.js';
+
+/** Where a worker gets its policy between episodes (a PolicyTracker following the checkpoint topic), and what it serves. */
+export interface PolicySource {
+  readonly kind: { readonly policyId: string; readonly serves: ServedEnvs };
+  current(): Policy<unknown>;
+}
 
 export interface RolloutWorkerOptions extends MembershipOptions {
   runId: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
-  policies: PolicyTracker;
+  policies: PolicySource;
   /** Samples per task (G), all under one policy version. @default 4 */
   groupSize?: number;
   /** Tool calls per episode. @default 14 */
@@ -31,6 +37,21 @@ export interface RolloutWorkerOptions extends MembershipOptions {
   admit?: (signal: AbortSignal) => Promise<void>;
   /** Which tasks this worker is for; the others are committed past (ProcessorOptions.accept). @default every task */
   accept?: Accept<'tasks'>;
+  /**
+   * The environments this worker expects: each is checked against the policy when the worker is made, so a
+   * mismatched pair stops at start. A task of another environment is a dead letter naming both. @default none checked
+   */
+  envIds?: readonly string[];
+  /** The environments tasks are run in. @default ENVIRONMENTS (every registered one) */
+  environments?: EnvRegistry;
+  /**
+   * The artifact store holding trees kept out of records (claim checks): a task's stored trees are read from it,
+   * and a final workspace above `storeTreesAboveBytes` goes into it (`finalFilesRef`). @default none: a task with
+   * stored trees is a dead letter saying so, and every final tree is inline
+   */
+  trees?: TreeStore;
+  /** Final trees larger than this (UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
+  storeTreesAboveBytes?: number;
 }
 
 /**
@@ -39,19 +60,6 @@ export interface RolloutWorkerOptions extends MembershipOptions {
  */
 export function llmTaskTimeoutMs(llm: Pick<ResolvedLlmPolicyOptions, 'concurrentEpisodes' | 'maxEpisodeMs'>, groupSize: number): number {
   return Math.ceil(groupSize / llm.concurrentEpisodes) * (llm.maxEpisodeMs + 120_000);
-}
-
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const results: R[] = new Array(items.length);
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await fn(items[index]!);
-    }
-  });
-  await Promise.all(lanes);
-  return results;
 }
 
 /**
@@ -65,6 +73,11 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
   if (!Number.isInteger(groupSize) || groupSize < 1) throw new Error(`RolloutWorkerOptions.groupSize must be a whole number >= 1, got ${groupSize}`);
   if (!Number.isInteger(maxTurns) || maxTurns < 3) throw new Error(`RolloutWorkerOptions.maxTurns must be a whole number >= 3, got ${maxTurns}`);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`RolloutWorkerOptions.concurrency must be a whole number >= 1, got ${concurrency}`);
+  const environments = options.environments ?? ENVIRONMENTS;
+  const storeAbove = options.storeTreesAboveBytes ?? 256 * 1024;
+  if (!Number.isInteger(storeAbove) || storeAbove < 0) throw new ConfigError(`RolloutWorkerOptions.storeTreesAboveBytes must be a whole number >= 0, got ${storeAbove}`);
+  // A policy that cannot act in an expected environment is refused before anything is consumed.
+  for (const envId of options.envIds ?? []) checkPairing(options.policies.kind, environments.get(envId).id);
 
   return new StreamProcessor(
     context,
@@ -81,7 +94,11 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       sessionTimeoutMs: options.sessionTimeoutMs,
     },
     async ({ record, signal }) => {
-      const task = record.value;
+      // Refusals here are ConfigErrors (not retriable): the task becomes a dead letter that says why.
+      const spec = environments.get(record.value.envId);
+      checkPairing(options.policies.kind, spec.id);
+      const task = await resolveStoredTrees(record.value, options.trees ?? null);
+      checkTaskPayload(spec, task);
       await options.admit?.(signal);
       // One policy snapshot per group: GRPO compares samples of the same policy version.
       const policy = options.policies.current() as Policy<unknown>;
@@ -90,9 +107,11 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
         Array.from({ length: groupSize }, (_, attempt) => attempt),
         concurrency,
         async (attempt): Promise<Output> => {
-          const env: Environment<unknown> = makeEnv(task.envId, { pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
+          const env: Environment<unknown> = spec.create({ pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
           const trajectoryId = `${groupId}/${attempt}`;
-          const episode = await runEpisode(env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
+          const episode = await runEpisode(spec, env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
+          // A large final tree travels as a claim check; its blobs are shared with the task's own tree.
+          const finalFilesRef = options.trees && treeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
           const trajectory: Trajectory = {
             trajectoryId,
             groupId,
@@ -100,7 +119,8 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
             envId: task.envId,
             policyId: policy.policyId,
             steps: episode.steps,
-            finalFiles: episode.finalFiles,
+            finalFiles: finalFilesRef ? {} : episode.finalFiles,
+            ...(finalFilesRef ? { finalFilesRef } : {}),
             finalExtras: episode.finalExtras,
             outcome: episode.outcome,
             error: null,

@@ -10,3 +10,5 @@ export { publishedFingerprints, publishNewTasks, publishTasks, taskFingerprint, 
 export { formatReport } from './report.js';
 export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';
 export { IMPORTERS, JobSpec, loadJobFile, Mapping, MUTATION_KINDS, resolveJob, type JobSpecInput, type ResolvedJob } from './spec.js';
+export { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, WorkspaceJobSpec, WorkspaceTaskEntry, type ResolvedWorkspaceJob, type WorkspaceJobOptions } from './workspace-job.js';
+export { readTree, type ReadTreeOptions, type TreeSource } from './workspace-trees.js';

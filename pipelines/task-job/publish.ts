@@ -25,8 +25,10 @@ export interface PublishOptions {
  * every task already published, even as pass rates move.
  */
 export function taskFingerprint(task: Task): string {
-  const { envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split } = task;
-  return createHash('sha256').update(JSON.stringify([envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split])).digest('hex');
+  const { envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split, stored, verification, image } = task;
+  // The newer fields join only when present, so tasks without them keep the fingerprints they were published with.
+  const newer = stored || verification || image ? [stored ?? null, verification ?? null, image ?? null] : [];
+  return createHash('sha256').update(JSON.stringify([envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split, ...newer])).digest('hex');
 }
 
 /** The latest fingerprint of every task on the topic (compaction semantics: the newest record per key wins). */

@@ -3,11 +3,12 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MAX_ROW_DEPTH, SOURCE_FORMATS } from '../../connectors/files/index.js';
+import { EDIT_KINDS } from '../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage } from '../../schemas/index.js';
 
-/** The single-site edit kinds of the environment's edit tool (`trialrun_repair.py list`). */
-export const MUTATION_KINDS = ['compare-op', 'arith-op', 'bool-op', 'negation', 'off-by-one', 'range-bound', 'slice-bound', 'swap-args', 'return-value'] as const;
-export type MutationKind = (typeof MUTATION_KINDS)[number];
+/** The single-site edit kinds of the environment's edit tool (`trialrun_repair.py list`), from their one list. */
+export const MUTATION_KINDS = EDIT_KINDS;
+export type MutationKind = string;
 
 /**
  * Text built from a source row: `{column}` inserts a column, `{column|slug}` a lower-case slug of it

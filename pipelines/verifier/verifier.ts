@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
-import type { ExecResult, Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
+import { resolveStoredTrees, treeBytes, type TreeStore } from '../../connectors/artifacts/index.js';
+import { limitsForWorkspace, type ExecResult, type Sandbox, type SandboxPool } from '../../connectors/sandbox/index.js';
 import {
   ConfigError,
   errorMessage,
@@ -51,7 +51,7 @@ export interface VerifierOptions {
    * Where trees kept as claim checks are read from: a task's `stored` trees and a trajectory's `finalFilesRef`.
    * @default null (a task or trajectory that needs the store is refused with a ConfigError naming it)
    */
-  artifacts?: TreeStore | null;
+  trees?: TreeStore | null;
 }
 
 export interface ResolvedVerifierOptions extends Required<VerifierOptions> {}
@@ -80,7 +80,7 @@ function specProblem(spec: VerificationSpec): string | null {
 const RESOLVED_TASKS_KEPT = 16;
 
 export function resolveVerifierOptions(options: VerifierOptions): ResolvedVerifierOptions {
-  const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, artifacts: null, ...options };
+  const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, trees: null, ...options };
   if (!Number.isInteger(resolved.timeoutMs) || resolved.timeoutMs < 1000 || resolved.timeoutMs > 600_000) {
     throw new ConfigError(`VerifierOptions.timeoutMs must be a whole number of ms from 1000 to 600000, got ${resolved.timeoutMs}`);
   }
@@ -164,7 +164,7 @@ export class Verifier {
   /** This verifier's version for tasks without a spec of their own; starts one sandbox the first time to learn the image digest. */
   async version(): Promise<string> {
     if (this.imageDigest === undefined) {
-      this.imageDigest = this.withSandbox(VERIFIER_RECIPE, 'version', async (sandbox) => sandbox.imageDigest);
+      this.imageDigest = this.withSandbox(VERIFIER_RECIPE, 'version', 0, async (sandbox) => sandbox.imageDigest);
       this.imageDigest.catch(() => (this.imageDigest = undefined));
     }
     return verifierVersion(this.config, await this.imageDigest);
@@ -179,7 +179,7 @@ export class Verifier {
     const key = revisionOf(task);
     let resolved = this.resolvedTasks.get(key);
     if (!resolved) {
-      resolved = resolveStoredTrees(task, this.options.artifacts).then((full) => {
+      resolved = resolveStoredTrees(task, this.options.trees).then((full) => {
         this.revisions.set(full, key);
         return full;
       });
@@ -194,8 +194,8 @@ export class Verifier {
   async finalFilesOf(trajectory: Trajectory): Promise<FileTree> {
     const ref = trajectory.finalFilesRef ?? null;
     if (ref === null) return trajectory.finalFiles;
-    if (this.options.artifacts === null) throw new ConfigError(`trajectory ${trajectory.trajectoryId} keeps its final files in the artifact store (${ref.digest}), and this verifier has none configured (VerifierOptions.artifacts)`);
-    return this.options.artifacts.get(ref);
+    if (this.options.trees === null) throw new ConfigError(`trajectory ${trajectory.trajectoryId} keeps its final files in the artifact store (${ref.digest}), and this verifier has none configured (VerifierOptions.trees)`);
+    return this.options.trees.get(ref);
   }
 
   async verify(trajectory: Trajectory, signal: AbortSignal, rescoreId: string | null = null): Promise<Verification> {
@@ -408,7 +408,7 @@ export class Verifier {
     const losses: string[] = [];
     for (;;) {
       type Outcome = { result: T; imageDigest: string } | { lost: string; imageDigest: string };
-      const outcome = await this.withSandbox<Outcome>(task.image ?? VERIFIER_RECIPE, task.taskId, async (sandbox) => {
+      const outcome = await this.withSandbox<Outcome>(task.image ?? VERIFIER_RECIPE, task.taskId, treeBytes(task.files) + treeBytes(task.visibleTests) + treeBytes(task.hiddenTests), async (sandbox) => {
         try {
           return { result: await use(sandbox), imageDigest: sandbox.imageDigest };
         } catch (error) {
@@ -470,8 +470,9 @@ export class Verifier {
     }
   }
 
-  private async withSandbox<T>(recipe: string, taskId: string, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
-    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(recipe), runId: this.options.runId, taskId });
+  /** A fresh grading sandbox, sized for a workspace of `treeBytes` (the agent's final tree is about the task's). */
+  private async withSandbox<T>(recipe: string, taskId: string, treeBytes: number, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
+    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(recipe), runId: this.options.runId, taskId, limits: limitsForWorkspace(treeBytes) });
     try {
       return await use(sandbox);
     } finally {

@@ -1,6 +1,7 @@
-import type { CandidateEdit, RepairObservation } from '../../envs/index.js';
+import { EDIT_KINDS, type CandidateEdit, type RepairObservation } from '../../envs/index.js';
 
-const KINDS = ['arith-op', 'bool-op', 'compare-op', 'negation', 'off-by-one', 'range-bound', 'return-value', 'slice-bound', 'swap-args'] as const;
+// Sorted, so the feature order (and every checkpoint's weights) does not depend on the list's order.
+const KINDS = [...EDIT_KINDS].sort();
 
 /** Feature order is part of a checkpoint: a checkpoint whose names differ is rejected on load. */
 export const FEATURE_NAMES: readonly string[] = [

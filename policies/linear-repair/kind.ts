@@ -1,4 +1,4 @@
-import type { RepairObservation } from '../../envs/index.js';
+import { PROGRAM_REPAIR_ENV, type RepairObservation } from '../../envs/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { PolicyKind } from '../types.js';
 import { FEATURE_NAMES } from './features.js';
@@ -16,6 +16,7 @@ function parseJson<T>(bytes: Buffer, what: string): T {
 /** The linear softmax edit chooser as a policy kind: parameters are one weight per feature, stored as JSON. */
 export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState> = {
   policyId: LINEAR_REPAIR_POLICY,
+  serves: [PROGRAM_REPAIR_ENV],
   featureNames: FEATURE_NAMES,
   initial: () => ({ params: FEATURE_NAMES.map(() => 0), optimizer: freshAdam(FEATURE_NAMES.length) }),
   encodeParams: (weights) => Buffer.from(JSON.stringify({ policyId: LINEAR_REPAIR_POLICY, featureNames: FEATURE_NAMES, weights })),

@@ -1,4 +1,4 @@
-import type { RepairObservation } from '../../envs/index.js';
+import type { AgentObservation } from '../../envs/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { PolicyKind } from '../types.js';
 import type { ResolvedLlmPolicyOptions } from './options.js';
@@ -13,9 +13,11 @@ export interface LlmParams {
  * The llm policy as a policy kind, configured with its server and sampling settings. Its weights are the
  * model server's, so this learner does not train it (`trainable: false`: the loop runs no learner for it).
  */
-export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<RepairObservation, LlmParams, null> {
+export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<AgentObservation, LlmParams, null> {
   return {
     policyId: LLM_POLICY,
+    // It takes each episode's tools and prompt from that environment's spec.
+    serves: 'any',
     featureNames: [],
     trainable: false,
     initial: () => ({ params: { model: options.model }, optimizer: null }),

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import type { RepairObservation } from '../../envs/index.js';
+import { PROGRAM_REPAIR, type RepairObservation } from '../../envs/index.js';
 import { seededRandom } from '../types.js';
 import { resolveLlmPolicyOptions } from './options.js';
 import { INVALID_REPLY, LlmPolicy } from './policy.js';
@@ -48,7 +48,7 @@ const choice = (toolCalls: Array<{ name: string; arguments: string }>, tokenIds:
 
 test('on vLLM a call is required of every reply, token ids are recorded, and a prompt extends the previous turn only where its ids do', async () => {
   const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', seed: 5 }, {}), 3);
-  const actor = policy.startEpisode();
+  const actor = policy.startEpisode(PROGRAM_REPAIR);
   const random = seededRandom('x');
   replies.push(() => ({ model: 'm', prompt_token_ids: [1, 2], choices: [choice([{ name: 'run_tests', arguments: '{}' }], [9])], usage: { prompt_tokens: 2, completion_tokens: 1 } }));
   const first = await actor.act(observation(4), random);
@@ -80,7 +80,7 @@ test('on vLLM a call is required of every reply, token ids are recorded, and a p
 
 test('every reply counts against the turn cap: once it is reached the policy submits without calling the model', async () => {
   const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', server: 'openai' }, {}), 0);
-  const actor = policy.startEpisode();
+  const actor = policy.startEpisode(PROGRAM_REPAIR);
   replies.push(() => ({ model: 'm', choices: [{ message: { content: 'I will think about it.' }, finish_reason: 'stop' }] }));
   const first = await actor.act(observation(1), seededRandom('y'));
   assert.equal(first.action.name, INVALID_REPLY);

@@ -1,9 +1,9 @@
 import { ChatClient, LlamaCppClient, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
-import { REPAIR_TOOL_SPECS, type RepairObservation } from '../../envs/index.js';
+import { envToolSpecs, type AgentObservation, type AnyEnvSpec, type ToolSpec } from '../../envs/index.js';
 import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
 import type { ResolvedLlmPolicyOptions } from './options.js';
-import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema, type ParsedReply, type ToolSpec } from './tool-calls.js';
+import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema, type ParsedReply } from './tool-calls.js';
 
 export const LLM_POLICY = 'llm';
 
@@ -52,17 +52,18 @@ async function connect(options: ResolvedLlmPolicyOptions): Promise<Backend> {
   return { kind, client };
 }
 
-export const SYSTEM_PROMPT =
-  'You repair a Python module so that its tests pass. Work only through the tools: run the visible tests, ' +
-  'read the module, list candidate edits and apply one, or write the file yourself; re-run the tests; ' +
-  'submit when they pass. Hidden tests will check your fix, so fix the bug rather than the tests.';
+/** What an episode's actor takes from its environment's spec: the tools and what the model is told. */
+interface EpisodeEnv {
+  readonly tools: readonly ToolSpec[];
+  readonly prompt: AnyEnvSpec['prompt'];
+}
 
-/** The first two messages of an episode: instructions with the tools, and the task. */
-export function openingMessages(observation: RepairObservation, tools: readonly ToolSpec[], listTools: boolean): TemplateMessage[] {
-  const toolList = listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(tools)}` : ' Call exactly one tool per reply.';
+/** The first two messages of an episode: the environment's instructions with its tools, and the task. */
+export function openingMessages(observation: AgentObservation, env: EpisodeEnv, listTools: boolean): TemplateMessage[] {
+  const toolList = listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(env.tools)}` : ' Call exactly one tool per reply.';
   return [
-    { role: 'system', content: `${SYSTEM_PROMPT}${toolList}` },
-    { role: 'user', content: `${observation.description}\n\nThe module is ${observation.modulePath}; the visible tests are in the workspace. You have ${observation.maxTurns} tool calls.` },
+    { role: 'system', content: `${env.prompt.instructions}${toolList}` },
+    { role: 'user', content: env.prompt.opening(observation) },
   ];
 }
 
@@ -73,19 +74,19 @@ export function resultMessage(tool: string, result: Pick<ToolResult, 'ok' | 'out
 }
 
 /**
- * A language model as a policy over the environment's tools (REPAIR_TOOL_SPECS, the environment's own specs).
+ * A language model as a policy over any environment: each episode takes its tools (their function-calling specs,
+ * derived from the zod definitions) and its prompt from that environment's spec.
  * One actor per episode keeps its transcript. Against llama.cpp every turn is token-exact: the prompt goes in
  * as token ids that only ever grow by appending, decoding is constrained to valid tool calls, and the sampled
  * ids and logprobs go into the trajectory. Against other OpenAI-compatible servers it uses function calling.
  */
-export class LlmPolicy implements Policy<RepairObservation> {
+export class LlmPolicy implements Policy<AgentObservation> {
   readonly policyId = LLM_POLICY;
   private backend: Promise<Backend> | null = null;
 
   constructor(
     readonly options: ResolvedLlmPolicyOptions,
     readonly version: number,
-    readonly tools: readonly ToolSpec[] = REPAIR_TOOL_SPECS,
   ) {}
 
   /** The server, probed once per policy; a failed probe is retried by the next episode. */
@@ -97,8 +98,8 @@ export class LlmPolicy implements Policy<RepairObservation> {
     return this.backend;
   }
 
-  startEpisode(): LlmEpisode {
-    return new LlmEpisode(this);
+  startEpisode(env: AnyEnvSpec): LlmEpisode {
+    return new LlmEpisode(this, { tools: envToolSpecs(env), prompt: env.prompt });
   }
 
   act(): Promise<Action> {
@@ -109,7 +110,7 @@ export class LlmPolicy implements Policy<RepairObservation> {
 const submit = (): Action => ({ action: { name: 'submit', arguments: {} }, decision: null });
 
 /** One episode's actor: the transcript, the token sequence so far, and the budgets. */
-export class LlmEpisode implements Policy<RepairObservation> {
+export class LlmEpisode implements Policy<AgentObservation> {
   readonly policyId = LLM_POLICY;
   readonly version: number;
   private readonly started = performance.now();
@@ -123,7 +124,10 @@ export class LlmEpisode implements Policy<RepairObservation> {
   private last: { tool: string; invalid: string | null; calls: readonly ToolCallRequest[] } | null = null;
   private readonly chat: ChatMessage[] = [];
 
-  constructor(private readonly policy: LlmPolicy) {
+  constructor(
+    private readonly policy: LlmPolicy,
+    private readonly env: EpisodeEnv,
+  ) {
     this.version = policy.version;
   }
 
@@ -132,7 +136,7 @@ export class LlmEpisode implements Policy<RepairObservation> {
     return this.messages;
   }
 
-  async act(observation: RepairObservation, random: () => number, signal?: AbortSignal): Promise<Action> {
+  async act(observation: AgentObservation, random: () => number, signal?: AbortSignal): Promise<Action> {
     const { options } = this.policy;
     // Every reply is a turn, valid or not: the turn cap and the wall-clock budget end the episode by submitting.
     if (this.turns >= observation.maxTurns || performance.now() - this.started >= options.maxEpisodeMs) return submit();
@@ -147,10 +151,11 @@ export class LlmEpisode implements Policy<RepairObservation> {
     return backend.kind === 'llama.cpp' ? this.tokenTurn(backend, observation, result, sampling, signal) : this.chatTurn(backend.client, backend.kind, observation, result, sampling, signal);
   }
 
-  private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, observation: RepairObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+  private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, observation: AgentObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
     const { client, identity } = backend;
-    const { options, tools } = this.policy;
-    const messages: TemplateMessage[] = result === null ? openingMessages(observation, tools, true) : [...this.messages, { role: 'tool', content: result }];
+    const { options } = this.policy;
+    const { tools } = this.env;
+    const messages: TemplateMessage[] = result === null ? openingMessages(observation, this.env, true) : [...this.messages, { role: 'tool', content: result }];
     const rendered = await client.applyTemplate(messages, signal);
     // Only the new part is tokenised: what the template renders after the model's reply (its end-of-turn and
     // the result's turn up to the next generation prompt); the reply's own tokens stay as sampled. A template
@@ -187,10 +192,10 @@ export class LlmEpisode implements Policy<RepairObservation> {
     return this.answer(parseToolCallReply(completion.content, tools), llm, completion.content, []);
   }
 
-  private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', observation: RepairObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
-    const { tools } = this.policy;
+  private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', observation: AgentObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+    const { tools } = this.env;
     if (result === null) {
-      const opening = openingMessages(observation, tools, false);
+      const opening = openingMessages(observation, this.env, false);
       this.messages.push(...opening);
       this.chat.push(...opening.map((m) => ({ role: m.role as 'system' | 'user', content: m.content })));
     } else {

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { REPAIR_TOOL_SPECS } from '../../envs/index.js';
+import { REPAIR_TOOL_DEFS, toolSpecs } from '../../envs/index.js';
+
+const REPAIR_TOOL_SPECS = toolSpecs(REPAIR_TOOL_DEFS);
 import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
 
 test('the reply schema allows exactly one call of each of the environment\'s tools, with that tool\'s own argument schema', () => {

@@ -1,11 +1,5 @@
+import type { ToolSpec } from '../../envs/index.js';
 import type { ToolCall } from '../../schemas/index.js';
-
-/** A tool as an environment offers it to language models: a name, what it does, its arguments as JSON Schema. */
-export interface ToolSpec {
-  readonly name: string;
-  readonly description: string;
-  readonly parameters: Record<string, unknown>;
-}
 
 /**
  * The JSON Schema of one reply: a call of exactly one of the tools, `{"name": ..., "arguments": {...}}`, with

@@ -1,4 +1,4 @@
-import type { RepairObservation } from '../../envs/index.js';
+import { PROGRAM_REPAIR_ENV, type RepairObservation } from '../../envs/index.js';
 import type { PolicyKind } from '../types.js';
 import { ONNX_REPAIR_FEATURE_NAMES } from './features.js';
 import { freshAdamState, initialParams, ONNX_REPAIR_POLICY, parseAdamState, parseParams, serializeAdamState, serializeParams, type InitialParamsOptions, type OnnxAdamState, type OnnxParams } from './params.js';
@@ -24,6 +24,7 @@ export function createOnnxRepairKind(options: OnnxRepairKindOptions = {}): Polic
   let trainer: Promise<OnnxTrainer> | undefined;
   return {
     policyId: ONNX_REPAIR_POLICY,
+    serves: [PROGRAM_REPAIR_ENV],
     featureNames: ONNX_REPAIR_FEATURE_NAMES,
     initial: () => {
       const params = versionZero();

@@ -5,7 +5,7 @@ import { repoRoot } from '../../cli/paths.js';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LlamaCppClient } from '../../connectors/llm/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { makeEnv, REPAIR_TOOL_SPECS, type RepairObservation } from '../../envs/index.js';
+import { envToolSpecs, makeEnv, PROGRAM_REPAIR, type RepairObservation } from '../../envs/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
 import { runEpisode } from '../../pipelines/rollout-worker/index.js';
 import { prepareTasks } from '../../pipelines/task-job/index.js';
@@ -32,10 +32,10 @@ after(() => pool.close());
 /** One episode with the actor kept, so its transcript can be compared with the recorded tokens. */
 async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; actor: LlmEpisode }> {
   const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, server: 'llama.cpp', ...options }, {}), 0);
-  const actor = policy.startEpisode();
+  const actor = policy.startEpisode(PROGRAM_REPAIR);
   const once: Policy<RepairObservation> = { policyId: policy.policyId, version: policy.version, act: () => Promise.reject(new Error('unused')), startEpisode: () => actor };
   const env = makeEnv(task.envId, { pool, runId: 'llm-it', imageFor, maxTurns });
-  const episode = await runEpisode(env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal);
+  const episode = await runEpisode(PROGRAM_REPAIR, env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal);
   return { steps: episode.steps, actor };
 }
 
@@ -87,7 +87,7 @@ test('a multi-turn episode on llama.cpp is token-exact: one growing sequence tha
   assert.equal(rendered.slice(0, text.length), text);
   assert.ok(text.endsWith(replies.at(-1)!));
   // The environment's own tool specs were offered: the system prompt names each of them.
-  for (const tool of REPAIR_TOOL_SPECS) assert.ok(actor.transcript()[0]!.content.includes(`"name": "${tool.name}"`));
+  for (const tool of envToolSpecs(PROGRAM_REPAIR)) assert.ok(actor.transcript()[0]!.content.includes(`"name": "${tool.name}"`));
 });
 
 test('a reply that is no valid call (cut off at its token limit) is a failed turn the model is told about; the turn cap still ends the episode', { timeout: 600_000 }, async () => {

@@ -28,8 +28,8 @@ function taskOf(taskId: string, fields: { files: FileTree; visibleTests?: FileTr
 }
 
 const lookup = (tasks: readonly Task[]) => ({ get: (id: string) => tasks.find((t) => t.taskId === id) ?? (() => { throw new NotFoundError(id); })() });
-const verifierFor = (tasks: readonly Task[], extra: { referenceRuns?: number; artifacts?: LocalTreeStore } = {}) =>
-  new Verifier({ runId: 'it-kinds', pool, imageFor, tasks: lookup(tasks), referenceRuns: extra.referenceRuns ?? 1, timeoutMs: 15_000, artifacts: extra.artifacts ?? null });
+const verifierFor = (tasks: readonly Task[], extra: { referenceRuns?: number; trees?: LocalTreeStore } = {}) =>
+  new Verifier({ runId: 'it-kinds', pool, imageFor, tasks: lookup(tasks), referenceRuns: extra.referenceRuns ?? 1, timeoutMs: 15_000, trees: extra.trees ?? null });
 
 /** Verifies one final tree through the whole path a trajectory takes (admission included). */
 async function verdict(verifier: Verifier, task: Task, finalFiles: FileTree, options: Parameters<typeof trajectoryFor>[2] = {}): Promise<Verification> {
@@ -281,7 +281,7 @@ test('through Kafka: claim-checked task and final files, fractional rewards and 
   assert.deepEqual([stored.hiddenTests, stored.stored?.hiddenTests?.files], [{}, 1]);
   await publishTasks(context.kafka, context.serde, context.names, [stored]);
   const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
-  const verifierProcessor = createVerifierProcessor(context, { runId: 'it-kinds', pool, imageFor, tasks, referenceRuns: 1, timeoutMs: 15_000, artifacts: store });
+  const verifierProcessor = createVerifierProcessor(context, { runId: 'it-kinds', pool, imageFor, tasks, referenceRuns: 1, timeoutMs: 15_000, trees: store });
   const rewardProcessor = createRewardProcessor(context, { stragglerDeadlineMs: 600_000 });
   try {
     await verifierProcessor.start();

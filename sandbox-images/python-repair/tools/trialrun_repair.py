@@ -42,17 +42,8 @@ MAX_EDITS = 150
 STATE_DIR_ENV = "TRIALRUN_REPAIR_STATE_DIR"
 DEFAULT_STATE_DIR = "/tmp/.trialrun-repair"
 
-KINDS = (
-    "arith-op",
-    "bool-op",
-    "compare-op",
-    "negation",
-    "off-by-one",
-    "range-bound",
-    "return-value",
-    "slice-bound",
-    "swap-args",
-)
+# The one list of edit kinds, shipped beside this tool (envs/program-repair/edit-kinds.ts reads it too).
+KINDS = tuple(sorted(json.loads(Path(__file__).with_name("edit_kinds.json").read_text(encoding="utf-8"))["kinds"]))
 
 # Plausible slips only, so the list stays small enough for a policy to rank.
 COMPARE_SWAPS: dict[str, tuple[str, ...]] = {

@@ -1,0 +1,307 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { storeLargeTrees, type TreeStore } from '../../connectors/artifacts/index.js';
+import { RejectsFile } from '../../connectors/files/index.js';
+import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV } from '../../envs/index.js';
+import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec, type FileTree } from '../../schemas/index.js';
+import type { ProcessorContext } from '../runtime/index.js';
+import type { StageReport, TaskJobReport } from './job.js';
+import { publishNewTasks } from './publish.js';
+import { readTree, type TreeSource } from './workspace-trees.js';
+
+const TaskId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
+
+/** A tree as a job names it: a folder or tarball path (relative to the file naming it), or a git repository at a commit. */
+const TreeRef = z.union([z.string().min(1), z.object({ git: z.string().min(1), commit: z.string().min(1) }).strict()]);
+
+/** One workspace task, inline in the job file or as `task.json`/`task.yaml` in a task folder. */
+export const WorkspaceTaskEntry = z
+  .object({
+    id: TaskId,
+    title: z.string().min(1),
+    description: z.string().min(1),
+    /** What the agent starts from, its visible tests included. */
+    workspace: TreeRef,
+    /** Files the agent never sees, added in the grading sandbox (hidden tests, expected outputs). @default none */
+    hidden: TreeRef.optional(),
+    /** Files that, laid over the workspace, solve the task (for calibration). @default none */
+    solution: TreeRef.optional(),
+    /** @default the job's verification, else the environment's default */
+    verification: VerificationSpec.optional(),
+    /** Sandbox image recipe. @default the environment's */
+    image: z.string().min(1).optional(),
+    tags: z.array(z.string().min(1)).default([]),
+    priority: z.number().int().default(0),
+    split: z.enum(['train', 'eval']).default('train'),
+  })
+  .strict();
+export type WorkspaceTaskEntry = z.infer<typeof WorkspaceTaskEntry>;
+
+export const WorkspaceJobSpec = z
+  .object({
+    /** The data set's name in every task's lineage. */
+    name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"'),
+    env: z.literal(WORKSPACE_ENV),
+    /** Tasks written out in the job file. @default none */
+    tasks: z.array(WorkspaceTaskEntry).default([]),
+    /** Globs of task folders (relative to the job file), each holding task.json or task.yaml. @default none */
+    folders: z.array(z.string().min(1)).default([]),
+    /** The verification of tasks that name none. @default the environment's default */
+    verification: VerificationSpec.optional(),
+    /** Trees larger than this (UTF-8 bytes) go to the artifact store; the record carries their digest. @default 262144 (256 KiB) */
+    storeTreesAboveBytes: z.number().int().min(0).default(256 * 1024),
+    publish: z
+      .object({
+        /** @default 300000 */
+        transactionTimeoutMs: z.number().int().min(1000).max(900_000).default(300_000),
+        /** @default 2000 */
+        batchSize: z.number().int().min(1).default(2000),
+        /** @default 900000 */
+        requestBytes: z.number().int().min(1024).default(900_000),
+        /** A task whose record is larger, its large trees stored, is rejected before publishing. @default 1000000 */
+        maxRecordBytes: z.number().int().min(1024).default(1_000_000),
+      })
+      .strict()
+      .prefault({}),
+  })
+  .strict()
+  .refine((spec) => spec.tasks.length + spec.folders.length > 0, { message: 'give tasks or folders (or both)', path: ['tasks'] });
+export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
+
+export interface ResolvedWorkspaceJob {
+  readonly spec: WorkspaceJobSpec;
+  /** Where relative paths of the job file resolve. */
+  readonly baseDir: string;
+}
+
+/** Whether a parsed job file is a workspace job (it names `env: workspace/v1`). */
+export const isWorkspaceJob = (raw: unknown): boolean => typeof raw === 'object' && raw !== null && (raw as { env?: unknown }).env === WORKSPACE_ENV;
+
+export function resolveWorkspaceJob(raw: unknown, baseDir: string, what = 'workspace job'): ResolvedWorkspaceJob {
+  const parsed = WorkspaceJobSpec.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(`${what} is invalid:\n  ${describeIssues(parsed.error).join('\n  ')}`);
+  return { spec: parsed.data, baseDir };
+}
+
+/** Parses a YAML or JSON file; a ConfigError names the file and what is wrong. */
+export function readStructuredFile(path: string, what: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`cannot read ${what} ${path}: ${errorMessage(error)}`, { cause: error });
+  }
+  try {
+    return /\.json$/i.test(path) ? JSON.parse(text) : parseYaml(text);
+  } catch (error) {
+    throw new ConfigError(`${what} ${path} is not valid ${/\.json$/i.test(path) ? 'JSON' : 'YAML'}: ${errorMessage(error)}`, { cause: error });
+  }
+}
+
+export interface WorkspaceJobOptions {
+  job: ResolvedWorkspaceJob;
+  /** Folder for the rejects file `<rejectsDir>/<jobRunId>.jsonl`. */
+  rejectsDir: string;
+  /** Where trees above the job's threshold go. */
+  trees: TreeStore;
+  /** @default a random UUID */
+  jobRunId?: string;
+  /** Build and store every task, publish nothing. @default false */
+  dryRun?: boolean;
+  /** Required unless dryRun. @default none */
+  context?: ProcessorContext;
+  /** @default none */
+  onProgress?: (line: string) => void;
+}
+
+/** A task entry with the file it came from (for rejects) and the folder its paths resolve against. */
+interface Located {
+  readonly entry: WorkspaceTaskEntry;
+  readonly source: string;
+  readonly row: number;
+  readonly baseDir: string;
+}
+
+/**
+ * A workspace task job: read every task's trees (folders, tarballs, git snapshots), check each task against the
+ * environment's payload schema, keep trees above the threshold in the artifact store (the record carries their
+ * digest), and publish the batch in one transaction without re-publishing what the topic already holds. A task
+ * that cannot be built goes to the rejects file with the reason; the others go on.
+ */
+export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<TaskJobReport> {
+  const started = performance.now();
+  const { spec } = options.job;
+  const dryRun = options.dryRun ?? false;
+  if (!dryRun && !options.context) throw new ConfigError('WorkspaceJobOptions.context is required unless dryRun is set');
+  const jobRunId = options.jobRunId ?? randomUUID();
+  const progress = options.onProgress ?? (() => undefined);
+  const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
+  const stages: StageReport[] = [];
+  const env = ENVIRONMENTS.get(spec.env);
+  try {
+    let stageStart = performance.now();
+    const located = await locateTasks(options.job, rejects);
+    const built: Task[] = [];
+    const counts: Record<string, number> = {};
+    const reject = (item: Located, stage: string, category: string, reason: string): void => {
+      counts[category] = (counts[category] ?? 0) + 1;
+      rejects.add({ source: item.source, row: item.row, stage, reason, taskId: item.entry.id });
+    };
+    const origin = new Map<string, Located>();
+    const hash = createHash('sha256');
+    const createdAt = nowIso();
+    const seen = new Set<string>();
+    for (const item of located) {
+      const { entry } = item;
+      if (seen.has(entry.id)) {
+        reject(item, 'build', 'duplicate id', `task id ${entry.id} is given twice`);
+        continue;
+      }
+      seen.add(entry.id);
+      progress(`reading ${entry.id}`);
+      let trees: { files: FileTree; hidden: FileTree; solution: FileTree | null };
+      try {
+        trees = {
+          files: await readTree(treeSource(entry.workspace, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }),
+          hidden: entry.hidden ? await readTree(treeSource(entry.hidden, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : {},
+          solution: entry.solution ? await readTree(treeSource(entry.solution, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : null,
+        };
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        reject(item, 'read', 'unreadable tree', error.message);
+        continue;
+      }
+      hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution]));
+      const parsed = Task.safeParse({
+        taskId: entry.id,
+        envId: env.id,
+        title: entry.title,
+        description: entry.description,
+        files: trees.files,
+        visibleTests: {},
+        hiddenTests: trees.hidden,
+        referenceSolution: trees.solution,
+        tags: entry.tags,
+        priority: entry.priority,
+        split: entry.split,
+        difficulty: null,
+        source: { dataset: spec.name, datasetHash: 'pending', jobRunId, sourceRow: item.row },
+        lineage: { taskId: entry.id, attempt: 0, runId: jobRunId, policyVersion: null, sandboxImageDigest: null, verifierVersion: null, createdAt },
+        verification: entry.verification ?? spec.verification ?? env.defaultVerification,
+        ...(entry.image ? { image: entry.image } : {}),
+      });
+      if (!parsed.success) {
+        reject(item, 'build', 'invalid task', describeIssues(parsed.error).join('; '));
+        continue;
+      }
+      try {
+        checkTaskPayload(env, parsed.data);
+      } catch (error) {
+        reject(item, 'build', 'invalid task', errorMessage(error));
+        continue;
+      }
+      built.push(parsed.data);
+      origin.set(entry.id, item);
+    }
+    const datasetHash = hash.digest('hex');
+    stages.push({ stage: 'read', rowsIn: located.length, rowsOut: built.length, seconds: (performance.now() - stageStart) / 1000, rejects: { ...counts }, notes: [] });
+
+    stageStart = performance.now();
+    const tasks: Task[] = [];
+    let storedTrees = 0;
+    for (const task of built) {
+      const stored = await storeLargeTrees({ ...task, source: { ...task.source, datasetHash } }, options.trees, spec.storeTreesAboveBytes);
+      const recordBytes = 5 + Buffer.byteLength(JSON.stringify(stored));
+      if (recordBytes > spec.publish.maxRecordBytes) {
+        reject(origin.get(task.taskId)!, 'store', 'record too large', `the record would be ${recordBytes} bytes with its large trees stored; publish.maxRecordBytes is ${spec.publish.maxRecordBytes} (lower storeTreesAboveBytes)`);
+        continue;
+      }
+      storedTrees += Object.keys(stored.stored ?? {}).length;
+      tasks.push(stored);
+    }
+    stages.push({ stage: 'store', rowsIn: built.length, rowsOut: tasks.length, seconds: (performance.now() - stageStart) / 1000, rejects: counts['record too large'] ? { 'record too large': counts['record too large'] } : {}, notes: [`${storedTrees} tree(s) above ${spec.storeTreesAboveBytes} bytes kept in the artifact store`] });
+
+    let publish: TaskJobReport['publish'] = null;
+    if (!dryRun) {
+      stageStart = performance.now();
+      const context = options.context!;
+      progress(`publishing ${tasks.length} task(s) to ${context.names.name('tasks')}`);
+      const published = await publishNewTasks(context.kafka, context.serde, context.names, tasks, {
+        transactionalId: `${context.names.prefix}task-job.${spec.name}`,
+        transactionTimeoutMs: spec.publish.transactionTimeoutMs,
+        batchSize: spec.publish.batchSize,
+        requestBytes: spec.publish.requestBytes,
+      });
+      stages.push({ stage: 'publish', rowsIn: tasks.length, rowsOut: published.added + published.updated, seconds: (performance.now() - stageStart) / 1000, rejects: {}, notes: [`${published.added} new, ${published.updated} updated, ${published.unchanged} already published unchanged`] });
+      publish = { topic: context.names.name('tasks'), ...published };
+    }
+    rejects.close();
+    return {
+      jobRunId,
+      dataset: spec.name,
+      datasetHash,
+      dryRun,
+      stages,
+      rowsRead: located.length,
+      rejected: rejects.count,
+      exactDuplicates: 0,
+      nearDuplicates: 0,
+      contaminationHits: 0,
+      duplicates: [],
+      derivation: null,
+      buckets: [],
+      coldStart: tasks.length,
+      parked: 0,
+      deferred: 0,
+      publish,
+      rejectsFile: rejects.path,
+      tasks,
+      rows: [],
+      seconds: (performance.now() - started) / 1000,
+    };
+  } finally {
+    rejects.close();
+  }
+}
+
+function treeSource(ref: z.infer<typeof TreeRef>, baseDir: string): TreeSource {
+  if (typeof ref !== 'string') return { git: absolute(ref.git, baseDir), commit: ref.commit };
+  const path = absolute(ref, baseDir);
+  return /\.(tar|tar\.gz|tgz)$/i.test(path) ? { tarball: path } : { folder: path };
+}
+
+const absolute = (path: string, baseDir: string): string => (isAbsolute(path) ? path : resolve(baseDir, path));
+
+/** The job's inline tasks, then those of every task folder its globs match (sorted), each with where it came from. */
+async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Promise<Located[]> {
+  const located: Located[] = job.spec.tasks.map((entry, index) => ({ entry, source: join(job.baseDir, '(job file)'), row: index + 1, baseDir: job.baseDir }));
+  for (const glob of job.spec.folders) {
+    const folders = await matchFolders(job.baseDir, glob);
+    if (folders.length === 0) throw new ConfigError(`folders: ${JSON.stringify(glob)} matches no folder under ${job.baseDir}`);
+    for (const folder of folders) {
+      const file = ['task.json', 'task.yaml', 'task.yml'].map((name) => join(folder, name)).find((path) => existsSync(path));
+      if (!file) continue;
+      const parsed = WorkspaceTaskEntry.safeParse(readStructuredFile(file, 'task file'));
+      if (!parsed.success) {
+        rejects.add({ source: file, row: 1, stage: 'read', reason: describeIssues(parsed.error).join('; ') });
+        continue;
+      }
+      located.push({ entry: parsed.data, source: file, row: 1, baseDir: folder });
+    }
+  }
+  return located;
+}
+
+/** Folders under `baseDir` matching a one-level glob (`*`, `tasks-*`, `a/b`), sorted. */
+async function matchFolders(baseDir: string, glob: string): Promise<string[]> {
+  const pattern = glob.replace(/\/+$/, '');
+  if (!/[*?]/.test(pattern)) return [absolute(pattern, baseDir)];
+  const parent = absolute(dirname(pattern), baseDir);
+  const name = new RegExp(`^${pattern.split('/').pop()!.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*').replace(/\?/g, '[^/]')}$`);
+  const entries = await readdir(parent, { withFileTypes: true }).catch(() => []);
+  return entries.filter((entry) => entry.isDirectory() && name.test(entry.name)).map((entry) => join(parent, entry.name)).sort();
+}

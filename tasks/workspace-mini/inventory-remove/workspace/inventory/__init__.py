@@ -1,0 +1,4 @@
+from .models import Item
+from .store import Store
+
+__all__ = ["Item", "Store"]

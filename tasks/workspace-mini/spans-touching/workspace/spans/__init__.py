@@ -1,0 +1,4 @@
+from .interval import Interval
+from .merge import merge
+
+__all__ = ["Interval", "merge"]

@@ -1,0 +1,9 @@
+from statkit import mean, median
+
+
+def test_mean():
+    assert mean([1, 2, 3, 4]) == 2.5
+
+
+def test_median_odd():
+    assert median([3, 1, 2]) == 2

@@ -1,0 +1,3 @@
+from .layout import wrap
+
+__all__ = ["wrap"]

@@ -1,0 +1,17 @@
+import { join } from 'node:path';
+import { LocalTreeStore, type TreeStore } from '../../connectors/artifacts/index.js';
+import { repoRoot } from '../../cli/paths.js';
+import { readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import type { Task } from '../../schemas/index.js';
+import { tempDir } from './harness.js';
+
+export const WORKSPACE_MINI_JOB = (): string => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml');
+
+/** The workspace-mini tasks as the task job builds them (a dry run: nothing published), with the store it used. */
+export async function workspaceMiniTasks(trees: TreeStore = new LocalTreeStore(tempDir('ws-trees'))): Promise<Task[]> {
+  const file = WORKSPACE_MINI_JOB();
+  const job = resolveWorkspaceJob(readStructuredFile(file, 'job file'), join(repoRoot(), 'tasks', 'workspace-mini'));
+  const report = await runWorkspaceJob({ job, rejectsDir: tempDir('ws-rejects'), trees, dryRun: true });
+  if (report.rejected > 0) throw new Error(`workspace-mini: ${report.rejected} task(s) rejected; see ${report.rejectsFile}`);
+  return [...report.tasks];
+}
