@@ -1,7 +1,7 @@
-import type { Admin, Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
@@ -14,7 +14,7 @@ import { compose, type Accept, type EncodedOutput, type Handler, type Output, ty
 
 /** The connections a processor runs on; one per process, shared by its processors. */
 export interface ProcessorContext {
-  readonly kafka: Kafka;
+  readonly kafka: KafkaPort;
   readonly serde: TopicSerde;
   readonly names: TopicNames;
 }
@@ -87,14 +87,6 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
   return resolved;
 }
 
-function headersOf(headers: IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
-  }
-  return out;
-}
-
 /**
  * Consume -> handle -> produce, exactly once: the outputs of a chunk of records, the state-store changes
  * they caused, and the consumed offsets are committed in one Kafka transaction; consumers downstream read
@@ -107,10 +99,10 @@ export class StreamProcessor<K extends TopicKey> {
   private readonly chain: RawHandler;
   private readonly shutdown = new AbortController();
   private readonly topicKeys: Map<string, K>;
-  private consumer: Consumer | undefined;
-  private producer: Producer | undefined;
+  private consumer: KafkaConsumer | undefined;
+  private producer: KafkaProducer | undefined;
   /** Reads committed offsets and their metadata back, for priority order. */
-  private admin: Admin | undefined;
+  private admin: KafkaAdmin | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -164,36 +156,39 @@ export class StreamProcessor<K extends TopicKey> {
     }
     for (const store of this.options.stores) await store.restore(kafka);
 
-    this.producer = kafka.producer({
-      transactionalId: `${this.groupId}-${this.options.instanceId}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-    });
+    this.producer = kafka.producer({ transactionalId: `${this.groupId}-${this.options.instanceId}` });
     await this.producer.connect();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
-      readUncommitted: false,
-      allowAutoTopicCreation: false,
-      sessionTimeout: this.options.sessionTimeoutMs,
-      heartbeatInterval: this.options.heartbeatIntervalMs,
+      fromBeginning: this.options.fromBeginning,
+      sessionTimeoutMs: this.options.sessionTimeoutMs,
+      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+      // A chunk may take every try of every record in it; past that the member is stuck, and leaves.
+      maxPollIntervalMs: this.maxChunkMs(),
     });
     await this.consumer.connect();
-    await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
+    await this.consumer.subscribe(this.options.inputs.map((key) => names.name(key)));
     if (this.options.priority) {
       this.admin = kafka.admin();
       await this.admin.connect();
     }
     await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
       eachBatch: (payload) => (this.options.priority ? this.handleByPriority(payload, this.options.priority) : this.handleInOrder(payload)),
     });
   }
 
-  private async handleInOrder({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  /** The longest one transaction's chunk may take: every try of every record in it, with the waits between. */
+  private maxChunkMs(): number {
+    const retry = resolveRetryOptions(this.options.retry);
+    const perRecord = (retry.retries + 1) * (this.options.timeoutMs + retry.maxDelayMs);
+    // librdkafka accepts 24 h at most; a member stuck that long is gone anyway.
+    return Math.min(86_400_000, Math.max(300_000, this.options.maxRecordsPerTransaction * perRecord));
+  }
+
+  private async handleInOrder({ batch, resolveOffset, heartbeat, isActive }: BatchPayload): Promise<void> {
     const size = this.options.maxRecordsPerTransaction;
     for (let i = 0; i < batch.messages.length; i += size) {
-      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.shutdown.signal.aborted) return;
       const chunk = batch.messages.slice(i, i + size);
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
@@ -233,7 +228,7 @@ export class StreamProcessor<K extends TopicKey> {
    * record not handled yet, and the records handled above it travel in the commit's metadata, read back here
    * at the start of every batch, so a record is neither skipped nor handled twice across restarts.
    */
-  private async handleByPriority({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
+  private async handleByPriority({ batch, resolveOffset, heartbeat, isActive }: BatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
     const { topic, partition } = batch;
     const committed = await this.committedProgress(topic, partition);
     const handled = new Set(committed.handled);
@@ -253,7 +248,7 @@ export class StreamProcessor<K extends TopicKey> {
     // kafkajs resumes a partition after its last resolved offset: resolve only what the commit covers.
     let resolved = committed.next ?? offsets[0]!;
     for (const index of byPriority(priorities)) {
-      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.shutdown.signal.aborted) return;
       const message = pending[index]!;
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.shutdown.signal });
@@ -270,7 +265,7 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async committedProgress(topic: string, partition: number): Promise<PartitionProgress> {
-    const [committed] = await this.admin!.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+    const [committed] = await this.admin!.fetchGroupOffsets(this.groupId, [topic]);
     const entry = committed?.partitions.find((p) => p.partition === partition);
     return decodeProgress(entry?.offset, entry?.metadata);
   }
@@ -283,7 +278,7 @@ export class StreamProcessor<K extends TopicKey> {
     await this.admin?.disconnect();
   }
 
-  private rawRecord(topic: string, partition: number, message: KafkaMessage): RawRecord {
+  private rawRecord(topic: string, partition: number, message: IncomingMessage): RawRecord {
     const topicKey = this.topicKeys.get(topic);
     if (topicKey === undefined) throw new Error(`${this.options.name} received a record from unexpected topic ${topic}`);
     return {
@@ -293,7 +288,7 @@ export class StreamProcessor<K extends TopicKey> {
       offset: message.offset,
       key: message.key,
       value: message.value,
-      headers: headersOf(message.headers),
+      headers: message.headers,
       timestamp: message.timestamp,
     };
   }
@@ -308,12 +303,9 @@ export class StreamProcessor<K extends TopicKey> {
         list.push({ key: record.key, value: record.value });
         byTopic.set(record.topic, list);
       }
-      if (byTopic.size > 0) {
-        await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
-      }
-      // kafkajs passes offset metadata through, though its types leave the field out.
-      const partitions = [{ partition, offset: nextOffset, metadata }];
-      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions }] });
+      if (byTopic.size > 0) await transaction.sendBatch([...byTopic].map(([name, messages]) => ({ topic: name, messages })));
+      // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
+      await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
       await transaction.commit();
     } catch (error) {
       await transaction.abort().catch(() => undefined);
