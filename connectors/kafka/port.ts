@@ -77,7 +77,7 @@ export interface KafkaAdmin {
   deleteTopics(topics: readonly string[]): Promise<void>;
   /** Log start and last stable offset of every partition. */
   fetchTopicOffsets(topic: string): Promise<TopicWatermarks[]>;
-  /** Per partition, the first offset whose timestamp is at or after `timestamp`; '-1' where there is none yet. */
+  /** Per partition, the first offset whose timestamp is at or after `timestamp`; the end (last stable offset) where there is none yet. */
   fetchTopicOffsetsByTimestamp(topic: string, timestamp: number): Promise<PartitionOffset[]>;
   /** Partition count and the asked-for settings (e.g. cleanup.policy) of a topic. */
   describeTopic(topic: string, configNames: readonly string[]): Promise<{ partitions: number; config: Record<string, string> }>;
@@ -85,7 +85,10 @@ export interface KafkaAdmin {
   setGroupOffsets(groupId: string, offsets: readonly TopicPartitionOffset[]): Promise<void>;
   /** Deletes idle groups and their committed offsets. */
   deleteGroups(groupIds: readonly string[]): Promise<void>;
-  /** The group's committed offsets (and their metadata) on every partition of each topic. */
+  /**
+   * The group's committed offsets (and their metadata) on the partitions of each existing topic; a partition
+   * (or topic) where it committed nothing is either left out or given as '-1'.
+   */
   fetchGroupOffsets(groupId: string, topics: readonly string[]): Promise<Array<{ topic: string; partitions: CommittedOffset[] }>>;
 }
 

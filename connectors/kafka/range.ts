@@ -131,9 +131,9 @@ async function resolveOffsets(kafka: KafkaPort, topic: string, position: Positio
     if ('offset' in position) {
       return new Map([...high].map(([partition, end]) => [partition, clamp(position.offset, low.get(partition)!, end)]));
     }
-    // The first offset whose timestamp is at or after the given time; -1 means none yet: the end.
+    // The first offset whose timestamp is at or after the given time, or the end when there is none yet.
     const byTime = await admin.fetchTopicOffsetsByTimestamp(topic, position.timestamp);
-    return new Map(byTime.map((p) => [p.partition, BigInt(p.offset) < 0n ? high.get(p.partition)! : BigInt(p.offset)]));
+    return new Map(byTime.map((p) => [p.partition, clamp(BigInt(p.offset), low.get(p.partition)!, high.get(p.partition)!)]));
   } finally {
     await admin.disconnect();
   }

@@ -1,12 +1,13 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
+import { ProcessorLease } from './lease.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
@@ -23,7 +24,11 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
   /** Names the consumer group (`<prefix><name>`) and the transactional id (`<prefix><name>-<instanceId>`). */
   name: string;
   inputs: readonly K[];
-  /** Must stay the same across restarts of one instance, so the restarted instance fences its zombie. @default '0' */
+  /**
+   * Names this instance's transactional id. With kafkajs it must stay the same across restarts (the restarted
+   * instance fences its zombie by it) and a processor with stores runs as '0' only; with confluent any
+   * number of instances run, stateful ones as one active and standbys. @default '0'
+   */
   instanceId?: string;
   /** Records handled per Kafka transaction; 1 makes every slow record durable as soon as it is done. @default 20 */
   maxRecordsPerTransaction?: number;
@@ -81,9 +86,6 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
     throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
-  if (resolved.stores.length > 0 && resolved.instanceId !== '0') {
-    throw new Error(`ProcessorOptions of ${options.name}: a processor with state stores runs as a single instance ('0')`);
-  }
   return resolved;
 }
 
@@ -97,7 +99,10 @@ export class StreamProcessor<K extends TopicKey> {
   readonly metrics = new ProcessorMetrics();
   private readonly options: ResolvedProcessorOptions<K>;
   private readonly chain: RawHandler;
-  private readonly shutdown = new AbortController();
+  /** Aborted when this instance stops processing: on stop(), or when a standby took its lease. */
+  private activation = new AbortController();
+  private stopped = false;
+  private lease: ProcessorLease | undefined;
   private readonly topicKeys: Map<string, K>;
   private consumer: KafkaConsumer | undefined;
   private producer: KafkaProducer | undefined;
@@ -141,21 +146,54 @@ export class StreamProcessor<K extends TopicKey> {
     return `${this.context.names.prefix}${this.options.name}`;
   }
 
-  /** Restores the stores, joins the group and starts processing; returns once running. */
+  get leaseTopic(): string {
+    return `${this.groupId}.lease`;
+  }
+
+  /**
+   * Restores the stores, joins the group and starts processing; returns once running. An instance of a
+   * stateful processor first waits for its lease (see ProcessorLease): a standby returns once it took over.
+   */
   async start(): Promise<void> {
-    const { kafka, names } = this.context;
+    const { kafka } = this.context;
+    const stateful = this.options.stores.length > 0;
+    // kafkajs fences by transactional id alone: only one fixed instance may write whole stores.
+    if (stateful && kafka.client !== 'confluent' && this.options.instanceId !== '0') {
+      throw new ConfigError(`${this.options.name} has state stores: with the kafkajs client it runs as the single instance '0' (the confluent client fences by group generation and runs any number)`);
+    }
     const admin = kafka.admin();
     await admin.connect();
     try {
-      await ensureTopics(
-        admin,
-        this.options.stores.map((store) => ({ topic: store.changelogTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } })),
-      );
+      await ensureTopics(admin, [
+        ...this.options.stores.map((store) => ({ topic: store.changelogTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } })),
+        ...(stateful ? [{ topic: this.leaseTopic, partitions: 1, config: {} }] : []),
+      ]);
     } finally {
       await admin.disconnect();
     }
-    for (const store of this.options.stores) await store.restore(kafka);
+    if (stateful && kafka.client === 'confluent') {
+      this.lease = new ProcessorLease(kafka, this.leaseTopic, this.leaseTopic, this.options, () => void this.standBy());
+      await this.lease.join();
+      await this.lease.acquired();
+    }
+    if (!this.stopped) await this.activate();
+  }
 
+  /** The lease moved to another instance: stop processing, drop the stores, and wait to get it back. */
+  private async standBy(): Promise<void> {
+    if (this.stopped) return;
+    process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId} lost its lease; standing by\n`);
+    await this.deactivate();
+    await this.lease!.acquired();
+    if (!this.stopped) await this.activate();
+  }
+
+  private async activate(): Promise<void> {
+    const { kafka, names } = this.context;
+    this.activation = new AbortController();
+    for (const store of this.options.stores) await store.restore(kafka);
+    // Stable per instance: a restarted instance aborts what its predecessor left open at once. With the
+    // confluent client this is not what fences a zombie (its group generation is), so any ids will do.
     this.producer = kafka.producer({ transactionalId: `${this.groupId}-${this.options.instanceId}` });
     await this.producer.connect();
     this.consumer = kafka.consumer({
@@ -177,6 +215,15 @@ export class StreamProcessor<K extends TopicKey> {
     });
   }
 
+  private async deactivate(): Promise<void> {
+    this.activation.abort();
+    await this.consumer?.disconnect();
+    await this.producer?.disconnect();
+    await this.admin?.disconnect();
+    this.consumer = this.producer = this.admin = undefined;
+    for (const store of this.options.stores) store.discard();
+  }
+
   /** The longest one transaction's chunk may take: every try of every record in it, with the waits between. */
   private maxChunkMs(): number {
     const retry = resolveRetryOptions(this.options.retry);
@@ -188,12 +235,12 @@ export class StreamProcessor<K extends TopicKey> {
   private async handleInOrder({ batch, resolveOffset, heartbeat, isActive }: BatchPayload): Promise<void> {
     const size = this.options.maxRecordsPerTransaction;
     for (let i = 0; i < batch.messages.length; i += size) {
-      if (!isActive() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.activation.signal.aborted) return;
       const chunk = batch.messages.slice(i, i + size);
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
         for (const message of chunk) {
-          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.shutdown.signal })));
+          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.activation.signal })));
         }
         const last = chunk[chunk.length - 1]!;
         await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
@@ -214,7 +261,7 @@ export class StreamProcessor<K extends TopicKey> {
       await work();
     } catch (error) {
       for (const store of this.options.stores) store.discard();
-      if (error instanceof ShutdownError || this.shutdown.signal.aborted) return false;
+      if (error instanceof ShutdownError || this.activation.signal.aborted) return false;
       throw error;
     } finally {
       clearInterval(beat);
@@ -248,10 +295,10 @@ export class StreamProcessor<K extends TopicKey> {
     // kafkajs resumes a partition after its last resolved offset: resolve only what the commit covers.
     let resolved = committed.next ?? offsets[0]!;
     for (const index of byPriority(priorities)) {
-      if (!isActive() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.activation.signal.aborted) return;
       const message = pending[index]!;
       const finished = await this.inTransaction(heartbeat, async () => {
-        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.shutdown.signal });
+        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.activation.signal });
         handled.add(BigInt(message.offset));
         const next = nextToCommit(offsets, progress);
         await this.commit(outputs, topic, partition, next.toString(), encodeHandled(next, handled));
@@ -272,10 +319,9 @@ export class StreamProcessor<K extends TopicKey> {
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
   async stop(): Promise<void> {
-    this.shutdown.abort();
-    await this.consumer?.disconnect();
-    await this.producer?.disconnect();
-    await this.admin?.disconnect();
+    this.stopped = true;
+    await this.deactivate();
+    await this.lease?.leave();
   }
 
   private rawRecord(topic: string, partition: number, message: IncomingMessage): RawRecord {

@@ -159,8 +159,10 @@ function confluentAdmin(kafka: KafkaJS.Kafka, client: Confluent, mapped: Mapped,
     },
     deleteTopics: (topics) => mapped(admin.deleteTopics({ topics: [...topics] })),
     fetchTopicOffsets: async (topic) => (await mapped(admin.fetchTopicOffsets(topic, committed))).map(({ partition, low, high }) => ({ partition, low, high })),
-    fetchTopicOffsetsByTimestamp: async (topic, timestamp) =>
-      (await mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp, committed))).map(({ partition, offset }) => ({ partition, offset })),
+    fetchTopicOffsetsByTimestamp: async (topic, timestamp) => {
+      const [byTime, ends] = await Promise.all([mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp, committed)), mapped(admin.fetchTopicOffsets(topic, committed))]);
+      return byTime.map(({ partition, offset }) => ({ partition, offset: BigInt(offset) < 0n ? ends.find((p) => p.partition === partition)!.high : offset }));
+    },
     fetchGroupOffsets: async (groupId, topics) => {
       // The client refuses to list offsets of a topic that does not exist; for a group that is "nothing committed".
       const existing = new Set(await listTopics());
@@ -182,7 +184,12 @@ const outgoing = (records: OutgoingRecords): KafkaJS.ProducerRecord => ({
 function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
   const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
   const producer = kafka.producer({
-    kafkaJS: { transactionalId: options.transactionalId, transactionTimeout: options.transactionTimeoutMs, idempotent, allowAutoTopicCreation: false },
+    kafkaJS: {
+      idempotent,
+      allowAutoTopicCreation: false,
+      ...(options.transactionalId !== undefined ? { transactionalId: options.transactionalId } : {}),
+      ...(options.transactionTimeoutMs !== undefined ? { transactionTimeout: options.transactionTimeoutMs } : {}),
+    },
     ...CONFLUENT_PRODUCER_TUNING,
   });
   const sendBatch = async (batch: readonly OutgoingRecords[]): Promise<void> => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) })));

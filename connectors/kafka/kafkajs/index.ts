@@ -141,7 +141,10 @@ export function kafkajsAdmin(kafka: Kafka, mapped: Mapped): KafkaAdmin {
     },
     deleteTopics: (topics) => mapped(admin.deleteTopics({ topics: [...topics] })),
     fetchTopicOffsets: async (topic) => (await mapped(admin.fetchTopicOffsets(topic))).map(({ partition, low, high }) => ({ partition, low, high })),
-    fetchTopicOffsetsByTimestamp: async (topic, timestamp) => (await mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp))).map(({ partition, offset }) => ({ partition, offset })),
+    fetchTopicOffsetsByTimestamp: async (topic, timestamp) => {
+      const [byTime, ends] = await Promise.all([mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp)), mapped(admin.fetchTopicOffsets(topic))]);
+      return byTime.map(({ partition, offset }) => ({ partition, offset: BigInt(offset) < 0n ? ends.find((p) => p.partition === partition)!.high : offset }));
+    },
     describeTopic: async (topic, configNames) => {
       const metadata = await mapped(admin.fetchTopicMetadata({ topics: [topic] }));
       const described = await mapped(admin.describeConfigs({ resources: [{ type: 2 /* TOPIC */, name: topic, configNames: [...configNames] }], includeSynonyms: false }));
@@ -152,11 +155,16 @@ export function kafkajsAdmin(kafka: Kafka, mapped: Mapped): KafkaAdmin {
       for (const { topic, partitions } of byTopic(offsets)) await mapped(admin.setOffsets({ groupId, topic, partitions }));
     },
     deleteGroups: async (groupIds) => void (await mapped(admin.deleteGroups([...groupIds]))),
-    fetchGroupOffsets: async (groupId, topics) =>
-      (await mapped(admin.fetchOffsets({ groupId, topics: [...topics] }))).map(({ topic, partitions }) => ({
+    fetchGroupOffsets: async (groupId, topics) => {
+      // A topic that does not exist holds no offsets of any group (kafkajs would fail the whole request).
+      const existing = new Set(await mapped(admin.listTopics()));
+      const present = topics.filter((topic) => existing.has(topic));
+      if (present.length === 0) return [];
+      return (await mapped(admin.fetchOffsets({ groupId, topics: present }))).map(({ topic, partitions }) => ({
         topic,
         partitions: partitions.map(({ partition, offset, metadata }) => ({ partition, offset, metadata: metadata ?? null })),
-      })),
+      }));
+    },
   };
 }
 
