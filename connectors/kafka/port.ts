@@ -144,6 +144,11 @@ export interface ConsumerOptions {
    * committed offset, so whatever was read but not committed is read again. @default none
    */
   readonly onAssignment?: (assignment: ReadonlyArray<{ readonly topic: string; readonly partition: number }>) => void;
+  /**
+   * Keep partitions where they are when members join or leave (cooperative-sticky where the client has it;
+   * kafkajs has no sticky assignor and keeps its round robin). @default false (the client's default assignor)
+   */
+  readonly sticky?: boolean;
 }
 
 export interface ConsumedBatch {

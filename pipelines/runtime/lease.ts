@@ -33,6 +33,8 @@ export class ProcessorLease {
       fromBeginning: false,
       sessionTimeoutMs: this.membership.sessionTimeoutMs,
       heartbeatIntervalMs: this.membership.heartbeatIntervalMs,
+      // The holder keeps the lease when a standby (re)joins: a restarted standby must not cost a failover.
+      sticky: true,
       onAssignment: (assignment) => this.assigned(assignment.some((p) => p.topic === this.topic)),
     });
     await this.consumer.connect();

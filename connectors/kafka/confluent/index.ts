@@ -248,10 +248,23 @@ interface NativeConsumer {
 const POSITION_POLL_MS = 100;
 const ASSIGN_PARTITIONS = -175; // ERR__ASSIGN_PARTITIONS: the rebalance callback's "these are yours now"
 
-/** The client's rebalance callback, reporting assignments only; the client then assigns as usual. */
+const REVOKE_PARTITIONS = -174; // ERR__REVOKE_PARTITIONS
+
+/**
+ * The client's rebalance callback, reporting the whole assignment after each assignment step; the client
+ * then assigns as usual. Eager rebalances revoke everything and assign the new set; cooperative ones revoke
+ * and assign only what moves, so the set is kept here. Revocations alone are not reported: an eager
+ * rebalance's revoke-all is followed by the assignment, and reporting the empty set between would make a
+ * member that keeps its partitions look as if it lost them for a moment.
+ */
 function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onAssignment']>) {
+  const current = new Map<string, { topic: string; partition: number }>();
   return (event: { code?: number }, assignment: Array<{ topic: string; partition: number }>): void => {
-    if (event.code === ASSIGN_PARTITIONS) onAssignment(assignment.map(({ topic, partition }) => ({ topic, partition })));
+    for (const { topic, partition } of assignment) {
+      if (event.code === ASSIGN_PARTITIONS) current.set(`${topic}\u0000${partition}`, { topic, partition });
+      else if (event.code === REVOKE_PARTITIONS) current.delete(`${topic}\u0000${partition}`);
+    }
+    if (event.code === ASSIGN_PARTITIONS) onAssignment([...current.values()]);
   };
 }
 
@@ -275,6 +288,7 @@ class ConfluentConsumer implements KafkaConsumer {
         heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
         // librdkafka heartbeats by itself; what ends a stuck member is the time between polls.
         rebalanceTimeout: options.maxPollIntervalMs ?? 300_000,
+        ...(options.sticky ? { partitionAssigners: ['cooperative-sticky' as KafkaJS.PartitionAssigners] } : {}),
       },
       ...CONFLUENT_CONSUMER_TUNING,
       ...(options.onAssignment ? { rebalance_cb: rebalanceListener(options.onAssignment) } : {}),
