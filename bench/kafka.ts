@@ -8,8 +8,10 @@
  *      --send-batch records per call, one call at a time;
  *   2. consume: a fresh group reading that topic with eachBatch, from the first record handed over to the last;
  *   3. transactional consume-produce: a fresh group reading the topic and, per batch, one transaction with a
- *      copy of every record, the batch's offset (sendOffsets with the consumer) and its commit, as
- *      StreamProcessor does; records per second from the first batch to the last commit.
+ *      copy of every record, the batch's offset (sendOffsets with the consumer) and its commit; records per
+ *      second from the first batch to the last commit;
+ *   4. the same in transactions of --transaction-records records (StreamProcessor's default is 20), over the
+ *      first --small-records records: what a processor's commits cost.
  * Each figure is printed per round, then as min / median / max with the confluent:kafkajs ratio and the load
  * average. Needs Kafka (`trialrun stack up`); creates and deletes its own topics.
  */
@@ -24,6 +26,8 @@ const { values } = parseArgs({
     bytes: { type: 'string', default: '1024' },
     rounds: { type: 'string', default: '3' },
     'send-batch': { type: 'string', default: '1000' },
+    'transaction-records': { type: 'string', default: '20' },
+    'small-records': { type: 'string', default: '5000' },
   },
 });
 const whole = (name: keyof typeof values, min: number): number => {
@@ -35,10 +39,13 @@ const RECORDS = whole('records', 1000);
 const BYTES = whole('bytes', 1);
 const ROUNDS = whole('rounds', 3);
 const SEND_BATCH = whole('send-batch', 1);
+const TRANSACTION_RECORDS = whole('transaction-records', 1);
+const SMALL_RECORDS = Math.min(RECORDS, whole('small-records', 1));
 const PARTITIONS = 3;
+const TRANSACTION_SEND = 500;
 
-type Figure = 'produce' | 'consume' | 'transactional';
-const FIGURES: readonly Figure[] = ['produce', 'consume', 'transactional'];
+type Figure = 'produce' | 'consume' | 'transactional' | 'small-transactions';
+const FIGURES: readonly Figure[] = ['produce', 'consume', 'transactional', 'small-transactions'];
 
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const median = (xs: readonly number[]): number => {
@@ -107,8 +114,11 @@ async function consume(kafka: KafkaPort, topic: string): Promise<number> {
   }
 }
 
-/** Records per second through consume -> transaction(copy + sendOffsets) -> commit, one transaction per batch. */
-async function transactional(kafka: KafkaPort, input: string, output: string): Promise<number> {
+/**
+ * Records per second through consume -> transaction(copy + sendOffsets) -> commit over the first `records`
+ * records, one transaction per `perTransaction` records of a batch (Infinity: per batch).
+ */
+async function transactional(kafka: KafkaPort, input: string, output: string, records: number, perTransaction: number): Promise<number> {
   const groupId = `bench-kafka-${randomUUID()}`;
   const producer = kafka.producer({ transactionalId: `${groupId}-0` });
   const consumer = kafka.consumer({ groupId });
@@ -122,30 +132,36 @@ async function transactional(kafka: KafkaPort, input: string, output: string): P
     const done = new Promise<void>((resolve, reject) => {
       void consumer.run({
         eachBatch: async ({ batch, resolveOffset }) => {
-          if (batch.messages.length === 0) return;
+          if (batch.messages.length === 0 || last) return;
           if (!first) first = performance.now();
-          const transaction = await producer.transaction();
-          try {
-            await transaction.send({ topic: output, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
-            const next = (BigInt(batch.messages[batch.messages.length - 1]!.offset) + 1n).toString();
-            await transaction.sendOffsets(consumer, [{ topic: input, partition: batch.partition, offset: next }]);
-            await transaction.commit();
-          } catch (error) {
-            await transaction.abort().catch(() => undefined);
-            reject(error);
-            return;
-          }
-          resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
-          copied += batch.messages.length;
-          if (copied >= RECORDS && !last) {
-            last = performance.now();
-            resolve();
+          for (let start = 0; start < batch.messages.length && !last; start += perTransaction) {
+            const chunk = batch.messages.slice(start, start + perTransaction);
+            const transaction = await producer.transaction();
+            try {
+              // In sends of at most TRANSACTION_SEND records: a whole fetch to one partition can pass the broker's message.max.bytes.
+              for (let i = 0; i < chunk.length; i += TRANSACTION_SEND) {
+                await transaction.send({ topic: output, messages: chunk.slice(i, i + TRANSACTION_SEND).map((m) => ({ key: m.key, value: m.value })) });
+              }
+              const next = (BigInt(chunk[chunk.length - 1]!.offset) + 1n).toString();
+              await transaction.sendOffsets(consumer, [{ topic: input, partition: batch.partition, offset: next }]);
+              await transaction.commit();
+            } catch (error) {
+              await transaction.abort().catch(() => undefined);
+              reject(error);
+              return;
+            }
+            resolveOffset(chunk[chunk.length - 1]!.offset);
+            copied += chunk.length;
+            if (copied >= records) {
+              last = performance.now();
+              resolve();
+            }
           }
         },
       });
     });
     await done;
-    return RECORDS / ((last - first) / 1000);
+    return copied / ((last - first) / 1000);
   } finally {
     await consumer.disconnect();
     await producer.disconnect();
@@ -157,17 +173,18 @@ async function round(kafka: KafkaPort): Promise<Record<Figure, number>> {
     withTopic(kafka, 'out', async (output) => {
       const produced = await produce(kafka, input);
       const consumed = await consume(kafka, input);
-      const copiedPerSecond = await transactional(kafka, input, output);
-      return { produce: produced, consume: consumed, transactional: copiedPerSecond };
+      const copiedPerSecond = await transactional(kafka, input, output, RECORDS, Infinity);
+      const small = await transactional(kafka, input, output, SMALL_RECORDS, TRANSACTION_RECORDS);
+      return { produce: produced, consume: consumed, transactional: copiedPerSecond, 'small-transactions': small };
     }),
   );
 }
 
 async function main(): Promise<void> {
   const ports = new Map(KAFKA_CLIENTS.map((client) => [client, createKafka({ client, clientId: `bench-kafka-${client}` })]));
-  const results = new Map<KafkaClientName, Record<Figure, number[]>>(KAFKA_CLIENTS.map((client) => [client, { produce: [], consume: [], transactional: [] }]));
+  const results = new Map<KafkaClientName, Record<Figure, number[]>>(KAFKA_CLIENTS.map((client) => [client, { produce: [], consume: [], transactional: [], 'small-transactions': [] }]));
   const loads: number[] = [];
-  console.log(`trialrun Kafka client benchmark: ${fmt(RECORDS)} records of ${fmt(BYTES)} bytes, ${PARTITIONS} partitions, ${SEND_BATCH} records per send, ${ROUNDS} interleaved rounds (${new Date().toISOString()})\n`);
+  console.log(`trialrun Kafka client benchmark: ${fmt(RECORDS)} records of ${fmt(BYTES)} bytes, ${PARTITIONS} partitions, ${SEND_BATCH} records per send, transactions per batch and of ${TRANSACTION_RECORDS} records (over ${fmt(SMALL_RECORDS)}), ${ROUNDS} interleaved rounds (${new Date().toISOString()})\n`);
   // A warm-up of each client, not counted: connections, metadata, the JIT.
   for (const port of ports.values()) await round(port);
   for (let r = 0; r < ROUNDS; r++) {
@@ -178,7 +195,7 @@ async function main(): Promise<void> {
       const load = loadavg()[0]!;
       loads.push(load);
       for (const figure of FIGURES) results.get(client)![figure].push(figures[figure]);
-      console.log(`round ${r + 1} ${client.padEnd(9)} produce ${fmt(figures.produce).padStart(8)}/s  consume ${fmt(figures.consume).padStart(8)}/s  transactional ${fmt(figures.transactional).padStart(8)}/s  (load ${fmt(load, 2)})`);
+      console.log(`round ${r + 1} ${client.padEnd(9)} produce ${fmt(figures.produce).padStart(8)}/s  consume ${fmt(figures.consume).padStart(8)}/s  transactional ${fmt(figures.transactional).padStart(8)}/s  ${TRANSACTION_RECORDS}-record transactions ${fmt(figures['small-transactions']).padStart(7)}/s  (load ${fmt(load, 2)})`);
     }
   }
   console.log('\n| figure (records/s) | kafkajs median (min to max) | confluent median (min to max) | confluent:kafkajs (medians) |');

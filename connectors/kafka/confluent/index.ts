@@ -75,12 +75,12 @@ function confluentLogger(resolved: ResolvedKafkaOptions, namespace = 'kafka'): K
 }
 
 /**
- * Settings for librdkafka, chosen by bench/kafka.ts (docs/kafka.md): linger and batch size let the producer
- * fill requests; the consumer hands eachBatch up to 500 records, where the default 32 costs a callback per
- * 32 records.
+ * Settings for librdkafka, chosen with bench/kafka.ts (docs/kafka.md): linger and batch size let the producer
+ * fill requests; the consumer hands eachBatch whatever one partition's fetch holds (-1), where the default 32
+ * costs a callback and, in a processor, a transaction per 32 records.
  */
-export const CONFLUENT_PRODUCER_TUNING = { 'linger.ms': 5, 'batch.num.messages': 10_000 } as const;
-export const CONFLUENT_CONSUMER_TUNING = { 'js.consumer.max.batch.size': 500, 'fetch.wait.max.ms': 100 } as const;
+export const CONFLUENT_PRODUCER_TUNING = { 'linger.ms': 10, 'batch.num.messages': 10_000 } as const;
+export const CONFLUENT_CONSUMER_TUNING = { 'js.consumer.max.batch.size': -1, 'fetch.wait.max.ms': 100 } as const;
 
 /** The @confluentinc/kafka-javascript (librdkafka) implementation of the port. */
 export function confluentPort(resolved: ResolvedKafkaOptions): KafkaPort {

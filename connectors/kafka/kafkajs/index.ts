@@ -211,6 +211,8 @@ class KafkajsConsumer implements KafkaConsumer {
       allowAutoTopicCreation: false,
       sessionTimeout: options.sessionTimeoutMs ?? 45_000,
       heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+      // kafkajs's default fetch of 1 MiB per partition stays: kafkajs sends a call's records to a partition
+      // as one request, so a batch copied whole (a replay) must stay under the broker's message.max.bytes.
     });
     const { onAssignment } = options;
     if (onAssignment) {
