@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { KafkaJS } from '@confluentinc/kafka-javascript';
 import { ConfigError, ConnectionError, KafkaError } from '../../../schemas/index.js';
 import { fromKafkajsError, kafkajsAdmin, kafkajsClient, unreachable } from '../kafkajs/index.js';
+import { headerText } from '../headers.js';
 import type { KafkaLogLine, ResolvedKafkaOptions } from '../options.js';
 import type {
   ConsumerOptions,
@@ -356,7 +357,7 @@ class ConfluentConsumer implements KafkaConsumer {
             value: m.value,
             offset: m.offset,
             timestamp: m.timestamp,
-            headers: headersOf(m.headers),
+            headers: headerText(m.headers),
           }));
           try {
             await eachBatch({ batch: { topic: batch.topic, partition: batch.partition, messages }, resolveOffset, heartbeat, isActive: () => isRunning() && !isStale() });
@@ -378,12 +379,4 @@ class ConfluentConsumer implements KafkaConsumer {
   commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
     return this.mapped(this.consumer.commitOffsets(offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset, metadata: metadata ?? null }))));
   }
-}
-
-function headersOf(headers: KafkaJS.IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
-  }
-  return out;
 }

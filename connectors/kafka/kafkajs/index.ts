@@ -1,5 +1,6 @@
-import { Kafka, logLevel, type Consumer, type IHeaders, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type Transaction } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type Transaction } from 'kafkajs';
 import { ConnectionError, KafkaError } from '../../../schemas/index.js';
+import { headerText } from '../headers.js';
 import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
 import type {
   BatchPayload,
@@ -66,20 +67,13 @@ export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions)
 export const unreachable = (resolved: ResolvedKafkaOptions, reason: string, cause?: unknown): ConnectionError =>
   new ConnectionError(`cannot reach Kafka at ${brokersSource(resolved)}: ${reason}; start it with \`trialrun stack up\`, or point KAFKA_BROKERS at a running broker`, cause);
 
-function headersOf(headers: IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
-  }
-  return out;
-}
 
 const incoming = (message: KafkaMessage): IncomingMessage => ({
   key: message.key,
   value: message.value,
   offset: message.offset,
   timestamp: message.timestamp,
-  headers: headersOf(message.headers),
+  headers: headerText(message.headers),
 });
 
 const outgoing = (records: OutgoingRecords) => ({ topic: records.topic, messages: records.messages.map((m) => ({ ...m, headers: m.headers ? { ...m.headers } : undefined })) });
