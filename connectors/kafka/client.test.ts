@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { ConfigError, ConnectionError, KafkaError } from '../../schemas/index.js';
 import { logLevel } from 'kafkajs';
 import { asKafkaConnectionError } from './client.js';
-import { fromConfluentError } from './confluent/index.js';
+import { fromConfluentError, rebalanceListener } from './confluent/index.js';
 import { fromKafkajsError, kafkaLogCreator } from './kafkajs/index.js';
 import { resolveKafkaOptions, stderrKafkaLog, type KafkaLogLine } from './options.js';
 
@@ -88,4 +88,20 @@ test("each client's errors map to ours: unreachable brokers are a ConnectionErro
   const own = new TypeError('x is not a function');
   assert.equal(fromConfluentError(own, resolved), own);
   assert.equal(fromKafkajsError(own, resolved), own);
+});
+
+test("the confluent client's rebalance steps are reported as whole assignments, eager and cooperative alike, never the empty set between", () => {
+  const reports: string[][] = [];
+  const listener = rebalanceListener((assignment) => void reports.push(assignment.map((p) => `${p.topic}/${p.partition}`).sort()));
+  const ASSIGN = { code: -175 };
+  const REVOKE = { code: -174 };
+  listener(ASSIGN, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+  // eager: everything revoked, then the new set assigned
+  listener(REVOKE, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+  listener(ASSIGN, [{ topic: 't', partition: 1 }]);
+  // cooperative: only what moves
+  listener(ASSIGN, [{ topic: 't', partition: 2 }]);
+  listener(REVOKE, [{ topic: 't', partition: 1 }]);
+  listener(ASSIGN, []);
+  assert.deepEqual(reports, [['t/0', 't/1'], ['t/1'], ['t/1', 't/2'], ['t/2']]);
 });

@@ -119,7 +119,8 @@ function contract(client: KafkaClientName): void {
     await inTransaction(kafka, transactionalId, (transaction) => transaction.sendBatch([{ topic, messages: [{ key: 'k', value: 'committed-3' }] }]));
 
     assert.deepEqual(await committedValues(kafka, topic), ['committed-1', 'committed-2', 'committed-3'], 'readTopic ends past the final commit marker');
-    const uncommitted = await consumeUntil(kafka.consumer({ groupId: freshGroup('uncommitted'), readUncommitted: true }), topic, 4);
+    const reader = kafka.consumer({ groupId: freshGroup('uncommitted'), readUncommitted: true });
+    const uncommitted = await consumeUntil(reader, topic, 4).finally(() => reader.disconnect());
     assert.deepEqual(uncommitted.map((m) => m.value!.toString()).sort(), ['aborted', 'committed-1', 'committed-2', 'committed-3']);
   });
 

@@ -258,7 +258,7 @@ const REVOKE_PARTITIONS = -174; // ERR__REVOKE_PARTITIONS
  * rebalance's revoke-all is followed by the assignment, and reporting the empty set between would make a
  * member that keeps its partitions look as if it lost them for a moment.
  */
-function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onAssignment']>) {
+export function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onAssignment']>) {
   const current = new Map<string, { topic: string; partition: number }>();
   return (event: { code?: number }, assignment: Array<{ topic: string; partition: number }>): void => {
     for (const { topic, partition } of assignment) {
