@@ -54,10 +54,10 @@ module.exports = {
     },
     {
       name: 'kafka-client-behind-its-port',
-      comment: 'Only connectors/kafka imports kafkajs; everything else uses its exports.',
+      comment: 'Only connectors/kafka imports a Kafka client (kafkajs, @confluentinc/kafka-javascript); everything else uses its port.',
       severity: 'error',
       from: { pathNot: '^connectors/kafka/' },
-      to: { path: 'node_modules/kafkajs/' },
+      to: { path: 'node_modules/(kafkajs|@confluentinc/kafka-javascript)/' },
     },
     {
       name: 'tests-stay-out-of-production',

@@ -107,15 +107,16 @@ async function sinkThroughput(): Promise<SinkFigures> {
   const bareRound = async (): Promise<number> => {
     const consumer = kafka.consumer({ groupId: `bench-bare-${randomUUID()}` });
     await consumer.connect();
-    await consumer.subscribe({ topic, fromBeginning: true });
+    await consumer.subscribe([topic]);
     let seen = 0;
     let first = 0;
     let last = 0;
     const done = new Promise<void>((resolve) => {
       void consumer.run({
-        eachBatch: async ({ batch }) => {
+        eachBatch: async ({ batch, resolveOffset }) => {
           if (!first) first = performance.now();
           seen += batch.messages.length;
+          resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
           if (seen >= total) {
             last = performance.now();
             resolve();
@@ -196,7 +197,7 @@ async function sinkThroughput(): Promise<SinkFigures> {
     for (const [name, value] of Object.entries(await decodeParts())) addStage(name, value);
     log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s, sink ${fmt(figures.sink[run]!)} rows/s, ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
   }
-  await admin.deleteTopics({ topics: catalogTopics(names).map((t) => t.topic) }).catch(() => undefined);
+  await admin.deleteTopics(catalogTopics(names).map((t) => t.topic)).catch(() => undefined);
   await admin.disconnect();
   return figures;
 }

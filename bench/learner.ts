@@ -141,7 +141,7 @@ async function reloadLatency(): Promise<void> {
   const tracker = await PolicyTracker.follow(context.kafka, context.serde, names, { store, policyId: onnxRepairKind.policyId, onChange: (v) => served.set(v, performance.now()) });
   const bareSeen = new Map<string, number>();
   const bare = await readTopic(context.kafka, { topic: `${names.prefix}bare`, follow: true, onRecord: ({ key }) => void bareSeen.set(key!, performance.now()) });
-  const producer = context.kafka.producer({ transactionalId: `${names.prefix}bench-learner`, idempotent: true, maxInFlightRequests: 1 });
+  const producer = context.kafka.producer({ transactionalId: `${names.prefix}bench-learner` });
   const plain = context.kafka.producer();
   await Promise.all([producer.connect(), plain.connect()]);
   const waitFor = async (seen: () => number | undefined): Promise<number> => {

@@ -255,7 +255,7 @@ async function publishSides(tasks: readonly Task[]): Promise<{ job: () => Promis
   const { serde } = await freshTopic('encode');
   const payloads: Array<{ key: string; value: Buffer }> = [];
   for (const task of tasks) payloads.push({ key: task.taskId, value: await serde.encode('tasks', task) });
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ idempotent: true });
   await producer.connect();
   return {
     job: async () => {
@@ -284,7 +284,7 @@ async function publishSides(tasks: readonly Task[]): Promise<{ job: () => Promis
     },
     close: async () => {
       await producer.disconnect();
-      await admin.deleteTopics({ topics: created }).catch(() => undefined);
+      await admin.deleteTopics(created).catch(() => undefined);
       await admin.disconnect();
     },
   };

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { AnalyticsCatalog, listDataFiles, partitionSuperseded, readParquetSql, type DataFile, type QueryResult } from '../connectors/analytics/index.js';
-import { readTopic, type Admin, type TopicReader } from '../connectors/kafka/index.js';
+import { readTopic, type KafkaAdmin, type TopicReader } from '../connectors/kafka/index.js';
 import type { Counter, Gauge, Histogram, HistogramState, ProcessorContext } from '../pipelines/runtime/index.js';
 import { errorMessage, TOPICS, type DeadLetter, type TopicKey } from '../schemas/index.js';
 import type { ResolvedDashboardOptions } from './options.js';
@@ -197,7 +197,7 @@ const rowsOf = (result: QueryResult): Array<Record<string, unknown>> => result.r
  * process through the metrics registry. Listeners get each snapshot that differs from the last.
  */
 export class LoopWatcher {
-  private admin: Admin | undefined;
+  private admin: KafkaAdmin | undefined;
   private deadLetterReader: TopicReader | undefined;
   /** Following the dead-letter topic starts again on the next refresh while it fails (a topic not created yet, say). */
   private following: Promise<void> | null = null;
@@ -346,10 +346,10 @@ export class LoopWatcher {
     );
     const topics = [...ends.keys()];
     // The processors' groups are `<prefix><processor>`; table readers' throwaway groups (`trialrun-reader-*`) are not.
-    const groups = (await admin.listGroups()).groups.map((g) => g.groupId).filter((id) => id.startsWith(names.prefix) && !id.startsWith('trialrun-reader-')).sort();
+    const groups = (await admin.listGroups()).filter((id) => id.startsWith(names.prefix) && !id.startsWith('trialrun-reader-')).sort();
     const lag: LagRow[] = [];
     for (const group of groups) {
-      for (const { topic, partitions } of await admin.fetchOffsets({ groupId: group, topics })) {
+      for (const { topic, partitions } of await admin.fetchGroupOffsets(group, topics)) {
         // A group that never committed on a topic does not read it.
         if (!partitions.some((p) => Number(p.offset) >= 0)) continue;
         let behind = 0n;

@@ -59,6 +59,21 @@ export class ConnectionError extends TrialrunError {
   }
 }
 
+/**
+ * The Kafka client reported a failure other than an unreachable broker. `retriable` is the client's own
+ * verdict (a coordinator moving, a rebalance), never for a fenced producer or an aborted transaction: those
+ * end the work they were part of, which is redone from the last commit. `code` is the client's error code.
+ */
+export class KafkaError extends TrialrunError {
+  constructor(
+    message: string,
+    readonly code: string,
+    options: { retriable: boolean; cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
 /** A user-supplied option or file is wrong; never retried. */
 export class ConfigError extends TrialrunError {}
 

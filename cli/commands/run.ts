@@ -82,9 +82,9 @@ export const runProcessorCommand: Command = {
       closers.push(() => tasks.close());
       processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs, trees: treeStore() });
     } else if (name === 'reward') {
-      processor = createRewardProcessor(context, { sessionTimeoutMs });
+      processor = createRewardProcessor(context, { sessionTimeoutMs, instanceId });
     } else if (name === 'learner') {
-      processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs });
+      processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs, instanceId });
     } else {
       process.stderr.write(`[${name}] landing Parquet files in ${dataDir()}\n`);
       processor = new AnalyticsSink(context, { dataDir: dataDir(), sessionTimeoutMs });

@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, ConnectionError } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, KafkaError } from '../../schemas/index.js';
 import { logLevel } from 'kafkajs';
-import { asKafkaConnectionError, kafkaLogCreator, resolveKafkaOptions, stderrKafkaLog, type KafkaLogLine } from './client.js';
+import { asKafkaConnectionError } from './client.js';
+import { fromConfluentError, rebalanceListener } from './confluent/index.js';
+import { fromKafkajsError, kafkaLogCreator } from './kafkajs/index.js';
+import { resolveKafkaOptions, stderrKafkaLog, type KafkaLogLine } from './options.js';
 
 test('broker addresses come from KAFKA_BROKERS and must be host:port', () => {
   assert.deepEqual(resolveKafkaOptions({}, { KAFKA_BROKERS: 'a:1, b:2' }).brokers, ['a:1', 'b:2']);
@@ -48,4 +51,57 @@ test("the client's log entries reach our logger as fields, and print as one plai
     process.stderr.write = write;
   }
   assert.deepEqual(written, ['kafka warn [Connection] Connection error: connect ECONNREFUSED 127.0.0.1:9 (broker=127.0.0.1:9, retryCount=2)\n']);
+});
+
+test('the client comes from KafkaOptions.client, else TRIALRUN_KAFKA_CLIENT, else the default, and a wrong name is refused early', () => {
+  assert.equal(resolveKafkaOptions({}, {}).client, 'confluent');
+  assert.equal(resolveKafkaOptions({}, { TRIALRUN_KAFKA_CLIENT: 'kafkajs' }).client, 'kafkajs');
+  assert.equal(resolveKafkaOptions({ client: 'confluent' }, { TRIALRUN_KAFKA_CLIENT: 'kafkajs' }).client, 'confluent');
+  assert.throws(() => resolveKafkaOptions({}, { TRIALRUN_KAFKA_CLIENT: 'rdkafka' }), (error: unknown) => error instanceof ConfigError && /^TRIALRUN_KAFKA_CLIENT: "rdkafka" is not one of kafkajs, confluent$/.test(error.message));
+  assert.throws(() => resolveKafkaOptions({ client: 'java' as never }, {}), /KafkaOptions\.client: "java" is not one of/);
+});
+
+const resolved = resolveKafkaOptions({ brokers: ['127.0.0.1:9'] }, {});
+const clientError = (fields: { name?: string; message: string; code?: number; type?: string; retriable?: boolean; fatal?: boolean }): Error =>
+  Object.assign(new Error(fields.message), { name: fields.name ?? 'KafkaJSError', ...fields });
+
+test("each client's errors map to ours: unreachable brokers are a ConnectionError, the rest a KafkaError with the client's retriable verdict", () => {
+  // confluent (librdkafka codes)
+  const down = fromConfluentError(clientError({ message: 'Local: All broker connections are down', code: -187, retriable: true }), resolved);
+  assert.ok(down instanceof ConnectionError && down.retriable && /cannot reach Kafka at 127\.0\.0\.1:9/.test(down.message));
+  const rebalancing = fromConfluentError(clientError({ message: 'Broker: Group rebalance in progress', code: 27, retriable: true }), resolved);
+  assert.ok(rebalancing instanceof KafkaError && rebalancing.retriable && rebalancing.code === '27');
+  const fenced = fromConfluentError(clientError({ message: 'Broker: Producer fenced', code: 90, retriable: true }), resolved);
+  assert.ok(fenced instanceof KafkaError && !fenced.retriable, 'a fenced producer stays fenced');
+  const fatal = fromConfluentError(clientError({ message: 'Local: Fatal error', code: -150, retriable: true, fatal: true }), resolved);
+  assert.ok(fatal instanceof KafkaError && !fatal.retriable);
+  const missing = fromConfluentError(clientError({ message: 'Broker: Unknown topic or partition', code: 3, retriable: true }), resolved);
+  assert.ok(missing instanceof KafkaError && !missing.retriable);
+  // kafkajs (error names and types)
+  const refused = fromKafkajsError(clientError({ name: 'KafkaJSConnectionError', message: 'Connection error: connect ECONNREFUSED 127.0.0.1:9', retriable: true }), resolved);
+  assert.ok(refused instanceof ConnectionError);
+  const moving = fromKafkajsError(clientError({ name: 'KafkaJSProtocolError', message: 'This is not the correct coordinator', type: 'NOT_COORDINATOR', retriable: true }), resolved);
+  assert.ok(moving instanceof KafkaError && moving.retriable && moving.code === 'NOT_COORDINATOR');
+  const epoch = fromKafkajsError(clientError({ name: 'KafkaJSProtocolError', message: 'Producer attempted an operation with an old epoch', type: 'INVALID_PRODUCER_EPOCH', retriable: false }), resolved);
+  assert.ok(epoch instanceof KafkaError && !epoch.retriable);
+  // Not a client error: unchanged, so a handler's own error keeps its class.
+  const own = new TypeError('x is not a function');
+  assert.equal(fromConfluentError(own, resolved), own);
+  assert.equal(fromKafkajsError(own, resolved), own);
+});
+
+test("the confluent client's rebalance steps are reported as whole assignments, eager and cooperative alike, never the empty set between", () => {
+  const reports: string[][] = [];
+  const listener = rebalanceListener((assignment) => void reports.push(assignment.map((p) => `${p.topic}/${p.partition}`).sort()));
+  const ASSIGN = { code: -175 };
+  const REVOKE = { code: -174 };
+  listener(ASSIGN, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+  // eager: everything revoked, then the new set assigned
+  listener(REVOKE, [{ topic: 't', partition: 0 }, { topic: 't', partition: 1 }]);
+  listener(ASSIGN, [{ topic: 't', partition: 1 }]);
+  // cooperative: only what moves
+  listener(ASSIGN, [{ topic: 't', partition: 2 }]);
+  listener(REVOKE, [{ topic: 't', partition: 1 }]);
+  listener(ASSIGN, []);
+  assert.deepEqual(reports, [['t/0', 't/1'], ['t/1'], ['t/1', 't/2'], ['t/2']]);
 });

@@ -1,6 +1,6 @@
-import type { Admin } from 'kafkajs';
+import type { KafkaAdmin, TopicWatermarks } from './port.js';
 
-export type TopicOffsets = Awaited<ReturnType<Admin['fetchTopicOffsets']>>;
+export type TopicOffsets = TopicWatermarks[];
 
 const SETTLE_POLL_MS = 100;
 const SETTLE_MAX_POLLS = 50;
@@ -11,7 +11,7 @@ const SETTLE_MAX_POLLS = 50;
  * markers that make its records readable reach the partitions a little later, so a read that takes the
  * end straight after a commit could stop short of it.
  */
-export async function settledTopicOffsets(admin: Admin, topic: string): Promise<TopicOffsets> {
+export async function settledTopicOffsets(admin: KafkaAdmin, topic: string): Promise<TopicOffsets> {
   const ends = (offsets: TopicOffsets): string => JSON.stringify(offsets.map((p) => [p.partition, p.high]).sort());
   let last = await admin.fetchTopicOffsets(topic);
   for (let stable = 0, polls = 0; stable < 2 && polls < SETTLE_MAX_POLLS; polls++) {
@@ -21,4 +21,17 @@ export async function settledTopicOffsets(admin: Admin, topic: string): Promise<
     last = now;
   }
   return last;
+}
+
+/**
+ * How far a consumer group is behind on a topic: per partition, the last stable offset less the group's
+ * committed offset (or less the log start where it committed nothing), and their sum.
+ */
+export async function groupLag(admin: KafkaAdmin, groupId: string, topic: string): Promise<{ total: number; partitions: Array<{ partition: number; lag: number }> }> {
+  const [ends, [committed]] = await Promise.all([admin.fetchTopicOffsets(topic), admin.fetchGroupOffsets(groupId, [topic])]);
+  const partitions = ends.map(({ partition, low, high }) => {
+    const offset = Number(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1);
+    return { partition, lag: Math.max(0, Number(high) - (offset >= 0 ? offset : Number(low))) };
+  });
+  return { total: partitions.reduce((sum, p) => sum + p.lag, 0), partitions };
 }

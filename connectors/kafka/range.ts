@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
+import type { KafkaConsumer, KafkaPort } from './port.js';
 import { ConfigError } from '../../schemas/index.js';
 import { settledTopicOffsets } from './offsets.js';
 import type { TableRecord } from './table.js';
@@ -19,6 +19,8 @@ export interface RangeBatch {
   readonly records: readonly RangeRecord[];
   /** The group's progress on this partition once the batch is handled: commit it for `groupId`. */
   readonly nextOffset: string;
+  /** The read's consumer, for `transaction.sendOffsets(consumer, ...)` (its group metadata fences a zombie). */
+  readonly consumer: KafkaConsumer;
 }
 
 export interface ReadRangeOptions {
@@ -37,7 +39,7 @@ export interface ReadRangeOptions {
   readonly onRecord?: (record: RangeRecord) => void | Promise<void>;
   /**
    * Called for every fetched batch instead; the callee commits `nextOffset` for `groupId` itself, in the
-   * same Kafka transaction as what it wrote (`transaction.sendOffsets`), so a re-run of the same range
+   * same Kafka transaction as what it wrote (`transaction.sendOffsets(batch.consumer, ...)`), so a re-run of the same range
    * under the same group writes nothing twice.
    */
   readonly onBatch?: (batch: RangeBatch) => Promise<void>;
@@ -116,7 +118,7 @@ export function checkRange(from: Position, to: Position, now: number = Date.now(
   }
 }
 
-async function resolveOffsets(kafka: Kafka, topic: string, position: Position): Promise<Map<number, bigint>> {
+async function resolveOffsets(kafka: KafkaPort, topic: string, position: Position): Promise<Map<number, bigint>> {
   const admin = kafka.admin();
   await admin.connect();
   try {
@@ -129,9 +131,9 @@ async function resolveOffsets(kafka: Kafka, topic: string, position: Position): 
     if ('offset' in position) {
       return new Map([...high].map(([partition, end]) => [partition, clamp(position.offset, low.get(partition)!, end)]));
     }
-    // The first offset whose timestamp is at or after the given time; -1 means none yet: the end.
+    // The first offset whose timestamp is at or after the given time, or the end when there is none yet.
     const byTime = await admin.fetchTopicOffsetsByTimestamp(topic, position.timestamp);
-    return new Map(byTime.map((p) => [p.partition, BigInt(p.offset) < 0n ? high.get(p.partition)! : BigInt(p.offset)]));
+    return new Map(byTime.map((p) => [p.partition, clamp(BigInt(p.offset), low.get(p.partition)!, high.get(p.partition)!)]));
   } finally {
     await admin.disconnect();
   }
@@ -143,7 +145,7 @@ const clamp = (value: bigint, min: bigint, max: bigint): bigint => (value < min 
  * Re-reads a bounded range of a topic (committed records only) with its own consumer group, so live
  * groups are never disturbed. Offsets are resolved on every partition, by timestamp where asked.
  */
-export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promise<RangeReport> {
+export async function readRange(kafka: KafkaPort, options: ReadRangeOptions): Promise<RangeReport> {
   if ((options.onRecord === undefined) === (options.onBatch === undefined)) throw new ConfigError('ReadRangeOptions: give exactly one of onRecord and onBatch');
   const to = options.to ?? 'latest';
   checkRange(options.from, to);
@@ -153,7 +155,7 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
   // Resume from this group's committed progress when it lies inside the range.
   const admin = kafka.admin();
   await admin.connect();
-  const committed = await admin.fetchOffsets({ groupId, topics: [options.topic] }).finally(() => admin.disconnect());
+  const committed = await admin.fetchGroupOffsets(groupId, [options.topic]).finally(() => admin.disconnect());
   for (const { partition, offset } of committed[0]?.partitions ?? []) {
     const done = BigInt(offset);
     if (done >= 0n && done > (starts.get(partition) ?? 0n)) starts.set(partition, done);
@@ -175,7 +177,7 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
   const position = new Map(partitions.map((p) => [p.partition, p.start]));
 
   const endOf = new Map(partitions.map((p) => [p.partition, p.end]));
-  const consumer = kafka.consumer({ groupId, readUncommitted: false, allowAutoTopicCreation: false });
+  const consumer = kafka.consumer({ groupId, fromBeginning: true });
   let delivered = 0;
   let resolveDone!: () => void;
   let rejectDone!: (error: unknown) => void;
@@ -185,51 +187,48 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
   });
   const onAbort = (): void => rejectDone(options.signal?.reason ?? new Error('range read aborted'));
   options.signal?.addEventListener('abort', onAbort, { once: true });
-  consumer.on(consumer.events.CRASH, ({ payload }) => rejectDone(payload.error));
-  // Fetches holding only transaction markers never reach eachBatch; this event sees every batch.
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => {
-    const end = endOf.get(payload.partition);
+  // The position passes transaction markers and aborted records no batch shows: what ends a partition.
+  const onPosition = (_topic: string, partition: number, reached: bigint): void => {
+    const end = endOf.get(partition);
     if (end === undefined) return;
-    // A batch eachBatch never saw holds no records in range: all it passes comes off the count.
-    const reached = BigInt(payload.lastOffset) + 1n;
     const next = reached < end ? reached : end;
-    const from = position.get(payload.partition)!;
+    const from = position.get(partition)!;
     if (next > from) {
+      // What the position passed beyond the records handed over: none of it was in range.
       inRange -= Number(next - from);
-      position.set(payload.partition, next);
+      position.set(partition, next);
       options.onProgress?.(delivered, inRange);
     }
-    if (reached >= end && pending.delete(payload.partition) && pending.size === 0) resolveDone();
-  });
+    if (reached >= end && pending.delete(partition) && pending.size === 0) resolveDone();
+  };
 
   try {
     await consumer.connect();
-    await consumer.subscribe({ topic: options.topic, fromBeginning: true });
+    await consumer.subscribe([options.topic]);
     await consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat }) => {
+      onPosition,
+      onCrash: rejectDone,
+      eachBatch: async ({ batch, resolveOffset }) => {
         const end = endOf.get(batch.partition) ?? 0n;
         const from = position.get(batch.partition) ?? 0n;
         const records: RangeRecord[] = [];
         for (const message of batch.messages) {
           if (BigInt(message.offset) < from) continue;
           if (BigInt(message.offset) >= end) break;
-          const headers: Record<string, string> = {};
-          for (const [name, value] of Object.entries(message.headers ?? {})) if (value !== undefined) headers[name] = String(value);
-          records.push({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, headers });
+          records.push({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset, timestamp: message.timestamp, headers: message.headers });
         }
-        // The group's progress is in offsets, markers and aborted records included: the range ends at an offset.
-        const reached = BigInt(batch.lastOffset()) + 1n;
+        if (records.length === 0) return;
+        // The group's progress is in offsets: past the last record handed over; markers are passed by onPosition.
+        const reached = BigInt(records[records.length - 1]!.offset) + 1n;
         const next = reached < end ? reached : end;
         if (next > from) {
           inRange -= Number(next - from) - records.length;
           position.set(batch.partition, next);
         }
         if (options.onBatch) {
-          await options.onBatch({ partition: batch.partition, records, nextOffset: next.toString() });
+          await options.onBatch({ partition: batch.partition, records, nextOffset: next.toString(), consumer });
           delivered += records.length;
-          if (records.length) resolveOffset(records[records.length - 1]!.offset);
+          resolveOffset(records[records.length - 1]!.offset);
         } else {
           for (const record of records) {
             await options.onRecord!(record);
@@ -239,10 +238,10 @@ export async function readRange(kafka: Kafka, options: ReadRangeOptions): Promis
           await consumer.commitOffsets([{ topic: options.topic, partition: batch.partition, offset: next.toString() }]);
         }
         options.onProgress?.(delivered, inRange);
-        await heartbeat();
+        if (next >= end && pending.delete(batch.partition) && pending.size === 0) resolveDone();
       },
     });
-    for (const p of partitions) if (p.end > p.start) consumer.seek({ topic: options.topic, partition: p.partition, offset: p.start.toString() });
+    for (const p of partitions) if (p.end > p.start) consumer.seek(options.topic, p.partition, p.start.toString());
     await finished;
   } finally {
     options.signal?.removeEventListener('abort', onAbort);

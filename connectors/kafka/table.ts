@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
 import { settledTopicOffsets } from './offsets.js';
+import type { KafkaPort } from './port.js';
 
 export interface TableRecord {
   readonly key: string | null;
@@ -36,18 +36,18 @@ export interface TopicReader {
  * state store restores from its changelog or a worker loads a table such as the task catalog.
  * Resolves once caught up; with `follow` it keeps applying new records until stopped.
  */
-export async function readTopic(kafka: Kafka, options: TopicReaderOptions): Promise<TopicReader> {
+export async function readTopic(kafka: KafkaPort, options: TopicReaderOptions): Promise<TopicReader> {
   const admin = kafka.admin();
   await admin.connect();
   const offsets = await (options.settle === false ? admin.fetchTopicOffsets(options.topic) : settledTopicOffsets(admin, options.topic)).finally(() => admin.disconnect());
-  // A partition is caught up once a batch ending at (or past) its end offset was processed, control
-  // records included: transactional topics end with a commit marker no handler ever sees.
-  const pending = new Map(offsets.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high) - 1n]));
+  // A partition is caught up once the consumer's position reaches its end offset, transaction markers
+  // included: transactional topics end with a commit marker no handler ever sees.
+  const pending = new Map(offsets.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high)]));
   // Nothing to read and nothing to follow: joining a group would cost seconds (the broker's initial rebalance delay).
   if (pending.size === 0 && !options.follow) return { stop: async () => undefined };
 
   // A throwaway group: nothing is committed, so every reader starts from the beginning.
-  const consumer = kafka.consumer({ groupId: `trialrun-reader-${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
+  const consumer = kafka.consumer({ groupId: `trialrun-reader-${randomUUID()}`, fromBeginning: true });
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
@@ -56,21 +56,29 @@ export async function readTopic(kafka: Kafka, options: TopicReaderOptions): Prom
   };
 
   let resolveCaughtUp!: () => void;
-  const caughtUp = new Promise<void>((resolve) => (resolveCaughtUp = resolve));
-  const markProgress = (partition: number, lastOffset: string | null): void => {
+  let rejectCaughtUp!: (error: Error) => void;
+  const caughtUp = new Promise<void>((resolve, reject) => {
+    resolveCaughtUp = resolve;
+    rejectCaughtUp = reject;
+  });
+  const markProgress = (partition: number, next: bigint): void => {
     const end = pending.get(partition);
-    if (end !== undefined && lastOffset !== null && BigInt(lastOffset) >= end) pending.delete(partition);
+    if (end !== undefined && next >= end) pending.delete(partition);
     if (pending.size === 0) resolveCaughtUp();
   };
-  consumer.on(consumer.events.END_BATCH_PROCESS, ({ payload }) => markProgress(payload.partition, payload.lastOffset));
-  markProgress(-1, null);
+  markProgress(-1, 0n);
 
   await consumer.connect();
-  await consumer.subscribe({ topic: options.topic, fromBeginning: true });
+  await consumer.subscribe([options.topic]);
   await consumer.run({
-    autoCommit: false,
-    eachMessage: async ({ message, partition }) => {
-      await options.onRecord({ key: message.key?.toString() ?? null, value: message.value, partition, offset: message.offset });
+    onPosition: (_topic, partition, next) => markProgress(partition, next),
+    onCrash: rejectCaughtUp,
+    eachBatch: async ({ batch, resolveOffset }) => {
+      for (const message of batch.messages) {
+        await options.onRecord({ key: message.key?.toString() ?? null, value: message.value, partition: batch.partition, offset: message.offset });
+        resolveOffset(message.offset);
+        markProgress(batch.partition, BigInt(message.offset) + 1n);
+      }
     },
   });
 

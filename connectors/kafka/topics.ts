@@ -1,4 +1,4 @@
-import type { Admin } from 'kafkajs';
+import type { KafkaAdmin } from './port.js';
 import { ConfigError, TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';
 
 export interface TopicSpec {
@@ -16,23 +16,14 @@ export function catalogTopics(names: TopicNames, keys: readonly TopicKey[] = Obj
  * Creates the topics that do not exist yet; existing ones are left as they are (idempotent).
  * Waits for leaders so producers can write as soon as this returns.
  */
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
+export async function ensureTopics(admin: KafkaAdmin, specs: readonly TopicSpec[]): Promise<string[]> {
   const existing = new Set(await admin.listTopics());
   const missing = specs.filter((spec) => !existing.has(spec.topic));
   if (missing.length === 0) return [];
   // Three replicas where the cluster has them (one broker may die without losing an acknowledged record;
   // the brokers' min.insync.replicas says how many must confirm a write), else one per broker.
-  const { brokers } = await admin.describeCluster();
-  const replicationFactor = Math.min(3, brokers.length);
-  await admin.createTopics({
-    waitForLeaders: true,
-    topics: missing.map((spec) => ({
-      topic: spec.topic,
-      numPartitions: spec.partitions,
-      replicationFactor,
-      configEntries: Object.entries(spec.config).map(([name, value]) => ({ name, value })),
-    })),
-  });
+  const replicationFactor = Math.min(3, await admin.brokerCount());
+  await admin.createTopics(missing.map((spec) => ({ topic: spec.topic, partitions: spec.partitions, replicationFactor, config: spec.config })));
   return missing.map((spec) => spec.topic);
 }
 
@@ -41,7 +32,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[]): P
  * prefix or an unprepared cluster says which topic is missing instead of the broker's "does not host
  * this topic-partition". `hint` ends the message, e.g. how to create them.
  */
-export async function requireTopics(admin: Admin, topics: readonly string[], hint = ''): Promise<void> {
+export async function requireTopics(admin: KafkaAdmin, topics: readonly string[], hint = ''): Promise<void> {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((topic) => !existing.has(topic));
   if (missing.length > 0) throw new ConfigError(`no topic ${missing.map((t) => `"${t}"`).join(', ')}${hint ? `; ${hint}` : ''}`);

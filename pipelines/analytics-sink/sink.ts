@@ -13,7 +13,7 @@ import {
   type Row,
   type TableSpec,
 } from '../../connectors/analytics/index.js';
-import type { Admin, Consumer, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
 import { ConfigError, errorMessage, ShutdownError, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
@@ -149,9 +149,9 @@ export class AnalyticsSink {
   private landing: Promise<void> = Promise.resolve();
   private failedLanding: { batch: FlushBatch; error: unknown } | undefined;
   private timer: NodeJS.Timeout | undefined;
-  private consumer: Consumer | undefined;
-  private producer: Producer | undefined;
-  private admin: Admin | undefined;
+  private consumer: KafkaConsumer | undefined;
+  private producer: KafkaProducer | undefined;
+  private admin: KafkaAdmin | undefined;
   private writer: ParquetWriter | undefined;
 
   constructor(
@@ -199,23 +199,26 @@ export class AnalyticsSink {
     this.writer = await ParquetWriter.open();
     this.admin = kafka.admin();
     await this.admin.connect();
-    this.producer = kafka.producer({ transactionalId: `${this.groupId}-0`, idempotent: true, maxInFlightRequests: 1 });
+    this.producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
     await this.producer.connect();
-    this.consumer = kafka.consumer({ groupId: this.groupId, readUncommitted: false, allowAutoTopicCreation: false, sessionTimeout: this.options.sessionTimeoutMs, heartbeatInterval: this.options.heartbeatIntervalMs });
-    // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
-    this.consumer.on(this.consumer.events.GROUP_JOIN, () => void this.exclusive(async () => this.forgetAssignment()).catch((error: unknown) => process.stderr.write(`[analytics-sink] ${errorMessage(error)}\n`)));
+    this.consumer = kafka.consumer({
+      groupId: this.groupId,
+      fromBeginning: true,
+      sessionTimeoutMs: this.options.sessionTimeoutMs,
+      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+      // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
+      onAssignment: () => void this.exclusive(async () => this.forgetAssignment()).catch((error: unknown) => process.stderr.write(`[analytics-sink] ${errorMessage(error)}\n`)),
+    });
     await this.consumer.connect();
-    await this.consumer.subscribe({ topics: [...this.topicKeys.keys()], fromBeginning: true });
+    await this.consumer.subscribe([...this.topicKeys.keys()]);
     await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+      eachBatch: async ({ batch, resolveOffset, heartbeat, isActive }) => {
         const work = this.exclusive(async () => {
-          if (this.shutdown.signal.aborted || !isRunning() || isStale()) return;
+          if (this.shutdown.signal.aborted || !isActive()) return;
           const landed = await this.prepare(batch.topic, batch.partition);
           const buffer = this.bufferFor(batch.topic, batch.partition);
           for (const message of batch.messages) {
-            if (this.shutdown.signal.aborted || !isRunning() || isStale()) return;
+            if (this.shutdown.signal.aborted || !isActive()) return;
             const offset = BigInt(message.offset);
             if (offset > landed && offset > buffer.last) await this.consume(batch.topic, batch.partition, message, buffer);
             // Buffered records are not committed, only marked read; they are committed when their files are written.
@@ -298,7 +301,7 @@ export class AnalyticsSink {
     const key = partitionKey(topic, partition);
     const known = this.landed.get(key);
     if (known !== undefined) return known;
-    const [committedGroup] = await this.admin!.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+    const [committedGroup] = await this.admin!.fetchGroupOffsets(this.groupId, [topic]);
     const committed = BigInt(committedGroup?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
     const ledger = readLedger(this.options.dataDir, topic, partition);
     const landed = committed > ledger + 1n ? committed - 1n : ledger;
@@ -314,7 +317,7 @@ export class AnalyticsSink {
     }
   }
 
-  private async consume(topic: string, partition: number, message: KafkaMessage, buffer: PartitionBuffer): Promise<void> {
+  private async consume(topic: string, partition: number, message: IncomingMessage, buffer: PartitionBuffer): Promise<void> {
     const offset = BigInt(message.offset);
     // A tombstone on a compacted topic deletes a key: nothing to land, and nothing wrong.
     let letters: readonly EncodedOutput[] = [];
@@ -385,7 +388,7 @@ export class AnalyticsSink {
     if (this.consumer && !this.shutdown.signal.aborted) {
       const landed = await this.prepare(topic, partition);
       // The batch being handled for this partition, if any, is stale from now on (isStale) and is not read on.
-      this.consumer.seek({ topic, partition, offset: (landed + 1n).toString() });
+      this.consumer.seek(topic, partition, (landed + 1n).toString());
     }
     throw failed.error;
   }
@@ -420,9 +423,9 @@ export class AnalyticsSink {
             messages.push({ key: letter.key, value: letter.value });
             byTopic.set(letter.topic, messages);
           }
-          await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
+          await transaction.sendBatch([...byTopic].map(([name, messages]) => ({ topic: name, messages })));
         }
-        await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions: [{ partition, offset: (range.last + 1n).toString() }] }] });
+        await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: (range.last + 1n).toString() }]);
         await transaction.commit();
       } catch (error) {
         await transaction.abort().catch(() => undefined);

@@ -21,6 +21,8 @@ export interface LearnerOptions extends MembershipOptions {
   clip?: number;
   /** Which trajectories and rewards this learner trains on; the others are committed past. @default all */
   accept?: Accept<'trajectories' | 'rewards'>;
+  /** This instance's name (ProcessorOptions.instanceId): one is active, the others stand by. @default '0' */
+  instanceId?: string;
 }
 
 /** A trajectory's learned choices and its reward, joined by trajectory id as each side arrives. */
@@ -73,7 +75,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs },
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId: options.instanceId },
     async ({ record }) => {
       const id = record.value.trajectoryId;
       const sample = { ...(pending.get(id) ?? {}) };

@@ -118,12 +118,10 @@ export async function landEvaluation(context: ProcessorContext, episodes: readon
   await inTransaction(kafka, `${names.prefix}evaluation`, async (transaction) => {
     for (let i = 0; i < episodes.length; i += size) {
       const chunk = episodes.slice(i, i + size);
-      await transaction.sendBatch({
-        topicMessages: [
-          { topic: names.name('trajectories'), messages: await Promise.all(chunk.map(async ({ trajectory }) => ({ key: trajectory.lineage.taskId, value: await serde.encode('trajectories', trajectory) }))) },
-          { topic: names.name('verifications'), messages: await Promise.all(chunk.map(async ({ verification }) => ({ key: verification.groupId, value: await serde.encode('verifications', verification) }))) },
-        ],
-      });
+      await transaction.sendBatch([
+        { topic: names.name('trajectories'), messages: await Promise.all(chunk.map(async ({ trajectory }) => ({ key: trajectory.lineage.taskId, value: await serde.encode('trajectories', trajectory) }))) },
+        { topic: names.name('verifications'), messages: await Promise.all(chunk.map(async ({ verification }) => ({ key: verification.groupId, value: await serde.encode('verifications', verification) }))) },
+      ]);
     }
   });
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir, topics: ['trajectories', 'verifications'] });

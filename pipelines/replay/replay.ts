@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type Admin, type Kafka, type Position } from '../../connectors/kafka/index.js';
+import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type KafkaAdmin, type KafkaPort, type Position } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../schemas/index.js';
 import { sleep, type ProcessorContext } from '../runtime/index.js';
@@ -37,13 +37,10 @@ const describePosition = (position: Position): string =>
   typeof position === 'string' ? position : 'timestamp' in position ? `@${position.timestamp}` : String(position.offset);
 
 /** Creates `target` like `source` (partition count, cleanup and retention) unless it exists. */
-async function ensureCopyTopic(admin: Admin, source: string, target: string): Promise<void> {
+async function ensureCopyTopic(admin: KafkaAdmin, source: string, target: string): Promise<void> {
   await requireTopics(admin, [source], 'see trialrun topics list');
-  const metadata = await admin.fetchTopicMetadata({ topics: [source] });
-  const partitions = metadata.topics[0]?.partitions.length ?? 0;
+  const { partitions, config } = await admin.describeTopic(source, ['cleanup.policy', 'retention.ms']);
   if (partitions === 0) throw new ConfigError(`replay: topic ${source} has no partitions`);
-  const described = await admin.describeConfigs({ resources: [{ type: 2 /* TOPIC */, name: source, configNames: ['cleanup.policy', 'retention.ms'] }], includeSynonyms: false });
-  const config = Object.fromEntries((described.resources[0]?.configEntries ?? []).map((entry) => [entry.configName, entry.configValue]));
   await ensureTopics(admin, [{ topic: target, partitions, config }]);
 }
 
@@ -53,7 +50,7 @@ async function ensureCopyTopic(admin: Admin, source: string, target: string): Pr
  * the replay group's progress, so an interrupted replay resumes where it stopped and running the same
  * replay again copies nothing twice. Live consumer groups are never touched.
  */
-export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions): Promise<TopicReplayReport> {
+export async function replayIntoTopic(kafka: KafkaPort, options: TopicReplayOptions): Promise<TopicReplayReport> {
   if (options.source === options.target) throw new ConfigError(`a replay's target must differ from its source (${options.source})`);
   const to = options.to ?? 'latest';
   checkRange(options.from, to);
@@ -63,14 +60,14 @@ export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions)
   let samePartitions: boolean;
   try {
     await ensureCopyTopic(admin, options.source, options.target);
-    const [source, target] = (await admin.fetchTopicMetadata({ topics: [options.source, options.target] })).topics;
-    samePartitions = source!.partitions.length === target!.partitions.length;
+    const [source, target] = await Promise.all([admin.describeTopic(options.source, []), admin.describeTopic(options.target, [])]);
+    samePartitions = source.partitions === target.partitions;
   } finally {
     await admin.disconnect();
   }
 
   // The transactional id is the group's: a replay restarted after a crash fences its own zombie.
-  const producer = kafka.producer({ transactionalId: `${groupId}-copy`, idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ transactionalId: `${groupId}-copy` });
   await producer.connect();
   try {
     const report = await readRange(kafka, {
@@ -80,7 +77,7 @@ export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions)
       groupId,
       signal: options.signal,
       onProgress: options.onProgress,
-      onBatch: async ({ partition, records, nextOffset }) => {
+      onBatch: async ({ partition, records, nextOffset, consumer }) => {
         const transaction = await producer.transaction();
         try {
           if (records.length > 0) {
@@ -96,7 +93,7 @@ export async function replayIntoTopic(kafka: Kafka, options: TopicReplayOptions)
               })),
             });
           }
-          await transaction.sendOffsets({ consumerGroupId: groupId, topics: [{ topic: options.source, partitions: [{ partition, offset: nextOffset }] }] });
+          await transaction.sendOffsets(consumer, [{ topic: options.source, partition, offset: nextOffset }]);
           await transaction.commit();
         } catch (error) {
           await transaction.abort().catch(() => undefined);
@@ -160,9 +157,9 @@ export function replayPrefix(names: TopicNames, processor: string, inputs: reado
   return `${names.prefix}replay-${processor}-${createHash('sha256').update(identity).digest('hex').slice(0, 10)}.`;
 }
 
-async function committedOffsets(admin: Admin, groupId: string, topics: readonly string[]): Promise<Map<string, bigint>> {
+async function committedOffsets(admin: KafkaAdmin, groupId: string, topics: readonly string[]): Promise<Map<string, bigint>> {
   const committed = new Map<string, bigint>();
-  for (const entry of await admin.fetchOffsets({ groupId, topics: [...topics] })) {
+  for (const entry of await admin.fetchGroupOffsets(groupId, topics)) {
     for (const { partition, offset } of entry.partitions) committed.set(`${entry.topic}:${partition}`, BigInt(offset));
   }
   return committed;

@@ -50,6 +50,8 @@ export function resolveRewardOptions(options: RewardOptions = {}): Readonly<Requ
 export interface RewardProcessorOptions extends RewardOptions, MembershipOptions {
   /** Which verifications this processor scores; the others are committed past. @default all */
   accept?: Accept<'verifications'>;
+  /** This instance's name (ProcessorOptions.instanceId): one is active, the others stand by. @default '0' */
+  instanceId?: string;
 }
 
 export function createRewardProcessor(context: ProcessorContext, options: RewardProcessorOptions = {}): StreamProcessor<'verifications'> {
@@ -67,7 +69,7 @@ export function createRewardProcessor(context: ProcessorContext, options: Reward
 
   return new StreamProcessor(
     context,
-    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs },
+    { name: 'reward', inputs: ['verifications'], stores: [groups, closed, clock] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId: options.instanceId },
     async ({ record }) => {
       const verification = record.value;
       if ((verification.rescoreId ?? null) !== null) return [];

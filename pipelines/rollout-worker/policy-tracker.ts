@@ -1,5 +1,5 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
-import type { Kafka, TopicReader } from '../../connectors/kafka/index.js';
+import type { KafkaPort, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy, type PolicySettings } from '../../policies/index.js';
@@ -31,7 +31,7 @@ export class PolicyTracker {
     private newest: Policy<unknown>,
   ) {}
 
-  static async follow(kafka: Kafka, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
+  static async follow(kafka: KafkaPort, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
     const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, options.settings);
     const tracker = new PolicyTracker(options, kind, await kind.load(kind.initial().params, 0));
     // Both topics are compacted and keyed by policy id; only this kind's records matter.

@@ -1,4 +1,4 @@
-import type { Kafka, TopicReader } from '../../connectors/kafka/index.js';
+import type { KafkaPort, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import { errorMessage, NotFoundError, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
@@ -14,7 +14,7 @@ export class GlobalTable<K extends TopicKey> {
 
   private constructor(private readonly topicKey: K) {}
 
-  static async load<K extends TopicKey>(kafka: Kafka, serde: TopicSerde, names: TopicNames, topicKey: K): Promise<GlobalTable<K>> {
+  static async load<K extends TopicKey>(kafka: KafkaPort, serde: TopicSerde, names: TopicNames, topicKey: K): Promise<GlobalTable<K>> {
     const table = new GlobalTable(topicKey);
     table.reader = await readTopic(kafka, {
       topic: names.name(topicKey),

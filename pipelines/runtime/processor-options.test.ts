@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { resolveProcessorOptions } from './processor.js';
+import type { KafkaPort } from '../../connectors/kafka/index.js';
+import type { TopicSerde } from '../../connectors/registry/index.js';
+import { ConfigError, topicNames } from '../../schemas/index.js';
+import { resolveProcessorOptions, StreamProcessor } from './processor.js';
+import { StateStore } from './state-store.js';
 
 const base = { name: 'learner', inputs: ['rewards'] as const };
 
@@ -21,5 +25,12 @@ test('bad processor options are refused when resolved, naming the option', () =>
   assert.throws(() => resolveProcessorOptions({ ...base, maxRecordsPerTransaction: 0 }), /maxRecordsPerTransaction of learner/);
   assert.throws(() => resolveProcessorOptions({ ...base, sessionTimeoutMs: 2.5 }), /sessionTimeoutMs of learner must be a whole number/);
   assert.throws(() => resolveProcessorOptions({ ...base, priority: () => 0 }), /priority order needs maxRecordsPerTransaction 1/);
-  assert.throws(() => resolveProcessorOptions({ ...base, instanceId: '1', stores: [{} as never] }), /single instance/);
+});
+
+test('with kafkajs, which fences by transactional id only, a stateful processor runs as instance 0 alone; refused before connecting', async () => {
+  const kafka = { client: 'kafkajs', admin: () => assert.fail('nothing connects') } as unknown as KafkaPort;
+  const names = topicNames('unit.');
+  const store = new StateStore('s', names.changelog('learner', 's'));
+  const processor = new StreamProcessor({ kafka, serde: {} as TopicSerde, names }, { ...base, instanceId: '1', stores: [store as StateStore<unknown>] }, async () => []);
+  await assert.rejects(processor.start(), (error: unknown) => error instanceof ConfigError && /learner has state stores: with the kafkajs client it runs as the single instance '0'/.test(error.message));
 });

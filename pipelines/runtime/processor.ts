@@ -1,12 +1,13 @@
-import type { Admin, Consumer, EachBatchPayload, IHeaders, Kafka, KafkaMessage, Producer } from '../../connectors/kafka/index.js';
+import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
+import { ProcessorLease } from './lease.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
@@ -14,7 +15,7 @@ import { compose, type Accept, type EncodedOutput, type Handler, type Output, ty
 
 /** The connections a processor runs on; one per process, shared by its processors. */
 export interface ProcessorContext {
-  readonly kafka: Kafka;
+  readonly kafka: KafkaPort;
   readonly serde: TopicSerde;
   readonly names: TopicNames;
 }
@@ -23,7 +24,11 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
   /** Names the consumer group (`<prefix><name>`) and the transactional id (`<prefix><name>-<instanceId>`). */
   name: string;
   inputs: readonly K[];
-  /** Must stay the same across restarts of one instance, so the restarted instance fences its zombie. @default '0' */
+  /**
+   * Names this instance's transactional id. With kafkajs it must stay the same across restarts (the restarted
+   * instance fences its zombie by it) and a processor with stores runs as '0' only; with confluent any
+   * number of instances run, stateful ones as one active and standbys. @default '0'
+   */
   instanceId?: string;
   /** Records handled per Kafka transaction; 1 makes every slow record durable as soon as it is done. @default 20 */
   maxRecordsPerTransaction?: number;
@@ -81,18 +86,7 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
     throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
-  if (resolved.stores.length > 0 && resolved.instanceId !== '0') {
-    throw new Error(`ProcessorOptions of ${options.name}: a processor with state stores runs as a single instance ('0')`);
-  }
   return resolved;
-}
-
-function headersOf(headers: IHeaders | undefined): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.map(String).join(',') : String(value);
-  }
-  return out;
 }
 
 /**
@@ -105,12 +99,15 @@ export class StreamProcessor<K extends TopicKey> {
   readonly metrics: ProcessorMetrics;
   private readonly options: ResolvedProcessorOptions<K>;
   private readonly chain: RawHandler;
-  private readonly shutdown = new AbortController();
+  /** Aborted when this instance stops processing: on stop(), or when a standby took its lease. */
+  private activation = new AbortController();
+  private stopped = false;
+  private lease: ProcessorLease | undefined;
   private readonly topicKeys: Map<string, K>;
-  private consumer: Consumer | undefined;
-  private producer: Producer | undefined;
+  private consumer: KafkaConsumer | undefined;
+  private producer: KafkaProducer | undefined;
   /** Reads committed offsets and their metadata back, for priority order. */
-  private admin: Admin | undefined;
+  private admin: KafkaAdmin | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -151,56 +148,101 @@ export class StreamProcessor<K extends TopicKey> {
     return `${this.context.names.prefix}${this.options.name}`;
   }
 
-  /** Restores the stores, joins the group and starts processing; returns once running. */
+  get leaseTopic(): string {
+    return `${this.groupId}.lease`;
+  }
+
+  /**
+   * Restores the stores, joins the group and starts processing; returns once running. An instance of a
+   * stateful processor first waits for its lease (see ProcessorLease): a standby returns once it took over.
+   */
   async start(): Promise<void> {
-    const { kafka, names } = this.context;
+    const { kafka } = this.context;
+    const stateful = this.options.stores.length > 0;
+    // kafkajs fences by transactional id alone: only one fixed instance may write whole stores.
+    if (stateful && kafka.client !== 'confluent' && this.options.instanceId !== '0') {
+      throw new ConfigError(`${this.options.name} has state stores: with the kafkajs client it runs as the single instance '0' (the confluent client fences by group generation and runs any number)`);
+    }
     const admin = kafka.admin();
     await admin.connect();
     try {
-      await ensureTopics(
-        admin,
-        this.options.stores.map((store) => ({ topic: store.changelogTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } })),
-      );
+      await ensureTopics(admin, [
+        ...this.options.stores.map((store) => ({ topic: store.changelogTopic, partitions: 1, config: { 'cleanup.policy': 'compact' } })),
+        ...(stateful ? [{ topic: this.leaseTopic, partitions: 1, config: {} }] : []),
+      ]);
     } finally {
       await admin.disconnect();
     }
-    for (const store of this.options.stores) await store.restore(kafka);
+    if (stateful && kafka.client === 'confluent') {
+      this.lease = new ProcessorLease(kafka, this.leaseTopic, this.leaseTopic, this.options, () => void this.standBy());
+      await this.lease.join();
+      await this.lease.acquired();
+    }
+    if (!this.stopped) await this.activate();
+  }
 
-    this.producer = kafka.producer({
-      transactionalId: `${this.groupId}-${this.options.instanceId}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
-    });
+  /** The lease moved to another instance: stop processing, drop the stores, and wait to get it back. */
+  private async standBy(): Promise<void> {
+    if (this.stopped) return;
+    process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId} lost its lease; standing by\n`);
+    await this.deactivate();
+    await this.lease!.acquired();
+    if (!this.stopped) await this.activate();
+  }
+
+  private async activate(): Promise<void> {
+    const { kafka, names } = this.context;
+    this.activation = new AbortController();
+    for (const store of this.options.stores) await store.restore(kafka);
+    // Stable per instance: a restarted instance aborts what its predecessor left open at once. With the
+    // confluent client this is not what fences a zombie (its group generation is), so any ids will do.
+    this.producer = kafka.producer({ transactionalId: `${this.groupId}-${this.options.instanceId}` });
     await this.producer.connect();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
-      readUncommitted: false,
-      allowAutoTopicCreation: false,
-      sessionTimeout: this.options.sessionTimeoutMs,
-      heartbeatInterval: this.options.heartbeatIntervalMs,
+      fromBeginning: this.options.fromBeginning,
+      sessionTimeoutMs: this.options.sessionTimeoutMs,
+      heartbeatIntervalMs: this.options.heartbeatIntervalMs,
+      // A chunk may take every try of every record in it; past that the member is stuck, and leaves.
+      maxPollIntervalMs: this.maxChunkMs(),
     });
     await this.consumer.connect();
-    await this.consumer.subscribe({ topics: this.options.inputs.map((key) => names.name(key)), fromBeginning: this.options.fromBeginning });
+    await this.consumer.subscribe(this.options.inputs.map((key) => names.name(key)));
     if (this.options.priority) {
       this.admin = kafka.admin();
       await this.admin.connect();
     }
     await this.consumer.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
       eachBatch: (payload) => (this.options.priority ? this.handleByPriority(payload, this.options.priority) : this.handleInOrder(payload)),
     });
   }
 
-  private async handleInOrder({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload): Promise<void> {
+  private async deactivate(): Promise<void> {
+    this.activation.abort();
+    await this.consumer?.disconnect();
+    await this.producer?.disconnect();
+    await this.admin?.disconnect();
+    this.consumer = this.producer = this.admin = undefined;
+    for (const store of this.options.stores) store.discard();
+  }
+
+  /** The longest one transaction's chunk may take: every try of every record in it, with the waits between. */
+  private maxChunkMs(): number {
+    const retry = resolveRetryOptions(this.options.retry);
+    const perRecord = (retry.retries + 1) * (this.options.timeoutMs + retry.maxDelayMs);
+    // librdkafka accepts 24 h at most; a member stuck that long is gone anyway.
+    return Math.min(86_400_000, Math.max(300_000, this.options.maxRecordsPerTransaction * perRecord));
+  }
+
+  private async handleInOrder({ batch, resolveOffset, heartbeat, isActive }: BatchPayload): Promise<void> {
     const size = this.options.maxRecordsPerTransaction;
     for (let i = 0; i < batch.messages.length; i += size) {
-      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.activation.signal.aborted) return;
       const chunk = batch.messages.slice(i, i + size);
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
         for (const message of chunk) {
-          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.shutdown.signal })));
+          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.activation.signal })));
         }
         const last = chunk[chunk.length - 1]!;
         await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
@@ -221,7 +263,7 @@ export class StreamProcessor<K extends TopicKey> {
       await work();
     } catch (error) {
       for (const store of this.options.stores) store.discard();
-      if (error instanceof ShutdownError || this.shutdown.signal.aborted) return false;
+      if (error instanceof ShutdownError || this.activation.signal.aborted) return false;
       throw error;
     } finally {
       clearInterval(beat);
@@ -235,7 +277,7 @@ export class StreamProcessor<K extends TopicKey> {
    * record not handled yet, and the records handled above it travel in the commit's metadata, read back here
    * at the start of every batch, so a record is neither skipped nor handled twice across restarts.
    */
-  private async handleByPriority({ batch, resolveOffset, heartbeat, isRunning, isStale }: EachBatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
+  private async handleByPriority({ batch, resolveOffset, heartbeat, isActive }: BatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
     const { topic, partition } = batch;
     const committed = await this.committedProgress(topic, partition);
     const handled = new Set(committed.handled);
@@ -255,10 +297,10 @@ export class StreamProcessor<K extends TopicKey> {
     // kafkajs resumes a partition after its last resolved offset: resolve only what the commit covers.
     let resolved = committed.next ?? offsets[0]!;
     for (const index of byPriority(priorities)) {
-      if (!isRunning() || isStale() || this.shutdown.signal.aborted) return;
+      if (!isActive() || this.activation.signal.aborted) return;
       const message = pending[index]!;
       const finished = await this.inTransaction(heartbeat, async () => {
-        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.shutdown.signal });
+        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.activation.signal });
         handled.add(BigInt(message.offset));
         const next = nextToCommit(offsets, progress);
         await this.commit(outputs, topic, partition, next.toString(), encodeHandled(next, handled));
@@ -272,20 +314,19 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async committedProgress(topic: string, partition: number): Promise<PartitionProgress> {
-    const [committed] = await this.admin!.fetchOffsets({ groupId: this.groupId, topics: [topic] });
+    const [committed] = await this.admin!.fetchGroupOffsets(this.groupId, [topic]);
     const entry = committed?.partitions.find((p) => p.partition === partition);
     return decodeProgress(entry?.offset, entry?.metadata);
   }
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
   async stop(): Promise<void> {
-    this.shutdown.abort();
-    await this.consumer?.disconnect();
-    await this.producer?.disconnect();
-    await this.admin?.disconnect();
+    this.stopped = true;
+    await this.deactivate();
+    await this.lease?.leave();
   }
 
-  private rawRecord(topic: string, partition: number, message: KafkaMessage): RawRecord {
+  private rawRecord(topic: string, partition: number, message: IncomingMessage): RawRecord {
     const topicKey = this.topicKeys.get(topic);
     if (topicKey === undefined) throw new Error(`${this.options.name} received a record from unexpected topic ${topic}`);
     return {
@@ -295,7 +336,7 @@ export class StreamProcessor<K extends TopicKey> {
       offset: message.offset,
       key: message.key,
       value: message.value,
-      headers: headersOf(message.headers),
+      headers: message.headers,
       timestamp: message.timestamp,
     };
   }
@@ -310,12 +351,9 @@ export class StreamProcessor<K extends TopicKey> {
         list.push({ key: record.key, value: record.value });
         byTopic.set(record.topic, list);
       }
-      if (byTopic.size > 0) {
-        await transaction.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
-      }
-      // kafkajs passes offset metadata through, though its types leave the field out.
-      const partitions = [{ partition, offset: nextOffset, metadata }];
-      await transaction.sendOffsets({ consumerGroupId: this.groupId, topics: [{ topic, partitions }] });
+      if (byTopic.size > 0) await transaction.sendBatch([...byTopic].map(([name, messages]) => ({ topic: name, messages })));
+      // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
+      await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
       await transaction.commit();
     } catch (error) {
       await transaction.abort().catch(() => undefined);

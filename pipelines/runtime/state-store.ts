@@ -1,4 +1,4 @@
-import type { Kafka } from '../../connectors/kafka/index.js';
+import type { KafkaPort } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { EncodedOutput } from './types.js';
 
@@ -65,7 +65,7 @@ export class StateStore<V> {
     this.staged.clear();
   }
 
-  async restore(kafka: Kafka): Promise<number> {
+  async restore(kafka: KafkaPort): Promise<number> {
     this.committed.clear();
     this.staged.clear();
     await readTopic(kafka, {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { inTransaction, readTopic, type Kafka } from '../../connectors/kafka/index.js';
+import { inTransaction, readTopic, type KafkaPort } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import type { Task, TopicNames } from '../../schemas/index.js';
 
@@ -32,7 +32,7 @@ export function taskFingerprint(task: Task): string {
 }
 
 /** The latest fingerprint of every task on the topic (compaction semantics: the newest record per key wins). */
-export async function publishedFingerprints(kafka: Kafka, serde: TopicSerde, names: TopicNames): Promise<Map<string, string>> {
+export async function publishedFingerprints(kafka: KafkaPort, serde: TopicSerde, names: TopicNames): Promise<Map<string, string>> {
   // readTopic settles the end, so a job run straight after another sees that run's tasks (their commit
   // markers may still be on the way) rather than publishing them again.
   const latest = new Map<string, Buffer | null>();
@@ -54,7 +54,7 @@ export async function publishedFingerprints(kafka: Kafka, serde: TopicSerde, nam
  * partition workers meet them in priority order): readers see all of them or, if the process dies before
  * the commit, none; the next run with the same transactional id fences and aborts the dead one.
  */
-export async function publishTasks(kafka: Kafka, serde: TopicSerde, names: TopicNames, tasks: readonly Task[], options: PublishOptions = {}): Promise<number> {
+export async function publishTasks(kafka: KafkaPort, serde: TopicSerde, names: TopicNames, tasks: readonly Task[], options: PublishOptions = {}): Promise<number> {
   return (await inOneTransaction(kafka, serde, names, options, async () => tasks)).length;
 }
 
@@ -72,7 +72,7 @@ export interface IdempotentPublishReport {
  * The topic is read after the transactional producer has fenced any earlier run of the job, so a run that
  * died mid-publish is either fully visible or fully aborted by then.
  */
-export async function publishNewTasks(kafka: Kafka, serde: TopicSerde, names: TopicNames, tasks: readonly Task[], options: PublishOptions = {}): Promise<IdempotentPublishReport> {
+export async function publishNewTasks(kafka: KafkaPort, serde: TopicSerde, names: TopicNames, tasks: readonly Task[], options: PublishOptions = {}): Promise<IdempotentPublishReport> {
   let updated = 0;
   const sent = await inOneTransaction(kafka, serde, names, options, async () => {
     const existing = await publishedFingerprints(kafka, serde, names);
@@ -88,7 +88,7 @@ export async function publishNewTasks(kafka: Kafka, serde: TopicSerde, names: To
 }
 
 async function inOneTransaction(
-  kafka: Kafka,
+  kafka: KafkaPort,
   serde: TopicSerde,
   names: TopicNames,
   options: PublishOptions,

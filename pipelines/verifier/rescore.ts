@@ -66,7 +66,7 @@ export async function rescore(context: ProcessorContext, verifier: Verifier, opt
   const rescoreId = `rescore-${readGroup.slice(-12)}`;
   const signal = options.signal ?? new AbortController().signal;
 
-  const producer = kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  const producer = kafka.producer({ idempotent: true });
   await producer.connect();
   let read = 0;
   let verified = 0;

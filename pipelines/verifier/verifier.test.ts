@@ -30,5 +30,5 @@ test('the ids of the graded kinds come from the spec, without a sandbox', async 
 
 test('a trajectory whose final files are in the artifact store needs one configured', async () => {
   const trajectory = { trajectoryId: 'tr', finalFiles: {}, finalFilesRef: { digest: `sha256:${'0'.repeat(64)}`, files: 1, bytes: 1 } } as never;
-  await assert.rejects(verifier.finalFilesOf(trajectory), (error: unknown) => error instanceof ConfigError && /keeps its final files in the artifact store .*\(VerifierOptions\.artifacts\)/.test(error.message));
+  await assert.rejects(verifier.finalFilesOf(trajectory), (error: unknown) => error instanceof ConfigError && /keeps its final files in the artifact store .*\(VerifierOptions\.trees\)/.test(error.message));
 });

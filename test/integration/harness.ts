@@ -65,7 +65,7 @@ export async function committedPastEnd(context: ProcessorContext, groupId: strin
   const admin = context.kafka.admin();
   await admin.connect();
   try {
-    const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+    const [committed] = await admin.fetchGroupOffsets(groupId, [topic]);
     return [...needed].every(([partition, offset]) => Number(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1) >= offset);
   } finally {
     await admin.disconnect();

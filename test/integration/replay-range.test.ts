@@ -50,8 +50,8 @@ test('a topic replay copies a time range keyed, partitioned and timestamped as t
   const admin = context.kafka.admin();
   await admin.connect();
   const liveGroup = `${context.names.prefix}reward`;
-  await admin.setOffsets({ groupId: liveGroup, topic: source, partitions: [0, 1, 2].map((partition) => ({ partition, offset: '1' })) });
-  const liveBefore = await admin.fetchOffsets({ groupId: liveGroup, topics: [source] });
+  await admin.setGroupOffsets(liveGroup, [0, 1, 2].map((partition) => ({ topic: source, partition, offset: '1' })));
+  const liveBefore = await admin.fetchGroupOffsets(liveGroup, [source]);
 
   const progress: number[] = [];
   const first = await replayIntoTopic(context.kafka, { source, target, from: { timestamp: boundary }, onProgress: (done) => void progress.push(done) });
@@ -82,7 +82,7 @@ test('a topic replay copies a time range keyed, partitioned and timestamped as t
   assert.equal(again.groupId, first.groupId);
   assert.equal((await rawRecords(context, target)).length, 20);
 
-  assert.deepEqual(await admin.fetchOffsets({ groupId: liveGroup, topics: [source] }), liveBefore, 'the live group did not move');
+  assert.deepEqual(await admin.fetchGroupOffsets(liveGroup, [source]), liveBefore, 'the live group did not move');
   await admin.disconnect();
 });
 
@@ -128,7 +128,7 @@ test('a learner replayed over a time range retrains from stored rewards in its o
   await admin.connect();
   try {
     for (const groupId of liveGroups) {
-      const offsets = await admin.fetchOffsets({ groupId, topics: (['trajectories', 'rewards'] as TopicKey[]).map((k) => context.names.name(k)) });
+      const offsets = await admin.fetchGroupOffsets(groupId, (['trajectories', 'rewards'] as TopicKey[]).map((k) => context.names.name(k)));
       assert.ok(offsets.every((t) => t.partitions.every((p) => p.offset === '-1')), `${groupId} was never used`);
     }
   } finally {

@@ -1,0 +1,384 @@
+import { createRequire } from 'node:module';
+import type { KafkaJS } from '@confluentinc/kafka-javascript';
+import { ConfigError, ConnectionError, KafkaError } from '../../../schemas/index.js';
+import { fromKafkajsError, kafkajsAdmin, kafkajsClient, unreachable } from '../kafkajs/index.js';
+import { headerText } from '../headers.js';
+import type { KafkaLogLine, ResolvedKafkaOptions } from '../options.js';
+import type {
+  ConsumerOptions,
+  ConsumerRunOptions,
+  IncomingMessage,
+  KafkaAdmin,
+  KafkaConsumer,
+  KafkaPort,
+  KafkaProducer,
+  KafkaTransaction,
+  OutgoingRecords,
+  ProducerOptions,
+  TopicPartitionOffset,
+} from '../port.js';
+
+type Confluent = typeof KafkaJS;
+
+/** librdkafka error codes (lib/error.js) this mapping tells apart. */
+const UNREACHABLE_CODES = new Set([-195 /* ERR__TRANSPORT */, -193 /* ERR__RESOLVE */, -187 /* ERR__ALL_BROKERS_DOWN */]);
+const FENCED_CODES = new Set([-144 /* ERR__FENCED */, 47 /* ERR_INVALID_PRODUCER_EPOCH */, 90 /* ERR_PRODUCER_FENCED */, 82 /* ERR_FENCED_INSTANCE_ID */]);
+const TOPIC_ALREADY_EXISTS = 36;
+const NOT_THERE_CODES = new Set([3 /* ERR_UNKNOWN_TOPIC_OR_PART */, -188 /* ERR__UNKNOWN_TOPIC */, -190 /* ERR__UNKNOWN_PARTITION */]);
+
+/**
+ * The confluent client's errors as ours: an unreachable broker is a ConnectionError naming KAFKA_BROKERS;
+ * any other client error a KafkaError whose `retriable` is librdkafka's verdict, never for a fenced or fatal
+ * producer (it stays fenced) nor for a topic that does not exist (it will not appear by retrying).
+ */
+export function fromConfluentError(error: unknown, resolved: ResolvedKafkaOptions): unknown {
+  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError || error instanceof ConfigError) return error;
+  const { code, retriable, fatal } = error as Error & { code?: number; retriable?: boolean; fatal?: boolean };
+  if (!error.name.startsWith('KafkaJS') && typeof code !== 'number') return error;
+  if (code !== undefined && UNREACHABLE_CODES.has(code)) return unreachable(resolved, error.message, error);
+  const final = fatal === true || (code !== undefined && (FENCED_CODES.has(code) || NOT_THERE_CODES.has(code)));
+  return new KafkaError(`kafka (confluent): ${error.message}`, String(code ?? error.name), { retriable: retriable === true && !final, cause: error });
+}
+
+let loaded: Confluent | undefined;
+/** Loaded on first use, so a machine without the native build still runs everything on kafkajs. */
+function confluentClient(): Confluent {
+  if (loaded) return loaded;
+  try {
+    loaded = (createRequire(import.meta.url)('@confluentinc/kafka-javascript') as { KafkaJS: Confluent }).KafkaJS;
+    return loaded;
+  } catch (error) {
+    throw new ConfigError(
+      `KafkaOptions.client "confluent": @confluentinc/kafka-javascript cannot be loaded (${error instanceof Error ? error.message.split('\n')[0] : String(error)}); run scripts/setup.sh to build it, or set TRIALRUN_KAFKA_CLIENT=kafkajs`,
+    );
+  }
+}
+
+const LOG_ORDER: readonly KafkaLogLine['level'][] = ['error', 'warn', 'info', 'debug'];
+// Routine group and transaction chatter that librdkafka recovers from by itself.
+const MUTED = [/rebalanc/i, /coordinator/i, /Consumer encountered error while processing message/i];
+
+/** Our logger in the shape the confluent client's KafkaJS layer calls. */
+function confluentLogger(resolved: ResolvedKafkaOptions, namespace = 'kafka'): KafkaJS.Logger {
+  const limit = resolved.logLevel === 'nothing' ? -1 : LOG_ORDER.indexOf(resolved.logLevel);
+  const at = (level: KafkaLogLine['level']) => (message: string, extra?: object) => {
+    if (LOG_ORDER.indexOf(level) > limit || MUTED.some((pattern) => pattern.test(message))) return;
+    resolved.log({ level, namespace, message, fields: { ...(extra ?? {}) } });
+  };
+  return {
+    error: at('error'),
+    warn: at('warn'),
+    info: at('info'),
+    debug: at('debug'),
+    namespace: (name: string) => confluentLogger(resolved, name),
+    setLogLevel: () => undefined,
+  };
+}
+
+/**
+ * Settings for librdkafka, chosen with bench/kafka.ts (docs/kafka.md): linger and batch size let the producer
+ * fill requests; the consumer hands eachBatch whatever one partition's fetch holds (-1), where the default 32
+ * costs a callback and, in a processor, a transaction per 32 records.
+ */
+export const CONFLUENT_PRODUCER_TUNING = { 'linger.ms': 10, 'batch.num.messages': 10_000 } as const;
+export const CONFLUENT_CONSUMER_TUNING = { 'js.consumer.max.batch.size': -1, 'fetch.wait.max.ms': 100 } as const;
+
+/** The @confluentinc/kafka-javascript (librdkafka) implementation of the port. */
+export function confluentPort(resolved: ResolvedKafkaOptions): KafkaPort {
+  const { Kafka, logLevel } = confluentClient();
+  const levels = { nothing: logLevel.NOTHING, error: logLevel.ERROR, warn: logLevel.WARN, info: logLevel.INFO, debug: logLevel.DEBUG };
+  const kafka = new Kafka({
+    kafkaJS: {
+      clientId: resolved.clientId,
+      brokers: [...resolved.brokers],
+      connectionTimeout: resolved.connectionTimeoutMs,
+      logLevel: levels[resolved.logLevel],
+      logger: confluentLogger(resolved),
+    },
+  });
+  const mapped = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(fromConfluentError(error, resolved)));
+  return {
+    client: 'confluent',
+    admin: () => confluentAdmin(kafka, confluentClient(), mapped, resolved),
+    producer: (options = {}) => confluentProducer(kafka, options, mapped),
+    consumer: (options) => new ConfluentConsumer(kafka, options, mapped),
+  };
+}
+
+type Mapped = <T>(work: Promise<T>) => Promise<T>;
+
+function confluentAdmin(kafka: KafkaJS.Kafka, client: Confluent, mapped: Mapped, resolved: ResolvedKafkaOptions): KafkaAdmin {
+  const admin = kafka.admin();
+  // librdkafka's JavaScript binding has no DescribeConfigs and no AlterConsumerGroupOffsets: those two
+  // admin calls, rare and outside any transaction, go through kafkajs, connected only when used.
+  let fallback: KafkaAdmin | undefined;
+  const viaKafkajs = async (): Promise<KafkaAdmin> => {
+    if (!fallback) {
+      fallback = kafkajsAdmin(kafkajsClient(resolved), (work) => work.catch((error: unknown) => Promise.reject(fromKafkajsError(error, resolved))));
+      await fallback.connect();
+    }
+    return fallback;
+  };
+  const committed = { isolationLevel: client.IsolationLevel.READ_COMMITTED };
+  const listTopics = (): Promise<string[]> => mapped(admin.listTopics());
+  return {
+    connect: () => mapped(admin.connect()),
+    disconnect: async () => {
+      await fallback?.disconnect();
+      fallback = undefined;
+      await admin.disconnect();
+    },
+    listTopics,
+    describeTopic: async (topic, configNames) => (await viaKafkajs()).describeTopic(topic, configNames),
+    brokerCount: async () => (await viaKafkajs()).brokerCount(),
+    setGroupOffsets: async (groupId, offsets) => (await viaKafkajs()).setGroupOffsets(groupId, offsets),
+    listGroups: async () => (await mapped(admin.listGroups())).groups.map((group) => group.groupId),
+    deleteGroups: async (groupIds) => void (await mapped(admin.deleteGroups([...groupIds]))),
+    createTopics: async (topics) => {
+      await mapped(
+        admin
+          .createTopics({
+            topics: topics.map((t) => ({
+              topic: t.topic,
+              numPartitions: t.partitions,
+              replicationFactor: t.replicationFactor ?? 1,
+              configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value })),
+            })),
+          })
+          // Created meanwhile by another process (kafkajs says the same with `false`): what was asked for exists.
+          .catch((error: unknown) => {
+            if ((error as { code?: number }).code !== TOPIC_ALREADY_EXISTS) throw error;
+          }),
+      );
+      // CreateTopics answers once the controller has them; a producer needs each partition's leader.
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const metadata = await admin.fetchTopicMetadata({ topics: topics.map((t) => t.topic) }).catch(() => []);
+        const led = metadata.length === topics.length && metadata.every((t) => t.partitions.length > 0 && t.partitions.every((p) => p.leader >= 0));
+        if (led) return;
+        if (Date.now() > deadline) throw new KafkaError(`topics ${topics.map((t) => t.topic).join(', ')} have no leader after 30 s`, 'NO_LEADER', { retriable: true });
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    },
+    deleteTopics: (topics) => mapped(admin.deleteTopics({ topics: [...topics] })),
+    fetchTopicOffsets: async (topic) => (await mapped(admin.fetchTopicOffsets(topic, committed))).map(({ partition, low, high }) => ({ partition, low, high })),
+    fetchTopicOffsetsByTimestamp: async (topic, timestamp) => {
+      const [byTime, ends] = await Promise.all([mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp, committed)), mapped(admin.fetchTopicOffsets(topic, committed))]);
+      return byTime.map(({ partition, offset }) => ({ partition, offset: BigInt(offset) < 0n ? ends.find((p) => p.partition === partition)!.high : offset }));
+    },
+    fetchGroupOffsets: async (groupId, topics) => {
+      // The client refuses to list offsets of a topic that does not exist; for a group that is "nothing committed".
+      const existing = new Set(await listTopics());
+      const present = topics.filter((topic) => existing.has(topic));
+      const found = present.length === 0 ? [] : await mapped(admin.fetchOffsets({ groupId, topics: [...present] }));
+      return found.map(({ topic, partitions }) => ({
+        topic,
+        partitions: partitions.map(({ partition, offset, metadata }) => ({ partition, offset, metadata: metadata === '' ? null : (metadata ?? null) })),
+      }));
+    },
+  };
+}
+
+const outgoing = (records: OutgoingRecords): KafkaJS.ProducerRecord => ({
+  topic: records.topic,
+  messages: records.messages.map((m) => ({ key: m.key ?? null, value: m.value, partition: m.partition, timestamp: m.timestamp, headers: m.headers ? { ...m.headers } : undefined })),
+});
+
+function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
+  const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
+  const producer = kafka.producer({
+    kafkaJS: {
+      idempotent,
+      allowAutoTopicCreation: false,
+      ...(options.transactionalId !== undefined ? { transactionalId: options.transactionalId } : {}),
+      ...(options.transactionTimeoutMs !== undefined ? { transactionTimeout: options.transactionTimeoutMs } : {}),
+    },
+    ...CONFLUENT_PRODUCER_TUNING,
+  });
+  const sendBatch = async (batch: readonly OutgoingRecords[]): Promise<void> => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) })));
+  const send = async (records: OutgoingRecords): Promise<void> => void (await mapped(producer.send(outgoing(records))));
+  return {
+    connect: () => mapped(producer.connect()),
+    disconnect: () => producer.disconnect(),
+    send,
+    sendBatch,
+    transaction: async () => {
+      // The client's producer is its own transaction: one at a time.
+      await mapped(producer.transaction());
+      const transaction: KafkaTransaction = {
+        send,
+        sendBatch,
+        sendOffsets: (consumer, offsets) => sendOffsetsWithMetadata(producer, consumer, offsets, mapped),
+        commit: () => mapped(producer.commit()),
+        abort: () => mapped(producer.abort()),
+      };
+      return transaction;
+    },
+  };
+}
+
+interface NativeProducer {
+  sendOffsetsToTransaction(offsets: unknown[], consumer: unknown, timeoutMs: number, callback: (error: unknown) => void): void;
+}
+
+/**
+ * KIP-447: the offsets go with the consumer's group metadata (group, generation, member), so the broker
+ * refuses them from an instance that has lost the partitions. The client's KafkaJS layer drops offset
+ * metadata, so this calls its native producer, which carries it.
+ */
+async function sendOffsetsWithMetadata(producer: KafkaJS.Producer, consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], mapped: Mapped): Promise<void> {
+  if (!(consumer instanceof ConfluentConsumer)) throw new ConfigError('sendOffsets on the confluent client needs a consumer of the same client (its group metadata)');
+  const native = (producer as unknown as { _getInternalClient(): NativeProducer })._getInternalClient();
+  const list = offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset: Number(offset), ...(metadata ? { metadata } : {}) }));
+  await mapped(
+    new Promise<void>((resolve, reject) =>
+      native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
+    ),
+  );
+}
+
+/** The native layer's error object, with its code and flags, as an Error the mapping reads. */
+function asLibrdkafkaError(error: unknown): Error {
+  if (error instanceof Error) return error;
+  const { message, code, retriable, fatal } = error as { message?: string; code?: number; retriable?: boolean; fatal?: boolean };
+  return Object.assign(new Error(message ?? String(error)), { name: 'KafkaJSError', code, retriable, fatal });
+}
+
+interface NativeConsumer {
+  position(partitions: Array<{ topic: string; partition: number }>): Array<{ topic: string; partition: number; offset: number }>;
+}
+
+const POSITION_POLL_MS = 100;
+const ASSIGN_PARTITIONS = -175; // ERR__ASSIGN_PARTITIONS: the rebalance callback's "these are yours now"
+
+const REVOKE_PARTITIONS = -174; // ERR__REVOKE_PARTITIONS
+
+/**
+ * The client's rebalance callback, reporting the whole assignment after each assignment step; the client
+ * then assigns as usual. Eager rebalances revoke everything and assign the new set; cooperative ones revoke
+ * and assign only what moves, so the set is kept here. Revocations alone are not reported: an eager
+ * rebalance's revoke-all is followed by the assignment, and reporting the empty set between would make a
+ * member that keeps its partitions look as if it lost them for a moment.
+ */
+export function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onAssignment']>) {
+  const current = new Map<string, { topic: string; partition: number }>();
+  return (event: { code?: number }, assignment: Array<{ topic: string; partition: number }>): void => {
+    for (const { topic, partition } of assignment) {
+      if (event.code === ASSIGN_PARTITIONS) current.set(`${topic}\u0000${partition}`, { topic, partition });
+      else if (event.code === REVOKE_PARTITIONS) current.delete(`${topic}\u0000${partition}`);
+    }
+    if (event.code === ASSIGN_PARTITIONS) onAssignment([...current.values()]);
+  };
+}
+
+class ConfluentConsumer implements KafkaConsumer {
+  private readonly consumer: KafkaJS.Consumer;
+  private positionTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    kafka: KafkaJS.Kafka,
+    readonly options: ConsumerOptions,
+    private readonly mapped: Mapped,
+  ) {
+    this.consumer = kafka.consumer({
+      kafkaJS: {
+        groupId: options.groupId,
+        readUncommitted: options.readUncommitted ?? false,
+        fromBeginning: options.fromBeginning ?? true,
+        autoCommit: false,
+        allowAutoTopicCreation: false,
+        sessionTimeout: options.sessionTimeoutMs ?? 45_000,
+        heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+        // librdkafka heartbeats by itself; what ends a stuck member is the time between polls.
+        rebalanceTimeout: options.maxPollIntervalMs ?? 300_000,
+        ...(options.sticky ? { partitionAssigners: ['cooperative-sticky' as KafkaJS.PartitionAssigners] } : {}),
+      },
+      ...CONFLUENT_CONSUMER_TUNING,
+      ...(options.onAssignment ? { rebalance_cb: rebalanceListener(options.onAssignment) } : {}),
+    });
+  }
+
+  get groupId(): string {
+    return this.options.groupId;
+  }
+
+  /** The native consumer, whose group metadata a transaction's sendOffsets carries. */
+  nativeClient(): NativeConsumer {
+    return (this.consumer as unknown as { _getInternalClient(): NativeConsumer })._getInternalClient();
+  }
+
+  connect(): Promise<void> {
+    return this.mapped(this.consumer.connect());
+  }
+
+  async disconnect(): Promise<void> {
+    clearInterval(this.positionTimer);
+    await this.consumer.disconnect();
+  }
+
+  subscribe(topics: readonly string[]): Promise<void> {
+    return this.mapped(this.consumer.subscribe({ topics: [...topics] }));
+  }
+
+  async run({ eachBatch, onPosition, onCrash }: ConsumerRunOptions): Promise<void> {
+    const reported = new Map<string, bigint>();
+    const report = (partitions: Array<{ topic: string; partition: number }>): void => {
+      if (!onPosition || partitions.length === 0) return;
+      let positions: ReturnType<NativeConsumer['position']>;
+      try {
+        positions = this.nativeClient().position(partitions);
+      } catch {
+        return; // not assigned any more, or disconnecting
+      }
+      for (const { topic, partition, offset } of positions) {
+        if (!(offset >= 0)) continue;
+        const key = `${topic}\u0000${partition}`;
+        if (reported.get(key) === BigInt(offset)) continue;
+        reported.set(key, BigInt(offset));
+        onPosition(topic, partition, BigInt(offset));
+      }
+    };
+    // Transaction markers never reach eachBatch, yet move the position: polled, as no batch reports them.
+    // The position counts what the client's KafkaJS layer has taken into its cache, which may be ahead of
+    // what eachBatch was given; that cache is empty once the handler has been idle a whole poll interval.
+    let inFlight = 0;
+    let lastActivity = Date.now();
+    if (onPosition) {
+      this.positionTimer = setInterval(() => {
+        if (inFlight === 0 && Date.now() - lastActivity >= POSITION_POLL_MS) report(this.consumer.assignment());
+      }, POSITION_POLL_MS);
+    }
+    const running = this.mapped(
+      this.consumer.run({
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          inFlight++;
+          lastActivity = Date.now();
+          const messages: IncomingMessage[] = batch.messages.map((m) => ({
+            key: m.key,
+            value: m.value,
+            offset: m.offset,
+            timestamp: m.timestamp,
+            headers: headerText(m.headers),
+          }));
+          try {
+            await eachBatch({ batch: { topic: batch.topic, partition: batch.partition, messages }, resolveOffset, heartbeat, isActive: () => isRunning() && !isStale() });
+          } finally {
+            inFlight--;
+            lastActivity = Date.now();
+          }
+        },
+      }),
+    );
+    running.catch((error: unknown) => onCrash?.(error instanceof Error ? error : new Error(String(error))));
+    await running;
+  }
+
+  seek(topic: string, partition: number, offset: string): void {
+    this.consumer.seek({ topic, partition, offset });
+  }
+
+  commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    return this.mapped(this.consumer.commitOffsets(offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset, metadata: metadata ?? null }))));
+  }
+}

@@ -1,0 +1,269 @@
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type Transaction } from 'kafkajs';
+import { ConnectionError, KafkaError } from '../../../schemas/index.js';
+import { headerText } from '../headers.js';
+import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
+import type {
+  BatchPayload,
+  ConsumerOptions,
+  ConsumerRunOptions,
+  IncomingMessage,
+  KafkaAdmin,
+  KafkaConsumer,
+  KafkaPort,
+  KafkaProducer,
+  KafkaTransaction,
+  NewTopic,
+  OutgoingRecords,
+  ProducerOptions,
+  TopicPartitionOffset,
+} from '../port.js';
+
+const LEVELS = { nothing: logLevel.NOTHING, error: logLevel.ERROR, warn: logLevel.WARN, info: logLevel.INFO, debug: logLevel.DEBUG };
+const LEVEL_NAMES = new Map<number, KafkaLogLine['level']>([
+  [logLevel.ERROR, 'error'],
+  [logLevel.WARN, 'warn'],
+  [logLevel.INFO, 'info'],
+  [logLevel.DEBUG, 'debug'],
+]);
+
+// kafkajs logs a partitioner migration warning and routine group chatter at warn level; keep stderr readable.
+// Retriable conditions that kafkajs retries by itself are noise at warn/error level.
+const MUTED = [
+  /KafkaJSPartitionerWarning|default partitioner/i,
+  /The group is rebalancing/i,
+  /Restarting the consumer/i,
+  /another concurrent operation on the same transaction/i,
+  /coordinator is not available/i,
+  /This is not the correct coordinator/i,
+];
+
+/** Hands kafkajs's entries to our logger as plain lines, never its JSON. */
+export function kafkaLogCreator(log: KafkaLog): NonNullable<KafkaConfig['logCreator']> {
+  return () => ({ namespace, level, log: entry }: LogEntry) => {
+    const { message = '', timestamp: _t, logger: _l, ...fields } = entry;
+    const text = `${String(message)} ${JSON.stringify(fields)}`;
+    if (MUTED.some((pattern) => pattern.test(text))) return;
+    log({ level: LEVEL_NAMES.get(level) ?? 'warn', namespace: namespace || 'kafka', message: String(message), fields });
+  };
+}
+
+/**
+ * kafkajs's errors as ours: an unreachable broker anywhere in the chain is a ConnectionError naming
+ * KAFKA_BROKERS; any other KafkaJS error a KafkaError with kafkajs's own `retriable` verdict (by name:
+ * kafkajs is CommonJS and exports no classes to ES modules). Anything else passes unchanged.
+ */
+export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions): unknown {
+  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError) return error;
+  for (let current: unknown = error, depth = 0; depth < 5 && current instanceof Error; depth++, current = current.cause) {
+    if (current.name === 'KafkaJSConnectionError') return unreachable(resolved, current.message, error);
+  }
+  if (!error.name.startsWith('KafkaJS')) return error;
+  const { type, retriable } = error as Error & { type?: string; retriable?: boolean };
+  // A fenced or aborted transaction stays fenced however often it is retried.
+  const fenced = /PRODUCER_FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION|INVALID_TXN_STATE/.test(type ?? '');
+  return new KafkaError(`kafka (kafkajs): ${error.message}`, type ?? error.name, { retriable: retriable === true && !fenced, cause: error });
+}
+
+export const unreachable = (resolved: ResolvedKafkaOptions, reason: string, cause?: unknown): ConnectionError =>
+  new ConnectionError(`cannot reach Kafka at ${brokersSource(resolved)}: ${reason}; start it with \`trialrun stack up\`, or point KAFKA_BROKERS at a running broker`, cause);
+
+
+const incoming = (message: KafkaMessage): IncomingMessage => ({
+  key: message.key,
+  value: message.value,
+  offset: message.offset,
+  timestamp: message.timestamp,
+  headers: headerText(message.headers),
+});
+
+const outgoing = (records: OutgoingRecords) => ({ topic: records.topic, messages: records.messages.map((m) => ({ ...m, headers: m.headers ? { ...m.headers } : undefined })) });
+
+/** Group offsets by topic, metadata included (kafkajs passes it through, though its types leave it out). */
+function byTopic(offsets: readonly TopicPartitionOffset[]): Array<{ topic: string; partitions: Array<{ partition: number; offset: string; metadata: string | null }> }> {
+  const topics = new Map<string, Array<{ partition: number; offset: string; metadata: string | null }>>();
+  for (const { topic, partition, offset, metadata } of offsets) {
+    const list = topics.get(topic) ?? [];
+    list.push({ partition, offset, metadata: metadata ?? null });
+    topics.set(topic, list);
+  }
+  return [...topics].map(([topic, partitions]) => ({ topic, partitions }));
+}
+
+/** The kafkajs implementation of the port. */
+export function kafkajsPort(resolved: ResolvedKafkaOptions): KafkaPort {
+  const kafka = kafkajsClient(resolved);
+  const mapped = <T>(work: Promise<T>): Promise<T> => work.catch((error: unknown) => Promise.reject(fromKafkajsError(error, resolved)));
+  return {
+    client: 'kafkajs',
+    admin: () => kafkajsAdmin(kafka, mapped),
+    producer: (options = {}) => kafkajsProducer(kafka, options, mapped),
+    consumer: (options) => new KafkajsConsumer(kafka, options, mapped),
+  };
+}
+
+export function kafkajsClient(resolved: ResolvedKafkaOptions): Kafka {
+  return new Kafka({
+    clientId: resolved.clientId,
+    brokers: [...resolved.brokers],
+    connectionTimeout: resolved.connectionTimeoutMs,
+    logLevel: LEVELS[resolved.logLevel],
+    logCreator: kafkaLogCreator(resolved.log),
+    // No client-wide retry override: kafkajs gives idempotent producers unlimited retries, which EOS needs.
+  });
+}
+
+export type Mapped = <T>(work: Promise<T>) => Promise<T>;
+
+export function kafkajsAdmin(kafka: Kafka, mapped: Mapped): KafkaAdmin {
+  const admin = kafka.admin();
+  return {
+    connect: () => mapped(admin.connect()),
+    disconnect: () => admin.disconnect(),
+    listTopics: () => mapped(admin.listTopics()),
+    createTopics: async (topics: readonly NewTopic[]) => {
+      await mapped(
+        admin.createTopics({
+          waitForLeaders: true,
+          topics: topics.map((t) => ({
+            topic: t.topic,
+            numPartitions: t.partitions,
+            replicationFactor: t.replicationFactor ?? 1,
+            configEntries: Object.entries(t.config ?? {}).map(([name, value]) => ({ name, value })),
+          })),
+        }),
+      );
+    },
+    deleteTopics: (topics) => mapped(admin.deleteTopics({ topics: [...topics] })),
+    fetchTopicOffsets: async (topic) => (await mapped(admin.fetchTopicOffsets(topic))).map(({ partition, low, high }) => ({ partition, low, high })),
+    fetchTopicOffsetsByTimestamp: async (topic, timestamp) => {
+      const [byTime, ends] = await Promise.all([mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp)), mapped(admin.fetchTopicOffsets(topic))]);
+      return byTime.map(({ partition, offset }) => ({ partition, offset: BigInt(offset) < 0n ? ends.find((p) => p.partition === partition)!.high : offset }));
+    },
+    brokerCount: async () => (await mapped(admin.describeCluster())).brokers.length,
+    describeTopic: async (topic, configNames) => {
+      const metadata = await mapped(admin.fetchTopicMetadata({ topics: [topic] }));
+      const described = await mapped(admin.describeConfigs({ resources: [{ type: 2 /* TOPIC */, name: topic, configNames: [...configNames] }], includeSynonyms: false }));
+      const config = Object.fromEntries((described.resources[0]?.configEntries ?? []).map((entry) => [entry.configName, entry.configValue]));
+      return { partitions: metadata.topics[0]?.partitions.length ?? 0, config };
+    },
+    setGroupOffsets: async (groupId, offsets) => {
+      for (const { topic, partitions } of byTopic(offsets)) await mapped(admin.setOffsets({ groupId, topic, partitions }));
+    },
+    listGroups: async () => (await mapped(admin.listGroups())).groups.map((group) => group.groupId),
+    deleteGroups: async (groupIds) => void (await mapped(admin.deleteGroups([...groupIds]))),
+    fetchGroupOffsets: async (groupId, topics) => {
+      // A topic that does not exist holds no offsets of any group (kafkajs would fail the whole request).
+      const existing = new Set(await mapped(admin.listTopics()));
+      const present = topics.filter((topic) => existing.has(topic));
+      if (present.length === 0) return [];
+      return (await mapped(admin.fetchOffsets({ groupId, topics: present }))).map(({ topic, partitions }) => ({
+        topic,
+        partitions: partitions.map(({ partition, offset, metadata }) => ({ partition, offset, metadata: metadata ?? null })),
+      }));
+    },
+  };
+}
+
+function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
+  const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
+  // kafkajs keeps order under retries only with one request in flight, which idempotence needs.
+  const producer: Producer = kafka.producer({
+    transactionalId: options.transactionalId,
+    transactionTimeout: options.transactionTimeoutMs,
+    idempotent,
+    ...(idempotent ? { maxInFlightRequests: 1 } : {}),
+  });
+  return {
+    connect: () => mapped(producer.connect()),
+    disconnect: () => producer.disconnect(),
+    send: async (records) => void (await mapped(producer.send(outgoing(records)))),
+    sendBatch: async (batch) => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) }))),
+    transaction: async () => kafkajsTransaction(await mapped(producer.transaction()), mapped),
+  };
+}
+
+function kafkajsTransaction(transaction: Transaction, mapped: Mapped): KafkaTransaction {
+  return {
+    send: async (records) => void (await mapped(transaction.send(outgoing(records)))),
+    sendBatch: async (batch) => void (await mapped(transaction.sendBatch({ topicMessages: batch.map(outgoing) }))),
+    // TxnOffsetCommit v1: the group id only, no generation; fencing rests on the transactional id.
+    sendOffsets: (consumer, offsets) => mapped(transaction.sendOffsets({ consumerGroupId: consumer.groupId, topics: byTopic(offsets) })),
+    commit: () => mapped(transaction.commit()),
+    abort: () => mapped(transaction.abort()),
+  };
+}
+
+class KafkajsConsumer implements KafkaConsumer {
+  private readonly consumer: Consumer;
+
+  constructor(
+    kafka: Kafka,
+    readonly options: ConsumerOptions,
+    private readonly mapped: Mapped,
+  ) {
+    this.consumer = kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: options.readUncommitted ?? false,
+      allowAutoTopicCreation: false,
+      sessionTimeout: options.sessionTimeoutMs ?? 45_000,
+      heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
+      // kafkajs's default fetch of 1 MiB per partition stays: kafkajs sends a call's records to a partition
+      // as one request, so a batch copied whole (a replay) must stay under the broker's message.max.bytes.
+    });
+    const { onAssignment } = options;
+    if (onAssignment) {
+      this.consumer.on(this.consumer.events.GROUP_JOIN, ({ payload }) =>
+        onAssignment(Object.entries(payload.memberAssignment).flatMap(([topic, partitions]) => partitions.map((partition) => ({ topic, partition })))),
+      );
+    }
+  }
+
+  get groupId(): string {
+    return this.options.groupId;
+  }
+
+  connect(): Promise<void> {
+    return this.mapped(this.consumer.connect());
+  }
+
+  disconnect(): Promise<void> {
+    return this.consumer.disconnect();
+  }
+
+  subscribe(topics: readonly string[]): Promise<void> {
+    return this.mapped(this.consumer.subscribe({ topics: [...topics], fromBeginning: this.options.fromBeginning ?? true }));
+  }
+
+  async run({ eachBatch, onPosition, onCrash }: ConsumerRunOptions): Promise<void> {
+    if (onCrash) this.consumer.on(this.consumer.events.CRASH, ({ payload }) => onCrash(payload.error));
+    // Fetches holding only transaction markers never reach eachBatch; this event sees every batch.
+    if (onPosition) {
+      this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => {
+        if (payload.lastOffset !== null && payload.lastOffset !== undefined) onPosition(payload.topic, payload.partition, BigInt(payload.lastOffset) + 1n);
+      });
+    }
+    await this.mapped(
+      this.consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+          const payload: BatchPayload = {
+            batch: { topic: batch.topic, partition: batch.partition, messages: batch.messages.map(incoming) },
+            resolveOffset,
+            heartbeat,
+            isActive: () => isRunning() && !isStale(),
+          };
+          await eachBatch(payload);
+        },
+      }),
+    );
+  }
+
+  seek(topic: string, partition: number, offset: string): void {
+    this.consumer.seek({ topic, partition, offset });
+  }
+
+  commitOffsets(offsets: readonly TopicPartitionOffset[]): Promise<void> {
+    return this.mapped(this.consumer.commitOffsets(offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset, metadata: metadata ?? null }))));
+  }
+}
