@@ -97,7 +97,8 @@ export class AgentSandboxPool implements SandboxPool {
   private readonly warm: WarmPool<StartSpec, SandboxHandle>;
   /** Every sandbox started and not yet destroyed, held or warm: what the reaper must leave alone. */
   private readonly live = new Map<string, SandboxHandle>();
-  private readonly held = new Set<SandboxHandle>();
+  /** Sandboxes handed out and not yet released, each with the release of its lease. */
+  private readonly held = new Map<SandboxHandle, () => void>();
   private readonly chores = new Set<Promise<void>>();
   private readonly destroyed = new WeakSet<SandboxHandle>();
   private readonly reaper: NodeJS.Timeout | null;
@@ -141,7 +142,7 @@ export class AgentSandboxPool implements SandboxPool {
       lease();
       throw error;
     }
-    this.held.add(handle);
+    this.held.set(handle, lease);
     handle.channel.assign(options.taskId);
     this.chore(handle.assign(options.taskId).catch((error: unknown) => this.options.onWarning(`labelling sandbox ${handle.id} with task ${options.taskId} failed: ${errorMessage(error)}`)));
     return new AgentSandbox(handle, (released) => {
@@ -186,7 +187,10 @@ export class AgentSandboxPool implements SandboxPool {
   async close(): Promise<void> {
     this.closed = true;
     if (this.reaper) clearInterval(this.reaper);
-    for (const handle of this.held) this.warm.retire(handle);
+    for (const [handle, lease] of this.held) {
+      lease();
+      this.warm.retire(handle);
+    }
     this.held.clear();
     await this.warm.close();
     while (this.chores.size > 0) await Promise.allSettled([...this.chores]);

@@ -21,7 +21,7 @@ for (const backend of BACKENDS) {
 
     after(async () => {
       await pool.close();
-      assert.deepEqual(pool.stats, { held: 0, live: 0, ready: 0, creating: 0, pending: 0 }, 'close destroyed every sandbox');
+      assert.deepEqual(pool.stats, { held: 0, live: 0, ready: 0, creating: 0, pending: 0, leasesFree: pool.options.maxSandboxes, waitingForLease: 0 }, 'close destroyed every sandbox and gave back every lease');
     });
 
     it('runs commands as the unprivileged sandbox user in /workspace with the given env and stdin', async () => {
