@@ -23,7 +23,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
-import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/task-job/index.js';
+import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/jobs/task-job/index.js';
 import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
 import { BenchReport, interleave } from './harness.js';

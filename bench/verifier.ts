@@ -18,7 +18,7 @@ import { intOption } from '../cli/command.js';
 import { repoRoot } from '../cli/paths.js';
 import { DockerSandboxPool, ProcessSandboxPool, type SandboxPool } from '../connectors/sandbox/index.js';
 import '../envs/index.js';
-import { prepareTasks } from '../pipelines/task-job/index.js';
+import { prepareTasks } from '../pipelines/jobs/task-job/index.js';
 import { Verifier, VERIFIER_RECIPE } from '../pipelines/verifier/index.js';
 import type { Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';

@@ -4,7 +4,7 @@ import { startDashboard, type Dashboard } from '../../dashboard/index.js';
 import { dirname, join } from 'node:path';
 import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
-import { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/jobs/task-job/index.js';
 import { LINEAR_REPAIR_POLICY, LLM_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { openCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { checkRange, readTopic, type Position } from '../../connectors/kafka/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
-import { replayIntoProcessor, replayIntoTopic, type ReplayTarget } from '../../pipelines/replay/index.js';
+import { replayIntoProcessor, replayIntoTopic, type ReplayTarget } from '../../pipelines/jobs/replay/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
 import { ConfigError, TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';

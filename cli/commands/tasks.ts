@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
-import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, runWorkspaceJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, runWorkspaceJob, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';

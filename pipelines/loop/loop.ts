@@ -13,7 +13,7 @@ import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
 import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
-import { prepareTasks, publishTasks } from '../task-job/index.js';
+import { prepareTasks, publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 
 export interface LoopOptions {

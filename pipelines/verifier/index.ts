@@ -1,4 +1,4 @@
-export { plantCanaries, type Canaries } from './canary.js';
+export { isTestModule, plantCanaries, type Canaries } from './canary.js';
 export { judge, RunnerFailure, RunnerResult, withOutput, type Judgement, type JudgeInput } from './judge.js';
 export { nodeId, parseJunit, type JunitCase, type JunitIds } from './junit.js';
 export { gradedIds, judgeGraded, readReward, type GradedCheck, type GradedJudgement, type GradeRun } from './grading.js';
@@ -21,13 +21,3 @@ export {
   type VerifierProcessorOptions,
 } from './verifier.js';
 export { verifierCodeDigest, verifierVersion } from './version.js';
-export {
-  calibrate,
-  findKnownBadMutants,
-  resolveCalibrationOptions,
-  type CalibrationOptions,
-  type CalibrationReport,
-  type TaskCalibration,
-  type VariantVerdict,
-} from './calibration.js';
-export { rescore, type RescoreOptions, type RescoreProgress, type RescoreReport } from './rescore.js';

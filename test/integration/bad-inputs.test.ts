@@ -8,7 +8,7 @@ import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { GlobalTable, type ProcessorContext } from '../../pipelines/runtime/index.js';
-import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
 import { nowIso, type DeadLetter, type Task, type TopicKey, type Verification } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';

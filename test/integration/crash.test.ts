@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Trajectory } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';

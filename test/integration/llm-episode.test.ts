@@ -8,7 +8,7 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { envToolSpecs, makeEnv, PROGRAM_REPAIR, type RepairObservation } from '../../envs/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
 import { runEpisode } from '../../pipelines/rollout-worker/index.js';
-import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { INVALID_REPLY, LLM_POLICY, LlmPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
 import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../../stack/index.js';

@@ -5,7 +5,7 @@ import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
-import { prepareTasks, publishTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { nowIso, type Verification } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';

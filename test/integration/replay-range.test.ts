@@ -4,7 +4,7 @@ import { openCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { readRange, readTopic, type RangeRecord } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
-import { REPLAY_SOURCE_HEADER, replayIntoProcessor, replayIntoTopic } from '../../pipelines/replay/index.js';
+import { REPLAY_SOURCE_HEADER, replayIntoProcessor, replayIntoTopic } from '../../pipelines/jobs/replay/index.js';
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
 import { policyKind } from '../../policies/index.js';
 import { topicNames, type TopicKey } from '../../schemas/index.js';

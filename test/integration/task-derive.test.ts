@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { after, before, it } from 'node:test';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { MUTATION_KINDS, resolveJob, runTaskJob, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { MUTATION_KINDS, resolveJob, runTaskJob, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
 import type { Task } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';

@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../../connectors/analytics/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
-import { formatReport, resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/task-job/index.js';
+import { formatReport, resolveJob, runTaskJob, taskFingerprint, type JobSpecInput, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
@@ -355,7 +355,7 @@ describe('task job: publishing (Kafka)', () => {
         const { createKafka } = await import(${JSON.stringify(join(dist, 'connectors/kafka/index.js'))});
         const { TopicSerde } = await import(${JSON.stringify(join(dist, 'connectors/registry/index.js'))});
         const { topicNames } = await import(${JSON.stringify(join(dist, 'schemas/index.js'))});
-        const { publishTasks } = await import(${JSON.stringify(join(dist, 'pipelines/task-job/index.js'))});
+        const { publishTasks } = await import(${JSON.stringify(join(dist, 'pipelines/jobs/task-job/index.js'))});
         const names = topicNames(${JSON.stringify(context.names.prefix)});
         const tasks = JSON.parse(readFileSync(${JSON.stringify(tasksFile)}, 'utf8'));
         await publishTasks(createKafka(), new TopicSerde(names), names, tasks, {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { before, it } from 'node:test';
-import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { StreamProcessor } from '../../pipelines/runtime/index.js';
 import { nowIso, type Task } from '../../schemas/index.js';
 import { repoRoot } from '../../cli/paths.js';

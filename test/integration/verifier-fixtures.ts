@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { repoRoot } from '../../cli/paths.js';
-import { prepareTasks } from '../../pipelines/task-job/index.js';
+import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Step, type Task, type Trajectory, type WorkspaceExtras } from '../../schemas/index.js';
 import { tempDir } from './harness.js';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { GlobalTable } from '../../pipelines/runtime/index.js';
-import { publishTasks } from '../../pipelines/task-job/index.js';
+import { publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { createVerifierProcessor, verifierScript, Verifier } from '../../pipelines/verifier/index.js';
 import { escapePathBytes, type HackKind, type Verification, type VerifyFailure, type WorkspaceExtras } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';

@@ -7,8 +7,9 @@ import { LocalTreeStore, storeLargeTrees } from '../../connectors/artifacts/inde
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { GlobalTable } from '../../pipelines/runtime/index.js';
-import { publishTasks } from '../../pipelines/task-job/index.js';
-import { calibrate, createVerifierProcessor, Verifier, type Checked } from '../../pipelines/verifier/index.js';
+import { publishTasks } from '../../pipelines/jobs/task-job/index.js';
+import { calibrate } from '../../pipelines/jobs/calibrate/index.js';
+import { createVerifierProcessor, Verifier, type Checked } from '../../pipelines/verifier/index.js';
 import { NotFoundError, type FileTree, type Reward, type Task, type Verification, type VerificationSpec } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';

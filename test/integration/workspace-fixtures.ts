@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { LocalTreeStore, type TreeStore } from '../../connectors/artifacts/index.js';
 import { repoRoot } from '../../cli/paths.js';
-import { readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import { readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/jobs/task-job/index.js';
 import type { Task } from '../../schemas/index.js';
 import { tempDir } from './harness.js';
 

@@ -8,7 +8,7 @@ import { readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { WORKSPACE_ENV, type WorkspaceObservation } from '../../envs/index.js';
 import { createRolloutWorker, type PolicySource } from '../../pipelines/rollout-worker/index.js';
-import { publishTasks, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/task-job/index.js';
+import { publishTasks, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/jobs/task-job/index.js';
 import type { Action, Policy } from '../../policies/index.js';
 import type { Task } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';

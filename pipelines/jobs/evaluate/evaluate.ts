@@ -1,12 +1,12 @@
-import { inTransaction } from '../../connectors/kafka/index.js';
-import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { ENVIRONMENTS, makeEnv, type RepairObservation } from '../../envs/index.js';
-import { seededRandom, type Policy } from '../../policies/index.js';
-import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../schemas/index.js';
-import { AnalyticsSink } from '../analytics-sink/index.js';
-import { prepareTopics, type ProcessorContext } from '../runtime/index.js';
-import { runEpisode } from '../rollout-worker/index.js';
-import { Verifier } from '../verifier/index.js';
+import { inTransaction } from '../../../connectors/kafka/index.js';
+import type { SandboxPool } from '../../../connectors/sandbox/index.js';
+import { ENVIRONMENTS, makeEnv, type RepairObservation } from '../../../envs/index.js';
+import { seededRandom, type Policy } from '../../../policies/index.js';
+import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../../schemas/index.js';
+import { AnalyticsSink } from '../../analytics-sink/index.js';
+import { prepareTopics, type ProcessorContext } from '../../runtime/index.js';
+import { runEpisode } from '../../rollout-worker/index.js';
+import { Verifier } from '../../verifier/index.js';
 
 export interface EvaluateOptions {
   pool: SandboxPool;

@@ -1,9 +1,6 @@
-import type { Sandbox } from '../../connectors/sandbox/index.js';
-import { ConfigError, type FileTree, mapLimit, resolveRetryOptions, SandboxError, type Task, withRetries } from '../../schemas/index.js';
-import { isTestModule } from './canary.js';
-import { withOutput } from './judge.js';
-import { verifierScript } from './sandbox-scripts.js';
-import { describeFailure, specOf, VERIFIER_RECIPE, type Verifier } from './verifier.js';
+import type { Sandbox } from '../../../connectors/sandbox/index.js';
+import { ConfigError, type FileTree, mapLimit, resolveRetryOptions, SandboxError, type Task, withRetries } from '../../../schemas/index.js';
+import { describeFailure, isTestModule, specOf, VERIFIER_RECIPE, verifierScript, withOutput, type Verifier } from '../../verifier/index.js';
 
 export interface CalibrationOptions {
   /** Verifications of each reference solution: false negatives and flakiness. @default 3 */

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError } from '../../../schemas/index.js';
 import { MissingColumn, Template } from './template.js';
 
 describe('Template', () => {

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { inTransaction, readTopic, type KafkaPort } from '../../connectors/kafka/index.js';
-import type { TopicSerde } from '../../connectors/registry/index.js';
-import type { Task, TopicNames } from '../../schemas/index.js';
+import { inTransaction, readTopic, type KafkaPort } from '../../../connectors/kafka/index.js';
+import type { TopicSerde } from '../../../connectors/registry/index.js';
+import type { Task, TopicNames } from '../../../schemas/index.js';
 
 export interface PublishOptions {
   /** Fences an earlier run of the same job that died mid-transaction. @default `<prefix>task-job` */

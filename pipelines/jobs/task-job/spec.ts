@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { MAX_ROW_DEPTH, SOURCE_FORMATS } from '../../connectors/files/index.js';
-import { EDIT_KINDS } from '../../envs/index.js';
-import { ConfigError, describeIssues, errorMessage } from '../../schemas/index.js';
+import { MAX_ROW_DEPTH, SOURCE_FORMATS } from '../../../connectors/files/index.js';
+import { EDIT_KINDS } from '../../../envs/index.js';
+import { ConfigError, describeIssues, errorMessage } from '../../../schemas/index.js';
 
 /** The single-site edit kinds of the environment's edit tool (`trialrun_repair.py list`), from their one list. */
 export const MUTATION_KINDS = EDIT_KINDS;

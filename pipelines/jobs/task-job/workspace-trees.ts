@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { lstat, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { ConfigError, type FileTree } from '../../schemas/index.js';
+import { ConfigError, type FileTree } from '../../../schemas/index.js';
 
 /** Where a task's tree comes from: a folder, a tarball (.tar, .tar.gz, .tgz), or a local git repository at a commit. */
 export type TreeSource = { readonly folder: string } | { readonly tarball: string } | { readonly git: string; readonly commit: string };

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
-import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../connectors/files/index.js';
-import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
-import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../schemas/index.js';
+import { AnalyticsCatalog } from '../../../connectors/analytics/index.js';
+import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../../connectors/files/index.js';
+import type { SandboxPool } from '../../../connectors/sandbox/index.js';
+import { PROGRAM_REPAIR_ENV } from '../../../envs/index.js';
+import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../../schemas/index.js';
 import { deduplicate, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';

@@ -1,9 +1,9 @@
-import { ArtifactIntegrityError } from '../../connectors/checkpoints/index.js';
-import { inTransaction, readRange, readTopic, rangeGroupId, type Position } from '../../connectors/kafka/index.js';
-import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../schemas/index.js';
-import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../reward/index.js';
-import type { ProcessorContext } from '../runtime/index.js';
-import type { Verifier } from './verifier.js';
+import { ArtifactIntegrityError } from '../../../connectors/checkpoints/index.js';
+import { inTransaction, readRange, readTopic, rangeGroupId, type Position } from '../../../connectors/kafka/index.js';
+import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../../schemas/index.js';
+import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../../reward/index.js';
+import type { ProcessorContext } from '../../runtime/index.js';
+import type { Verifier } from '../../verifier/index.js';
 
 // Transient sandbox failures are retried before a re-scoring gives up.
 const RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 1000, maxDelayMs: 30_000 });

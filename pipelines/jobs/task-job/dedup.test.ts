@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { deduplicate, type DedupKey } from './dedup.js';
 import type { ComparableRow } from './fingerprint.js';
-import { checkoutFile } from '../../schemas/index.js';
+import { checkoutFile } from '../../../schemas/index.js';
 
 function words(seed: number, count: number): string {
   let state = seed;

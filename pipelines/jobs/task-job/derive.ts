@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { errorMessage } from '../../schemas/index.js';
+import type { SandboxPool } from '../../../connectors/sandbox/index.js';
+import { errorMessage } from '../../../schemas/index.js';
 import { helperSource } from './python.js';
 import type { MutationKind } from './spec.js';
 
@@ -88,7 +88,7 @@ export function mutantId(problemId: string, edit: Edit): string {
 
 /**
  * Validates single-site mutants of each problem in python-repair sandboxes (see
- * pipelines/task-job/python/derive_mutants.py): the original must pass every test in every run, a mutant
+ * pipelines/jobs/task-job/python/derive_mutants.py): the original must pass every test in every run, a mutant
  * must fail the same hidden tests in every run. Problems go to the sandboxes in batches, several
  * sandboxes at once; a batch whose sandbox keeps failing is split, and a problem whose sandbox fails even
  * alone is rejected with the reason.

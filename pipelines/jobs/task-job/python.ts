@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { checkoutFile, ConfigError, errorMessage } from '../../schemas/index.js';
+import { checkoutFile, ConfigError, errorMessage } from '../../../schemas/index.js';
 
-/** The helper scripts in `pipelines/task-job/python/`. */
-export const helperScript = (name: string): string => checkoutFile(join('pipelines', 'task-job', 'python', name));
+/** The helper scripts in `pipelines/jobs/task-job/python/`. */
+export const helperScript = (name: string): string => checkoutFile(join('pipelines', 'jobs', 'task-job', 'python', name));
 
 export const helperSource = (name: string): string => readFileSync(helperScript(name), 'utf8');
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { checkoutFile } from '../../schemas/index.js';
+import { checkoutFile } from '../../../schemas/index.js';
 import { runHelperLines } from './python.js';
 import { scanPython, TokenKind } from './pytokens.js';
 

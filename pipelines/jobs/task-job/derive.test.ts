@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ExecOptions, ExecResult, Sandbox, SandboxPool } from '../../connectors/sandbox/index.js';
+import type { ExecOptions, ExecResult, Sandbox, SandboxPool } from '../../../connectors/sandbox/index.js';
 import { deriveMutants, type Problem } from './derive.js';
 
 /** A sandbox pool that answers the driver without running it; a batch holding a `bomb` problem dies of OOM, as a memory bomb would take its sandbox. */

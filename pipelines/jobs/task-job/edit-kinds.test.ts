@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { FEATURE_NAMES } from '../../policies/index.js';
-import { EDIT_KINDS } from '../../envs/index.js';
-import { checkoutRoot } from '../../schemas/index.js';
+import { FEATURE_NAMES } from '../../../policies/index.js';
+import { EDIT_KINDS } from '../../../envs/index.js';
+import { checkoutRoot } from '../../../schemas/index.js';
 import { MUTATION_KINDS } from './spec.js';
 
 test('the edit kinds have one source: the edit tool, the task job and the policy features all read edit_kinds.json', () => {

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError } from '../../../schemas/index.js';
 import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
 import { LshIndex, MinHasher } from './minhash.js';
 

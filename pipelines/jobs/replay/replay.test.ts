@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { topicNames } from '../../schemas/index.js';
+import { topicNames } from '../../../schemas/index.js';
 import { replayPrefix } from './replay.js';
 
 test('a processor replay gets the same namespace for the same processor, inputs and range, and another for anything else', () => {

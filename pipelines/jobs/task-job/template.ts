@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError } from '../../../schemas/index.js';
 
 const FILTERS = {
   /** `HumanEval/12` -> `humaneval-12`: lower case, runs of other characters become one '-'. */

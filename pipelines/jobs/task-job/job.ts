@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { basename, join } from 'node:path';
-import { RejectsFile } from '../../connectors/files/index.js';
-import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { ConfigError, type Task } from '../../schemas/index.js';
-import type { ProcessorContext } from '../runtime/index.js';
+import { RejectsFile } from '../../../connectors/files/index.js';
+import type { SandboxPool } from '../../../connectors/sandbox/index.js';
+import { ConfigError, type Task } from '../../../schemas/index.js';
+import type { ProcessorContext } from '../../runtime/index.js';
 import type { BucketCounts } from './difficulty.js';
 import { publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';

@@ -1,4 +1,4 @@
-"""pytest tests for derive_mutants.py's per-problem isolation (run: python3 -m pytest pipelines/task-job/python).
+"""pytest tests for derive_mutants.py's per-problem isolation (run: python3 -m pytest pipelines/jobs/task-job/python).
 
 The edit tool lives in the sandbox image's recipe; it is imported from there, as the image does."""
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-os.environ.setdefault("TRIALRUN_TOOLS_DIR", str(HERE.parents[2] / "sandbox-images" / "python-repair" / "tools"))
+os.environ.setdefault("TRIALRUN_TOOLS_DIR", str(HERE.parents[3] / "sandbox-images" / "python-repair" / "tools"))
 sys.path.insert(0, str(HERE))
 
 import derive_mutants  # noqa: E402

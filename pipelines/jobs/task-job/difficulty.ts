@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import type { AnalyticsCatalog } from '../../../connectors/analytics/index.js';
 
 /** Rollouts of one task seen in the analytics store. */
 export interface Observed {

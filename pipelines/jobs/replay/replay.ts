@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type KafkaAdmin, type KafkaPort, type Position } from '../../connectors/kafka/index.js';
-import { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../schemas/index.js';
-import { sleep, type ProcessorContext } from '../runtime/index.js';
+import { catalogTopics, checkRange, ensureTopics, rangeGroupId, readRange, requireTopics, settledTopicOffsets, type KafkaAdmin, type KafkaPort, type Position } from '../../../connectors/kafka/index.js';
+import { TopicSerde } from '../../../connectors/registry/index.js';
+import { ConfigError, topicNames, type TopicKey, type TopicNames } from '../../../schemas/index.js';
+import { sleep, type ProcessorContext } from '../../runtime/index.js';
 
 /** The header every copied record carries: `<source topic>/<partition>/<offset>`, so a copy traces back to its original. */
 export const REPLAY_SOURCE_HEADER = 'trialrun-replay-source';

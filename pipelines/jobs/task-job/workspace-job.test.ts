@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { LocalTreeStore } from '../../connectors/artifacts/index.js';
+import { LocalTreeStore } from '../../../connectors/artifacts/index.js';
 import { resolveWorkspaceJob, runWorkspaceJob } from './workspace-job.js';
 import { readTree } from './workspace-trees.js';
 

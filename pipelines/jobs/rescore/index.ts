@@ -1,0 +1,1 @@
+export { rescore, type RescoreOptions, type RescoreProgress, type RescoreReport } from './rescore.js';
