@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, type ToolCall } from '../schemas/index.js';
+import { ConfigError, WorkspaceFileError, type ToolCall, type ToolResult } from '../schemas/index.js';
 
 /**
  * One tool of an environment, defined once: its arguments as a zod object give both the JSON Schema that
@@ -86,4 +86,29 @@ function describeArgumentIssue(def: ToolDef, args: Record<string, unknown>, issu
   const got = value === undefined ? 'nothing' : (JSON.stringify(value) ?? String(value)).slice(0, 200);
   if (issue.code === 'invalid_type') return `tool ${def.name}: argument "${argument}" must be ${TYPE_WORDS[properties[argument]?.type ?? ''] ?? 'given'}, got ${got}`;
   return `tool ${def.name}: argument "${argument}" ${issue.message.replace(/^Too (big|small): expected \w+ to (be|have) /, 'must be ')}, got ${got}`;
+}
+
+/**
+ * A tool refused or failed on what the agent asked (an edit id out of range, no unique match, a module it
+ * broke): the agent reads the reason as a failed result and the episode goes on.
+ */
+export class ToolRefusal extends Error {}
+
+/** Errors that are the agent's to read (a malformed call, a bad path, a refusal), not the sandbox's or ours. */
+export const isAgentError = (error: unknown): error is Error => error instanceof ConfigError || error instanceof WorkspaceFileError || error instanceof ToolRefusal;
+
+/** How an environment writes tool results: output above `maxChars` keeps its head and tail. */
+export interface ToolResults {
+  ok(output: string): ToolResult;
+  fail(output: string): ToolResult;
+  clip(text: string): string;
+}
+
+export function toolResults(maxChars: number): ToolResults {
+  const clip = (text: string): string => (text.length > maxChars ? `${text.slice(0, maxChars / 2)}\n...\n${text.slice(-maxChars / 2)}` : text);
+  return {
+    clip,
+    ok: (output) => ({ ok: true, output: clip(output), truncated: output.length > maxChars, exitCode: 0 }),
+    fail: (output) => ({ ok: false, output: clip(output), truncated: false, exitCode: null }),
+  };
 }

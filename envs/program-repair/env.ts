@@ -1,7 +1,7 @@
 import { WORKSPACE, type Sandbox } from '../../connectors/sandbox/index.js';
 import { z } from 'zod';
-import { ConfigError, WorkspaceFileError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
-import { checkToolCall, tool } from '../tools.js';
+import { ConfigError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
+import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
 import type { EnvDeps, EnvStep, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
 import { parsePytestOutput } from './pytest-output.js';
@@ -24,6 +24,7 @@ export type RepairTool = (typeof REPAIR_TOOL_DEFS)[number]['name'];
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
 const MAX_OBSERVED_OUTPUT = 4_000;
+const { ok, fail, clip } = toolResults(MAX_OBSERVED_OUTPUT);
 /** Largest file read_file returns, write_file writes and the verifier is given. */
 const MAX_FILE_BYTES = 1024 * 1024;
 
@@ -139,7 +140,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     } catch (error) {
       // What the agent asked for is wrong (a malformed call, a bad path, a missing file, a full disk): it sees
       // the reason and the episode goes on. Anything else is the sandbox's or ours, and is not its to see.
-      if (!(error instanceof ConfigError || error instanceof WorkspaceFileError || error instanceof RepairToolFailure)) throw error;
+      if (!isAgentError(error)) throw error;
       result = fail(error.message);
     }
     if (!final && observation.turn >= observation.maxTurns) final = await this.finalWorkspace();
@@ -178,25 +179,23 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
   }
 
   /** The repair tool's JSON answer, or why it failed: an edit id out of range, a module the agent broke, a timeout. */
-  /** Runs the in-image repair tool; a failure the agent caused (a bad id, a module it broke) is a RepairToolFailure. */
+  /** Runs the in-image repair tool; a failure the agent caused (a bad id, a module it broke) is a ToolRefusal. */
   private async repairTool(run: (command: string[]) => ReturnType<Sandbox['exec']>, args: string[]): Promise<Record<string, unknown>> {
     const exec = await run(['python3', REPAIR_TOOL, ...args]);
-    if (exec.status !== 'exited') throw new RepairToolFailure(`${args[0]} did not finish: ${exec.status === 'timeout' ? 'it ran past its time limit' : 'it ran out of memory'}`);
+    if (exec.status !== 'exited') throw new ToolRefusal(`${args[0]} did not finish: ${exec.status === 'timeout' ? 'it ran past its time limit' : 'it ran out of memory'}`);
     let parsed: unknown;
     try {
       parsed = JSON.parse(exec.stdout);
     } catch {
       parsed = null;
     }
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new RepairToolFailure(`${args[0]} failed (exit ${exec.exitCode}): ${clip(exec.stderr.trim() || exec.stdout.trim() || 'no output')}`);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new ToolRefusal(`${args[0]} failed (exit ${exec.exitCode}): ${clip(exec.stderr.trim() || exec.stdout.trim() || 'no output')}`);
     const answer = parsed as Record<string, unknown>;
-    if (exec.exitCode !== 0) throw new RepairToolFailure(`${args[0]} failed: ${typeof answer.error === 'string' ? answer.error : clip(exec.stderr)}`);
+    if (exec.exitCode !== 0) throw new ToolRefusal(`${args[0]} failed: ${typeof answer.error === 'string' ? answer.error : clip(exec.stderr)}`);
     return answer;
   }
 }
 
-/** The repair tool refused or failed on what the agent asked (an edit id out of range, a module it broke): its result to read. */
-class RepairToolFailure extends Error {}
 
 interface FinalWorkspace {
   readonly files: FileTree;
@@ -205,6 +204,3 @@ interface FinalWorkspace {
   readonly skipped: readonly string[];
 }
 
-const ok = (output: string): ToolResult => ({ ok: true, output: clip(output), truncated: output.length > MAX_OBSERVED_OUTPUT, exitCode: 0 });
-const fail = (output: string): ToolResult => ({ ok: false, output: clip(output), truncated: false, exitCode: null });
-const clip = (text: string): string => (text.length > MAX_OBSERVED_OUTPUT ? `${text.slice(0, MAX_OBSERVED_OUTPUT / 2)}\n...\n${text.slice(-MAX_OBSERVED_OUTPUT / 2)}` : text);

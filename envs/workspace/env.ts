@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { treeBytes } from '../../connectors/artifacts/index.js';
 import { limitsForWorkspace, WORKSPACE, type ExecResult, type Sandbox } from '../../connectors/sandbox/index.js';
-import { ConfigError, WorkspaceFileError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
-import { checkToolCall, tool } from '../tools.js';
+import { type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
+import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
 import type { AgentObservation, EnvDeps, EnvStep, Environment } from '../types.js';
 
 export const WORKSPACE_ENV = 'workspace/v1';
@@ -12,6 +12,7 @@ export const MAX_BASH_SECONDS = 300;
 const DEFAULT_BASH_SECONDS = 60;
 /** Characters of a tool's output the agent reads (head and tail kept). */
 const MAX_OBSERVED_OUTPUT = 16_000;
+const { ok, fail, clip } = toolResults(MAX_OBSERVED_OUTPUT);
 /** Largest file read_file, write_file and str_replace handle, and the snapshot carries to the verifier. */
 export const MAX_WORKSPACE_FILE_BYTES = 8 * 1024 * 1024;
 /** Folders the final snapshot leaves out wherever they are: caches the interpreter or test runner wrote. */
@@ -45,8 +46,6 @@ export interface WorkspaceObservation extends AgentObservation {
   readonly lastTool: string | null;
 }
 
-/** The agent asked for something the workspace cannot do (a missing match, a range past the end): its result to read. */
-class ToolRefusal extends Error {}
 
 /**
  * A generic workspace: the task's multi-file tree in a fresh sandbox (any language its image has), worked on
@@ -125,7 +124,7 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
     } catch (error) {
       // What the agent asked for is wrong (a malformed call, a bad path, a missing file, no unique match): it
       // sees why and the episode goes on. Anything else is the sandbox's or ours, and is not its to see.
-      if (!(error instanceof ConfigError || error instanceof WorkspaceFileError || error instanceof ToolRefusal)) throw error;
+      if (!isAgentError(error)) throw error;
       result = fail(error.message);
     }
     const observation: WorkspaceObservation = { ...state, turn: state.turn + 1, lastTool: typeof action?.name === 'string' ? action.name : null, lastResult: result };
@@ -189,6 +188,3 @@ function sized(content: string, toolName: string): string {
   return content;
 }
 
-const clip = (text: string): string => (text.length > MAX_OBSERVED_OUTPUT ? `${text.slice(0, MAX_OBSERVED_OUTPUT / 2)}\n...\n${text.slice(-MAX_OBSERVED_OUTPUT / 2)}` : text);
-const ok = (output: string): ToolResult => ({ ok: true, output: clip(output), truncated: output.length > MAX_OBSERVED_OUTPUT, exitCode: 0 });
-const fail = (output: string): ToolResult => ({ ok: false, output: clip(output), truncated: false, exitCode: null });
