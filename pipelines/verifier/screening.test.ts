@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Step, Task } from '../../schemas/index.js';
-import { classifyPath, screenFinalFiles, screenSteps } from './screening.js';
+import { taskTestFiles, classifyPath, screenFinalFiles, screenSteps } from './screening.js';
 
 const task = {
   taskId: 't',
@@ -143,7 +143,10 @@ test('a test file of the starting tree changed or deleted (through a shell or an
   delete (edited as Record<string, string>)['go/sum_test.go'];
   const screened = screenFinalFiles(repo, { ...edited, 'web/sum.test.js': '' });
   assert.deepEqual(kinds(screened.flags), ['test-deleted:go/sum_test.go', 'test-deleted:web/sum.test.js', 'test-edited:tests/test_calc.py']);
-  assert.equal(screened.files['tests/test_calc.py'], repo.files['tests/test_calc.py']);
+  // A Python test module of the tree is one of the task's pristine tests: the verifier writes it with the
+  // others (taskTestFiles), so the agent's copy is not carried; other files get their starting content.
+  assert.equal(screened.files['tests/test_calc.py'], undefined);
+  assert.equal(taskTestFiles(repo)['tests/test_calc.py'], repo.files['tests/test_calc.py']);
   assert.equal(screened.files['go/sum_test.go'], repo.files['go/sum_test.go']);
   assert.equal(screened.files['src/calc.py'], 'def add(a, b):\n    return a + b\n');
   // A test the agent adds is its own: never run by the pytest runner, and no listed id.

@@ -1,4 +1,5 @@
 import { errorMessage, NO_WORKSPACE_EXTRAS, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
+import { isTestModule } from './canary.js';
 
 /** A file whose name is not UTF-8, by its raw name bytes (base64) for the runner to write under that name. */
 export interface RawNamedFile {
@@ -36,7 +37,9 @@ const basename = (path: string): string => path.slice(path.lastIndexOf('/') + 1)
 
 /** The task's own test files (and any other file it ships with them): the agent must not change them. */
 export function taskTestFiles(task: Task): FileTree {
-  return { ...task.visibleTests, ...task.hiddenTests };
+  // A workspace task's visible tests live in its tree (tests/test_x.py): pristine test files like the others.
+  const inTree = Object.fromEntries(Object.entries(task.files).filter(([path]) => isTestModule(path)));
+  return { ...inTree, ...task.visibleTests, ...task.hiddenTests };
 }
 
 /** Longest name one path segment may have on Linux, in bytes. */

@@ -24,7 +24,7 @@ import { gradedIds, hostOnlyFiles, judgeGraded, runGradedCheck, type GradedCheck
 import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
 import { resolveRewardSpec, scoreOf } from './score.js';
-import { screenFinalFiles, screenSteps, type Screened } from './screening.js';
+import { screenFinalFiles, screenSteps, taskTestFiles, type Screened } from './screening.js';
 import { verifierVersion } from './version.js';
 
 /** Where tasks are looked up by id; a `GlobalTable<'tasks'>` or a plain map for batch jobs. */
@@ -298,7 +298,7 @@ export class Verifier {
     if (isPytest(spec)) {
       const planted = plantCanaries(task.hiddenTests);
       const run = await this.runInSandbox(task, screened, planted.files, 'verify', signal);
-      const judged = judge({ expected, canaries: planted.canaries, run: run.result, screened: flags, modules: testModules({ ...task.visibleTests, ...task.hiddenTests }) });
+      const judged = judge({ expected, canaries: planted.canaries, run: run.result, screened: flags, modules: testModules(taskTestFiles(task)) });
       judgement = { ...judged, testsTotal: expected.length, fraction: expected.length ? judged.testsPassed / expected.length : 0 };
       [runnerFailure, imageDigest] = [run.result.runnerFailure ?? null, run.imageDigest];
     } else {
@@ -427,7 +427,7 @@ export class Verifier {
 
   private async runOnce(sandbox: Sandbox, task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify' | 'setup', signal: AbortSignal): Promise<RunnerResult> {
     const nonce = randomBytes(16).toString('hex');
-    const taskTests = { ...task.visibleTests, ...hiddenTests };
+    const taskTests = { ...taskTestFiles(task), ...hiddenTests };
     const check = specOf(task).check;
     const timeoutMs = (isPytest(specOf(task)) ? check.timeoutMs : undefined) ?? this.options.timeoutMs;
     const job = {

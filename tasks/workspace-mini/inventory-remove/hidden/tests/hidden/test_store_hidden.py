@@ -14,7 +14,7 @@ def test_remove_all_drops_the_item():
     store = Store()
     store.add("cup", 4.0, 2)
     store.remove("cup", 2)
-    assert "cup" not in store.items
+    assert "cup" not in list(store.items)
 
 
 def test_remove_too_many():
