@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { startDashboard, type Dashboard } from '../../dashboard/index.js';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
-import { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/jobs/task-job/index.js';
 import { LINEAR_REPAIR_POLICY, LLM_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
-import { ConfigError, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
+import { workspaceJobTasks } from '../workspace-tasks.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
@@ -68,15 +67,6 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
   };
 }
 
-/** The tasks of a workspace job file, built as `tasks publish --dry-run` builds them (large trees go to the artifact store). */
-async function workspaceTasks(file: string, settings: DemoSettings): Promise<readonly Task[]> {
-  const raw = readStructuredFile(file, 'job file');
-  if (!isWorkspaceJob(raw)) throw new ConfigError(`--tasks ${file} is not a workspace job file (env: ${WORKSPACE_ENV})`);
-  const report = await runWorkspaceJob({ job: resolveWorkspaceJob(raw, dirname(file), `job file ${file}`), rejectsDir: join(settings.dataDir, 'rejects'), trees: treeStore(), dryRun: true });
-  if (report.tasks.length === 0) throw new ConfigError(`job file ${file} gave no tasks (${report.rejected} rejected; see ${report.rejectsFile})`);
-  return report.tasks;
-}
-
 export const demoCommand: Command = {
   name: 'demo',
   summary: 'Bring the stack up and run the whole loop (tasks -> rollouts -> verification -> rewards -> learner -> Parquet) over the bundled task set, with progress and a summary.',
@@ -109,7 +99,7 @@ export const demoCommand: Command = {
   },
   async run(values) {
     const { envId, workspaceJob, ...settings } = resolveDemoSettings(values);
-    const tasks = workspaceJob ? await workspaceTasks(workspaceJob, { envId, ...settings }) : undefined;
+    const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks') : undefined;
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
     const context = await processorContext();
     const pool = new DockerSandboxPool();

@@ -14,6 +14,7 @@ import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
 import { dataDir, treeStore } from '../paths.js';
+import { isWorkspaceJobFile, workspaceJobTasks } from '../workspace-tasks.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
 const ACTIONS = ['version', 'calibrate', 'rescore'] as const;
@@ -39,6 +40,7 @@ function formatCalibration(report: CalibrationReport): string {
 /** Tasks from a job file or rows file (the task job, dry run), else every task on the tasks topic. */
 async function loadTasks(file: string | undefined, pool: DockerSandboxPool): Promise<Task[]> {
   if (file !== undefined) {
+    if (isWorkspaceJobFile(file)) return [...(await workspaceJobTasks(file, join(dataDir(), 'rejects')))];
     const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
     const report = await runTaskJob({ job, rejectsDir: join(dataDir(), 'rejects'), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
     return [...report.tasks];
