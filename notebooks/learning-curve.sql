@@ -29,26 +29,14 @@
 --         x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
 --         y: {field: pass_rate, type: quantitative, title: pass rate, scale: {domain: [0, 1]}, axis: {format: '%'}}
 --         color: {field: run_id, type: nominal, title: run}
-WITH verdict AS (
-  -- One verdict per trajectory: the first live one.
-  SELECT trajectory_id, arg_min(passed, created_at) AS passed
-  FROM verifications
-  WHERE rescore_id IS NULL
-  GROUP BY trajectory_id
-),
-counts AS (
+-- One live verdict per trajectory (the view `live_verdicts`), and 95% Wilson intervals (the macros wilson_low/high).
+WITH counts AS (
   SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
   FROM trajectories t
-  JOIN verdict v USING (trajectory_id)
+  JOIN live_verdicts v USING (trajectory_id)
   GROUP BY t.run_id, t.policy_version
 )
--- Wilson score interval at z = 1.96 (z^2 = 3.8416): it stays inside [0, 1] and is honest at 0% and 100%.
-SELECT run_id,
-       policy_version,
-       n AS trajectories,
-       p AS pass_rate,
-       greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS ci_low,
-       least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS ci_high
+SELECT run_id, policy_version, n AS trajectories, p AS pass_rate, wilson_low(p, n) AS ci_low, wilson_high(p, n) AS ci_high
 FROM counts
 ORDER BY run_id, policy_version;
 
@@ -57,22 +45,14 @@ ORDER BY run_id, policy_version;
 -- For each run, the first policy version against the last, each with its 95% Wilson interval. The verdict
 -- says `within noise` when the intervals overlap: the difference may be chance. Only `improved` or
 -- `worse` (intervals apart) is evidence of a change.
-WITH verdict AS (
-  SELECT trajectory_id, arg_min(passed, created_at) AS passed
-  FROM verifications
-  WHERE rescore_id IS NULL
-  GROUP BY trajectory_id
-),
-counts AS (
+WITH counts AS (
   SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
   FROM trajectories t
-  JOIN verdict v USING (trajectory_id)
+  JOIN live_verdicts v USING (trajectory_id)
   GROUP BY t.run_id, t.policy_version
 ),
 intervals AS (
-  SELECT run_id, policy_version, n, p,
-         greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS lo,
-         least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)) AS hi
+  SELECT run_id, policy_version, n, p, wilson_low(p, n) AS lo, wilson_high(p, n) AS hi
   FROM counts
 ),
 ends AS (

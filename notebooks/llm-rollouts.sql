@@ -79,11 +79,10 @@ WITH counts AS (
   FROM llm_turns
   GROUP BY 1
 ), rates AS (
-  SELECT *, invalid / turns AS p, 1.96 AS z FROM counts
+  SELECT *, invalid / turns AS p FROM counts
 )
 SELECT turn_policy_version, turns, invalid, constrained_turns, p AS invalid_rate,
-       greatest(0, (p + z * z / (2 * turns) - z * sqrt(p * (1 - p) / turns + z * z / (4 * turns * turns))) / (1 + z * z / turns)) AS low,
-       least(1, (p + z * z / (2 * turns) + z * sqrt(p * (1 - p) / turns + z * z / (4 * turns * turns))) / (1 + z * z / turns)) AS high
+       wilson_low(p, turns) AS low, wilson_high(p, turns) AS high
 FROM rates
 ORDER BY turn_policy_version;
 
@@ -121,22 +120,16 @@ ORDER BY turns DESC;
 --       encoding:
 --         x: {field: policy_version, type: ordinal}
 --         y: {field: pass_rate, type: quantitative}
-WITH verdict AS (
-  SELECT trajectory_id, arg_min(passed, created_at) AS passed
-  FROM verifications
-  WHERE rescore_id IS NULL
-  GROUP BY trajectory_id
-), counts AS (
+WITH counts AS (
   SELECT t.policy_version, count(*) AS episodes, count(*) FILTER (WHERE v.passed) AS passed
   FROM trajectories t
-  JOIN verdict v USING (trajectory_id)
+  JOIN live_verdicts v USING (trajectory_id)
   WHERE len(t.llm_turns) > 0
   GROUP BY t.policy_version
 ), rates AS (
-  SELECT *, passed / episodes AS p, 1.96 AS z FROM counts
+  SELECT *, passed / episodes AS p FROM counts
 )
 SELECT policy_version, episodes, passed, p AS pass_rate,
-       greatest(0, (p + z * z / (2 * episodes) - z * sqrt(p * (1 - p) / episodes + z * z / (4 * episodes * episodes))) / (1 + z * z / episodes)) AS low,
-       least(1, (p + z * z / (2 * episodes) + z * sqrt(p * (1 - p) / episodes + z * z / (4 * episodes * episodes))) / (1 + z * z / episodes)) AS high
+       wilson_low(p, episodes) AS low, wilson_high(p, episodes) AS high
 FROM rates
 ORDER BY policy_version;

@@ -18,6 +18,22 @@ export { sqlString };
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 // One row per step, with the trajectory's identity beside it.
+/**
+ * 95% Wilson score interval of a pass rate `p` over `n` trials (z = 1.96): it stays inside [0, 1] and is honest
+ * at 0% and 100%. Macros, so every notebook and query draws the same intervals.
+ */
+const WILSON_MACROS = [
+  'CREATE MACRO wilson_low(p, n) AS greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n))',
+  'CREATE MACRO wilson_high(p, n) AS least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n))',
+];
+
+/** One live verdict per trajectory: the first that is not a re-scoring. */
+const LIVE_VERDICTS_VIEW = `CREATE VIEW live_verdicts AS
+  SELECT trajectory_id, arg_min(passed, created_at) AS passed
+  FROM verifications
+  WHERE rescore_id IS NULL
+  GROUP BY trajectory_id`;
+
 const STEPS_VIEW = `CREATE VIEW steps AS
 SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, attempt, outcome,
        ${STEP_FIELDS.map((field) => `step.${ident(field.name)} AS ${ident(field.name === 'index' ? 'step_index' : field.name)}`).join(', ')}
@@ -109,7 +125,7 @@ export class AnalyticsCatalog {
         const filter = runs ? ` WHERE run_id IN (${runs.map(sqlString).join(', ')})` : '';
         await connection.run(live.length ? `${await viewOver(connection, spec, live)}${filter}` : emptyTable(spec));
       }
-      for (const view of [STEPS_VIEW, LLM_TURNS_VIEW, TRAINING_SAMPLES_VIEW]) await connection.run(view);
+      for (const view of [...WILSON_MACROS, LIVE_VERDICTS_VIEW, STEPS_VIEW, LLM_TURNS_VIEW, TRAINING_SAMPLES_VIEW]) await connection.run(view);
     } catch (error) {
       connection.closeSync();
       instance.closeSync();
