@@ -66,7 +66,6 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
   if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new Error(`ProcessorOptions.name "${options.name}" must be kebab-case`);
   if (options.inputs.length === 0) throw new Error(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
   const resolved = {
-    instanceId: '0',
     maxRecordsPerTransaction: 20,
     retry: {},
     timeoutMs: 120_000,
@@ -77,6 +76,7 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
     // Factories pass their own optional settings straight through, undefined included.
+    instanceId: options.instanceId ?? '0',
     accept: options.accept ?? null,
     ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
