@@ -195,12 +195,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink];
-  await Promise.all(processors.map((p) => p.start()));
   const publishEpoch = async (): Promise<void> => {
     await publishTasks(context.kafka, context.serde, context.names, tasks);
     epochs++;
   };
-  await publishEpoch();
 
   const progress = (): LoopProgress => ({
     expected: expected(),
@@ -217,6 +215,12 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
   try {
+    // Every processor starts, or none is left running: a refused start (a bad option, a broker that is down)
+    // stops the ones that did start, in the finally below.
+    const starts = await Promise.allSettled(processors.map((p) => p.start()));
+    const refused = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected');
+    if (refused) throw refused.reason;
+    await publishEpoch();
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
       const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.handled, 0);
