@@ -37,10 +37,11 @@ const basename = (path: string): string => path.slice(path.lastIndexOf('/') + 1)
 
 /** The task's own test files (and any other file it ships with them): the agent must not change them. */
 export function taskTestFiles(task: Task): FileTree {
-  // A workspace task's visible tests live in its tree (tests/test_x.py): pristine test files like the others.
-  const inTree = Object.fromEntries(Object.entries(task.files).filter(([path]) => isTestModule(path)));
-  return { ...inTree, ...task.visibleTests, ...task.hiddenTests };
+  return { ...treeTestModules(task), ...task.visibleTests, ...task.hiddenTests };
 }
+
+/** A workspace task's visible tests live in its tree (tests/test_x.py): pristine test modules like the others. */
+export const treeTestModules = (task: Task): FileTree => Object.fromEntries(Object.entries(task.files).filter(([path]) => isTestModule(path)));
 
 /** Longest name one path segment may have on Linux, in bytes. */
 const MAX_SEGMENT_BYTES = 255;
@@ -256,7 +257,8 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
   // Starting files the final tree lacks: a deleted test file or runner config is put back, and flagged.
   const linked = new Set(extras.symlinks.map((link) => link.path));
   for (const [path, initial] of Object.entries(task.files)) {
-    if (path in finalFiles || linked.has(path) || path in tests) continue;
+    // A deleted test of the tree is flagged like any starting file; the separate visible and hidden tests are the verifier's to write.
+    if (path in finalFiles || linked.has(path) || (path in tests && !(path in task.files))) continue;
     const deleted = changeFlag(path, initial, null);
     if (deleted === null) continue;
     flags.push(deleted);

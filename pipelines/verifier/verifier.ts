@@ -24,7 +24,7 @@ import { gradedIds, hostOnlyFiles, judgeGraded, runGradedCheck, type GradedCheck
 import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
 import { resolveRewardSpec, scoreOf } from './score.js';
-import { screenFinalFiles, screenSteps, taskTestFiles, type Screened } from './screening.js';
+import { screenFinalFiles, screenSteps, taskTestFiles, treeTestModules, type Screened } from './screening.js';
 import { verifierVersion } from './version.js';
 
 /** Where tasks are looked up by id; a `GlobalTable<'tasks'>` or a plain map for batch jobs. */
@@ -427,7 +427,8 @@ export class Verifier {
 
   private async runOnce(sandbox: Sandbox, task: Task, agent: Screened, hiddenTests: FileTree, mode: 'collect' | 'verify' | 'setup', signal: AbortSignal): Promise<RunnerResult> {
     const nonce = randomBytes(16).toString('hex');
-    const taskTests = { ...taskTestFiles(task), ...hiddenTests };
+    // The hidden files given here exclude what only the host reads (an output check's expected file).
+    const taskTests = { ...treeTestModules(task), ...task.visibleTests, ...hiddenTests };
     const check = specOf(task).check;
     const timeoutMs = (isPytest(specOf(task)) ? check.timeoutMs : undefined) ?? this.options.timeoutMs;
     const job = {

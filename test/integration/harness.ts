@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKafka, readTopic } from '../../connectors/kafka/index.js';
+import { createKafka, type KafkaOptions, readTopic } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
@@ -14,9 +14,9 @@ export async function ensureStack(): Promise<void> {
 }
 
 /** A context on fresh, randomly prefixed topics (created, schemas registered), so tests never share data. */
-export async function freshContext(label: string): Promise<ProcessorContext> {
+export async function freshContext(label: string, kafka: Pick<KafkaOptions, 'client'> = {}): Promise<ProcessorContext> {
   const names = topicNames(`it-${label}-${randomUUID().slice(0, 8)}.`);
-  const context = { kafka: createKafka({ clientId: `it-${label}` }), serde: new TopicSerde(names), names };
+  const context = { kafka: createKafka({ clientId: `it-${label}`, ...kafka }), serde: new TopicSerde(names), names };
   await prepareTopics(context);
   return context;
 }
