@@ -258,7 +258,7 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
   const linked = new Set(extras.symlinks.map((link) => link.path));
   for (const [path, initial] of Object.entries(task.files)) {
     // A deleted test of the tree is flagged like any starting file; the separate visible and hidden tests are the verifier's to write.
-    if (path in finalFiles || linked.has(path) || (path in tests && !(path in task.files))) continue;
+    if (path in finalFiles || linked.has(path) || path in task.visibleTests || path in task.hiddenTests) continue;
     const deleted = changeFlag(path, initial, null);
     if (deleted === null) continue;
     flags.push(deleted);
