@@ -130,6 +130,21 @@ const Source = z
   })
   .strict();
 
+/** How a job publishes its tasks: one transaction, cut into produce requests; every job file has this section. */
+export const PublishSettings = z
+  .object({
+    /** The one transaction's timeout; the broker caps it (transaction.max.timeout.ms, 15 min by default). @default 300000 */
+    transactionTimeoutMs: z.number().int().min(1000).max(900_000).default(300_000),
+    /** Records per produce request inside the transaction, at most. @default 2000 */
+    batchSize: z.number().int().min(1).default(2000),
+    /** Encoded bytes per produce request, at most; keep it under the broker's message.max.bytes. @default 900000 */
+    requestBytes: z.number().int().min(1024).default(900_000),
+    /** A task whose encoded record (large trees stored) is larger is rejected before publishing; the broker refuses records over message.max.bytes (1 MiB by default). @default 1000000 */
+    maxRecordBytes: z.number().int().min(1024).default(1_000_000),
+  })
+  .strict()
+  .prefault({});
+
 const Bucket = z.object({ name: z.string().regex(/^[a-z][a-z0-9-]*$/, 'must be a lower-case name'), maxDifficulty: z.number().gt(0).max(1) }).strict();
 
 export const JobSpec = z
@@ -258,19 +273,7 @@ export const JobSpec = z
       })
       .strict()
       .prefault({}),
-    publish: z
-      .object({
-        /** The one transaction's timeout; the broker caps it (transaction.max.timeout.ms, 15 min by default). @default 300000 */
-        transactionTimeoutMs: z.number().int().min(1000).max(900_000).default(300_000),
-        /** Records per produce request inside the transaction, at most. @default 2000 */
-        batchSize: z.number().int().min(1).default(2000),
-        /** Encoded bytes per produce request, at most; keep it under the broker's message.max.bytes. @default 900000 */
-        requestBytes: z.number().int().min(1024).default(900_000),
-        /** A task whose encoded record is larger is rejected before publishing; the broker refuses records over message.max.bytes (1 MiB by default). @default 1000000 */
-        maxRecordBytes: z.number().int().min(1024).default(1_000_000),
-      })
-      .strict()
-      .prefault({}),
+    publish: PublishSettings,
   })
   .strict()
   .superRefine((spec, context) => {

@@ -11,6 +11,7 @@ import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSp
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { publishNewTasks } from './publish.js';
+import { PublishSettings } from './spec.js';
 import { readTree, type TreeSource } from './workspace-trees.js';
 
 const TaskId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
@@ -54,19 +55,7 @@ export const WorkspaceJobSpec = z
     verification: VerificationSpec.optional(),
     /** Trees larger than this (UTF-8 bytes) go to the artifact store; the record carries their digest. @default 262144 (256 KiB) */
     storeTreesAboveBytes: z.number().int().min(0).default(256 * 1024),
-    publish: z
-      .object({
-        /** @default 300000 */
-        transactionTimeoutMs: z.number().int().min(1000).max(900_000).default(300_000),
-        /** @default 2000 */
-        batchSize: z.number().int().min(1).default(2000),
-        /** @default 900000 */
-        requestBytes: z.number().int().min(1024).default(900_000),
-        /** A task whose record is larger, its large trees stored, is rejected before publishing. @default 1000000 */
-        maxRecordBytes: z.number().int().min(1024).default(1_000_000),
-      })
-      .strict()
-      .prefault({}),
+    publish: PublishSettings,
   })
   .strict()
   .refine((spec) => spec.tasks.length + spec.folders.length > 0, { message: 'give tasks or folders (or both)', path: ['tasks'] });
