@@ -160,7 +160,7 @@ async function reloadLatency(): Promise<void> {
     const artifact = await store.put(onnxRepairKind.policyId, version, bytes);
     const record = await context.serde.encode('policyCheckpoints', {
       policyId: onnxRepairKind.policyId, version, parentVersion: version - 1, featureNames: [...onnxRepairKind.featureNames], weights: [], sha256: artifact.sha256, artifact,
-      metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0 },
+      metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0, extra: {} },
       lineage: { taskId: 'all', attempt: 0, runId: 'bench', policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: new Date().toISOString() },
     });
     const transaction = await producer.transaction();

@@ -8,6 +8,8 @@ export const TrainingMetrics = z.object({
   gradNorm: z.number().min(0),
   /** Samples dropped because their policy version lagged the learner too far. */
   staleDropped: z.number().int().min(0),
+  /** Learner-specific figures (an LLM learner's loss, KL, clip fraction, tokens); empty for the built-in learners. */
+  extra: z.record(z.string(), z.number()).default({}),
 });
 export type TrainingMetrics = z.infer<typeof TrainingMetrics>;
 
@@ -16,6 +18,11 @@ export const CheckpointArtifact = z.object({
   uri: z.string().min(1),
   sha256: z.string().regex(/^[0-9a-f]{64}$/),
   bytes: z.number().int().min(0),
+  /**
+   * What the bytes are, so a reader refuses an artifact it cannot load instead of misreading it: null for the
+   * built-in policies (their kind is the policy's), `lora-safetensors/v1` for an LLM's LoRA adapter (llm-learner/).
+   */
+  format: z.string().min(1).nullable().default(null),
 });
 export type CheckpointArtifact = z.infer<typeof CheckpointArtifact>;
 

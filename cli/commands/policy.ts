@@ -80,7 +80,7 @@ export const policyCommand: Command = {
         weights: [],
         sha256: entry.artifact.sha256,
         artifact: entry.artifact,
-        metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0 },
+        metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0, extra: {} },
         lineage: { taskId: 'all', attempt: 0, runId: 'rollback', policyVersion: wanted, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
       };
       await publishPin({ policyId, checkpoint, reason: `rollback to v${wanted}`, createdAt: nowIso() });

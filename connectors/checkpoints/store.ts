@@ -9,6 +9,8 @@ export interface CheckpointArtifact {
   readonly uri: string;
   readonly sha256: string;
   readonly bytes: number;
+  /** See `CheckpointArtifact.format` in schemas/policy-checkpoint.ts. */
+  readonly format: string | null;
 }
 
 /** Raised when stored bytes do not match their digest: never retried, never loaded. */
@@ -19,9 +21,11 @@ export class ArtifactIntegrityError extends TrialrunError {}
  * three calls (put is write-once per version and digest, so a retried put is harmless).
  */
 export interface CheckpointStore {
-  put(policyId: string, version: number, data: Buffer): Promise<CheckpointArtifact>;
+  /** `format` is recorded in the returned artifact (see CheckpointArtifact.format); null for the built-in policies. */
+  put(policyId: string, version: number, data: Buffer, format?: string | null): Promise<CheckpointArtifact>;
   /** Reads and verifies the bytes against the artifact's sha256. */
   get(artifact: CheckpointArtifact): Promise<Buffer>;
+  /** The stored versions; their format is null, since only the checkpoint record says what the bytes are. */
   list(policyId: string): Promise<Array<{ version: number; artifact: CheckpointArtifact }>>;
 }
 
@@ -36,7 +40,7 @@ export class LocalCheckpointStore implements CheckpointStore {
     this.root = resolve(root);
   }
 
-  async put(policyId: string, version: number, data: Buffer): Promise<CheckpointArtifact> {
+  async put(policyId: string, version: number, data: Buffer, format: string | null = null): Promise<CheckpointArtifact> {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(policyId)) throw new ConfigError(`policy id "${policyId}" is not usable as a folder name`);
     const sha256 = sha256Hex(data);
     const dir = join(this.root, policyId);
@@ -46,7 +50,7 @@ export class LocalCheckpointStore implements CheckpointStore {
     const temp = `${path}.tmp-${process.pid}`;
     await writeFile(temp, data);
     await rename(temp, path);
-    return { uri: pathToFileURL(path).href, sha256, bytes: data.length };
+    return { uri: pathToFileURL(path).href, sha256, bytes: data.length, format };
   }
 
   async get(artifact: CheckpointArtifact): Promise<Buffer> {
@@ -68,7 +72,7 @@ export class LocalCheckpointStore implements CheckpointStore {
       if (!match) continue;
       const path = join(dir, file);
       const data = await readFile(path);
-      entries.push({ version: Number(match[1]), artifact: { uri: pathToFileURL(path).href, sha256: match[2]!, bytes: data.length } });
+      entries.push({ version: Number(match[1]), artifact: { uri: pathToFileURL(path).href, sha256: match[2]!, bytes: data.length, format: null } });
     }
     return entries.sort((a, b) => a.version - b.version);
   }

@@ -141,6 +141,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
           meanAbsAdvantage: samples.reduce((sum, s) => sum + Math.abs(s.advantage), 0) / Math.max(1, samples.length),
           gradNorm: step.gradNorm,
           staleDropped,
+          extra: {},
         },
         lineage: { taskId: 'all', attempt: 0, runId: options.runId, policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
       };
