@@ -61,8 +61,16 @@ export const OutputCheck = z
   .discriminatedUnion('type', [
     /** Text equality after normalisation: `exact`, `trim` (ends), `whitespace` (runs of whitespace), `lines-unordered`. */
     z.object({ type: z.literal('content'), ...target, ...expected, normalise: z.enum(['exact', 'trim', 'whitespace', 'lines-unordered']).optional() }),
-    /** CSV equality: same header, same rows (in any order unless `ordered`), numbers equal within `tolerance`. */
-    z.object({ type: z.literal('csv'), ...target, ...expected, ordered: z.boolean().optional(), tolerance: z.number().min(0).optional() }),
+    /**
+     * CSV equality: same header (its columns in any order when `anyColumnOrder`), same rows (in any order unless
+     * `ordered`), numbers equal within the relative `tolerance`. Defaults: ordered false, anyColumnOrder false, tolerance 0.
+     */
+    z.object({ type: z.literal('csv'), ...target, ...expected, ordered: z.boolean().optional(), anyColumnOrder: z.boolean().optional(), tolerance: z.number().min(0).optional() }),
+    /**
+     * JSON equality: the file parses as JSON and equals the expected value, object keys in any order, numbers
+     * equal within the relative `tolerance`, arrays in order unless `unorderedArrays`. Defaults: tolerance 0, unorderedArrays false.
+     */
+    z.object({ type: z.literal('json'), ...target, ...expected, tolerance: z.number().min(0).optional(), unorderedArrays: z.boolean().optional() }),
     /** The file parses as JSON and validates against a JSON Schema (draft 2020-12). */
     z.object({ type: z.literal('json-schema'), ...target, schema: z.record(z.string(), z.unknown()) }),
     /** The file parses as YAML and its value validates against a JSON Schema. */
@@ -71,8 +79,8 @@ export const OutputCheck = z
     z.object({ type: z.literal('markdown'), ...target, headings: z.array(z.string().regex(/^#{1,6} \S/)).min(1), requireCodeBlock: z.boolean().optional() }),
   ])
   .refine((check) => exactlyOne(check, ['path', 'stdout']), { message: 'an output check reads exactly one of `path` or `stdout`' })
-  .refine((check) => !(check.type === 'content' || check.type === 'csv') || exactlyOne(check, ['expected', 'expectedFile']), {
-    message: 'a content or csv check takes exactly one of `expected` or `expectedFile`',
+  .refine((check) => !(check.type === 'content' || check.type === 'csv' || check.type === 'json') || exactlyOne(check, ['expected', 'expectedFile']), {
+    message: 'a content, csv or json check takes exactly one of `expected` or `expectedFile`',
   });
 export type OutputCheck = z.infer<typeof OutputCheck>;
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { OutputCheck } from '../../schemas/index.js';
-import { checkMarkdown, compareContent, compareCsv, decideOutputChecks, outline, type ReadBack } from './output-checks.js';
+import { OutputCheck } from '../../schemas/index.js';
+import { checkMarkdown, compareContent, compareCsv, compareJson, decideOutputChecks, outline, type ReadBack } from './output-checks.js';
 
 const reading = (targets: Record<string, string>) => (target: string): ReadBack => (target in targets ? { text: targets[target]! } : { problem: `${target} was not produced` });
 
@@ -77,4 +77,51 @@ test('a schema is validated under the draft its $schema names: 2020-12 by defaul
     assert.equal(result!.outcome, 'failed', String($schema));
     assert.match(result!.message!, /does not match the schema: data\/n must be integer/, String($schema));
   }
+});
+
+test('CSV columns in any order when anyColumnOrder: the cells follow their column; a missing or extra column still fails', async () => {
+  const expected = 'month,apples,pears\n2026-01,3,0\n2026-02,1,2\n';
+  const swapped = 'month,pears,apples\n2026-01,0,3\n2026-02,2,1\n';
+  assert.deepEqual(await compareCsv(swapped, expected, { ordered: true, anyColumnOrder: true, tolerance: 0 }), { ok: true });
+  const strict = await compareCsv(swapped, expected, { ordered: true, tolerance: 0 });
+  assert.ok(!strict.ok && /the header is/.test(strict.why), JSON.stringify(strict));
+  // Swapping the header alone moves the values to the wrong column.
+  const relabelled = await compareCsv('month,pears,apples\n2026-01,3,0\n2026-02,1,2\n', expected, { ordered: true, anyColumnOrder: true, tolerance: 0 });
+  assert.ok(!relabelled.ok && /data row 1/.test(relabelled.why), JSON.stringify(relabelled));
+  const missing = await compareCsv('month,apples\n2026-01,3\n2026-02,1\n', expected, { ordered: true, anyColumnOrder: true, tolerance: 0 });
+  assert.ok(!missing.ok && /in any order/.test(missing.why), JSON.stringify(missing));
+  const doubled = await compareCsv('month,apples,apples_1\n2026-01,3,0\n2026-02,1,2\n', expected, { ordered: true, anyColumnOrder: true, tolerance: 0 });
+  assert.ok(!doubled.ok && /in any order/.test(doubled.why), JSON.stringify(doubled));
+});
+
+test('JSON equality: keys in any order, numbers within tolerance, arrays in order unless unorderedArrays, the first difference named by its path', () => {
+  const expected = '{"total": 10.5, "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}], "note": null}';
+  const options = { tolerance: 0, unorderedArrays: false };
+  assert.deepEqual(compareJson('{"note": null, "customers": [{"orders": 2, "id": "c1"}, {"id": "c2", "orders": 1}], "total": 10.5}', expected, options), { ok: true });
+  assert.deepEqual(compareJson('{"total": 10.50000001, "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}], "note": null}', expected, { ...options, tolerance: 1e-6 }), { ok: true });
+  const cases: Array<[string, RegExp, { tolerance: number; unorderedArrays: boolean }?]> = [
+    ['{"total": 10.6, "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}], "note": null}', /\$\.total is 10\.6, expected 10\.5/],
+    ['{"total": "10.5", "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}], "note": null}', /\$\.total is string/],
+    ['{"total": 10.5, "customers": [{"id": "c2", "orders": 1}, {"id": "c1", "orders": 2}], "note": null}', /\$\.customers\[0\]\.id is "c2", expected "c1"/],
+    ['{"total": 10.5, "customers": [{"id": "c1", "orders": 2}], "note": null}', /\$\.customers has 1 items, expected 2/],
+    ['{"total": 10.5, "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}]}', /\$ lacks the key\(s\) \["note"\]/],
+    ['{"total": 10.5, "customers": [{"id": "c1", "orders": 2}, {"id": "c2", "orders": 1}], "note": null, "extra": 1}', /unexpected key\(s\) \["extra"\]/],
+    ['{"total": 10.5,', /not valid JSON/],
+    // A repeated item cannot stand in for a missing one.
+    ['{"total": 10.5, "customers": [{"id": "c1", "orders": 2}, {"id": "c1", "orders": 2}], "note": null}', /customers\[1\].*not among the expected items/, { tolerance: 0, unorderedArrays: true }],
+  ];
+  for (const [actual, why, given] of cases) {
+    const verdict = compareJson(actual, expected, given ?? options);
+    assert.ok(!verdict.ok && why.test(verdict.why), `${actual}: ${JSON.stringify(verdict)}`);
+  }
+  assert.deepEqual(compareJson('{"total": 10.5, "customers": [{"id": "c2", "orders": 1}, {"id": "c1", "orders": 2}], "note": null}', expected, { tolerance: 0, unorderedArrays: true }), { ok: true });
+  assert.ok(!compareJson('{"a b": 1}', '{"a b": 2}', options).ok && /\$\["a b"\] is 1/.test((compareJson('{"a b": 1}', '{"a b": 2}', options) as { why: string }).why));
+});
+
+test('a json check reads its expected value from a hidden file, and a content, csv or json check without one is refused by the schema', async () => {
+  const [result] = await decideOutputChecks([{ type: 'json', path: 'out.json', expectedFile: 'expected/out.json' }], reading({ 'out.json': '[1, 2]' }), { 'expected/out.json': '[1, 3]' });
+  assert.equal(result!.id, 'check[0]:json:out.json');
+  assert.match(result!.message!, /\$\[1\] is 2, expected 3/);
+  assert.equal(OutputCheck.safeParse({ type: 'json', path: 'out.json' }).success, false);
+  assert.equal(OutputCheck.safeParse({ type: 'json', path: 'out.json', expected: '{}', unorderedArrays: true, tolerance: 1e-9 }).success, true);
 });

@@ -68,7 +68,13 @@ async function decide(check: OutputCheck, actual: string, hidden: FileTree): Pro
     }
     case 'csv': {
       const expected = expectedOf(check, hidden);
-      return typeof expected === 'string' ? compareCsv(actual, expected, { ordered: check.ordered ?? false, tolerance: check.tolerance ?? 0 }) : expected;
+      return typeof expected === 'string'
+        ? compareCsv(actual, expected, { ordered: check.ordered ?? false, anyColumnOrder: check.anyColumnOrder ?? false, tolerance: check.tolerance ?? 0 })
+        : expected;
+    }
+    case 'json': {
+      const expected = expectedOf(check, hidden);
+      return typeof expected === 'string' ? compareJson(actual, expected, { tolerance: check.tolerance ?? 0, unorderedArrays: check.unorderedArrays ?? false }) : expected;
     }
     case 'json-schema':
       return validateJson(check.schema, () => JSON.parse(actual) as unknown, 'JSON');
@@ -146,11 +152,20 @@ const rowsEqual = (a: readonly string[], e: readonly string[], tolerance: number
 /** The non-numeric cells of a row, which must match exactly: rows are only compared within the same key. */
 const textKey = (row: readonly string[]): string => JSON.stringify(row.map((cell) => (numeric(cell) === null ? cell : null)));
 
+/** The table with its columns in `header`'s order; null when its columns are not the same set. */
+function withColumnsAs(table: Table, header: readonly string[]): Table | null {
+  if (table.header.length !== header.length || new Set(table.header).size !== table.header.length) return null;
+  const at = header.map((column) => table.header.indexOf(column));
+  if (at.includes(-1)) return null;
+  return { header, rows: table.rows.map((row) => at.map((i) => row[i]!)) };
+}
+
 /**
- * CSV equality: the same header, the same rows (in any order unless `ordered`), numeric cells equal within a
- * relative `tolerance` (so `1.0` equals `1`). Unordered rows are matched within groups of equal text cells.
+ * CSV equality: the same header (its columns in any order when `anyColumnOrder`), the same rows (in any order
+ * unless `ordered`), numeric cells equal within a relative `tolerance` (so `1.0` equals `1`). Unordered rows are
+ * matched within groups of equal text cells.
  */
-export async function compareCsv(actual: string, expected: string, options: { ordered: boolean; tolerance: number }): Promise<Verdict> {
+export async function compareCsv(actual: string, expected: string, options: { ordered: boolean; anyColumnOrder?: boolean; tolerance: number }): Promise<Verdict> {
   const dir = await mkdtemp(join(tmpdir(), 'trialrun-csv-'));
   const files = await TabularFiles.open();
   try {
@@ -161,6 +176,11 @@ export async function compareCsv(actual: string, expected: string, options: { or
       return fail(`the produced file is not readable CSV: ${errorMessage(error)}`);
     }
     const want = await readCsv(expected, files, dir, 'expected');
+    if (options.anyColumnOrder) {
+      const reordered = withColumnsAs(got, want.header);
+      if (reordered === null) return fail(`the columns are ${JSON.stringify(got.header)}, expected ${JSON.stringify(want.header)} in any order`);
+      got = reordered;
+    }
     if (JSON.stringify(got.header) !== JSON.stringify(want.header)) return fail(`the header is ${JSON.stringify(got.header)}, expected ${JSON.stringify(want.header)}`);
     if (got.rows.length !== want.rows.length) return fail(`${got.rows.length} data rows, expected ${want.rows.length}`);
     if (options.ordered) {
@@ -180,6 +200,69 @@ export async function compareCsv(actual: string, expected: string, options: { or
     files.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+// -- JSON ------------------------------------------------------------------------------------------------------
+
+/** A JSON value as text, cut to 80 characters. */
+const jsonShown = (value: unknown): string => {
+  const text = JSON.stringify(value) ?? 'undefined';
+  return text.length > 80 ? `${text.slice(0, 80)}...` : text;
+};
+
+const kindOf = (value: unknown): string => (value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value);
+
+/** Where two JSON values first differ (a JSON path such as `$.customers[2].total` and why), or null when they are equal. */
+function jsonDifference(actual: unknown, expected: unknown, path: string, options: { tolerance: number; unorderedArrays: boolean }): string | null {
+  if (kindOf(actual) !== kindOf(expected)) return `${path} is ${kindOf(actual)} ${jsonShown(actual)}, expected ${kindOf(expected)} ${jsonShown(expected)}`;
+  if (typeof expected === 'number') {
+    const equal = Math.abs((actual as number) - expected) <= options.tolerance * Math.max(1, Math.abs(expected));
+    return equal ? null : `${path} is ${String(actual)}, expected ${expected}${options.tolerance ? ` (tolerance ${options.tolerance})` : ''}`;
+  }
+  if (Array.isArray(expected)) {
+    const got = actual as unknown[];
+    if (got.length !== expected.length) return `${path} has ${got.length} items, expected ${expected.length}`;
+    if (!options.unorderedArrays) {
+      for (const [i, item] of expected.entries()) {
+        const difference = jsonDifference(got[i], item, `${path}[${i}]`, options);
+        if (difference !== null) return difference;
+      }
+      return null;
+    }
+    // Each produced item takes one equal expected item, so a repeated item cannot stand in for a missing one.
+    const pending = [...expected];
+    for (const [i, item] of got.entries()) {
+      const match = pending.findIndex((candidate) => jsonDifference(item, candidate, path, options) === null);
+      if (match === -1) return `${path}[${i}] ${jsonShown(item)} is not among the expected items`;
+      pending.splice(match, 1);
+    }
+    return null;
+  }
+  if (typeof expected === 'object' && expected !== null) {
+    const [got, want] = [actual as Record<string, unknown>, expected as Record<string, unknown>];
+    const missing = Object.keys(want).filter((key) => !Object.hasOwn(got, key));
+    if (missing.length > 0) return `${path} lacks the key(s) ${JSON.stringify(missing.slice(0, 5))}`;
+    const extra = Object.keys(got).filter((key) => !Object.hasOwn(want, key));
+    if (extra.length > 0) return `${path} has unexpected key(s) ${JSON.stringify(extra.slice(0, 5))}`;
+    for (const key of Object.keys(want)) {
+      const difference = jsonDifference(got[key], want[key], `${path}${/^[A-Za-z_$][\w$]*$/.test(key) ? `.${key}` : `[${JSON.stringify(key)}]`}`, options);
+      if (difference !== null) return difference;
+    }
+    return null;
+  }
+  return actual === expected ? null : `${path} is ${jsonShown(actual)}, expected ${jsonShown(expected)}`;
+}
+
+/** JSON equality: object keys in any order, numbers within a relative `tolerance`, arrays in order unless `unorderedArrays`. */
+export function compareJson(actual: string, expected: string, options: { tolerance: number; unorderedArrays: boolean }): Verdict {
+  let got: unknown;
+  try {
+    got = JSON.parse(actual);
+  } catch (error) {
+    return fail(`the file is not valid JSON: ${errorMessage(error).split('\n')[0]}`);
+  }
+  const difference = jsonDifference(got, JSON.parse(expected) as unknown, '$', options);
+  return difference === null ? pass : fail(`the JSON differs: ${difference}`);
 }
 
 // -- JSON Schema, YAML -----------------------------------------------------------------------------------------
