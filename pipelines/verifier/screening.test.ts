@@ -200,3 +200,19 @@ test('a repository of thousands of files is screened whole; the limit is on what
   const flooded = screenFinalFiles(big, { ...files, ...Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`junk/j${i}.py`, ''])) });
   assert.ok(flooded.flags.length === 100 && flooded.flags.every((f) => f.kind === 'unsafe-path' && /more than 3500 final files/.test(f.evidence)));
 });
+
+test('a hidden file that replaces a starting file (a data task\'s hidden input) is judged against the starting copy the agent saw', () => {
+  const data = {
+    taskId: 'data',
+    files: { 'data/sales.csv': 'region,total\nnorth,1\n', 'aggregate.py': 'print(1)\n' },
+    visibleTests: {},
+    hiddenTests: { 'data/sales.csv': 'region,total\nsouth,2\nwest,3\n', 'expected/out.csv': 'region\nsouth\nwest\n' },
+  } as unknown as Task;
+  const untouched = screenFinalFiles(data, { ...data.files, 'aggregate.py': 'print(2)\n' });
+  assert.deepEqual(untouched.flags, []);
+  // The grading writes the hidden input over it, never the agent's copy.
+  assert.equal(untouched.files['data/sales.csv'], undefined);
+  assert.deepEqual(kinds(screenFinalFiles(data, { ...data.files, 'data/sales.csv': 'region,total\n' }).flags), ['test-edited:data/sales.csv']);
+  assert.deepEqual(screenSteps(data, [step(0, 'write_file', { path: 'data/sales.csv', content: data.files['data/sales.csv'] })]), []);
+  assert.deepEqual(screenSteps(data, [step(1, 'write_file', { path: 'data/sales.csv', content: 'region,total\n' })]).map((f) => f.kind), ['test-edited']);
+});
