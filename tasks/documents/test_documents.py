@@ -1,6 +1,6 @@
 """Consistency of the document task set: every check reads a file the reference solution provides, which differs from
-the starting file at that path (or there is none); the reference's JSON documents parse and no schema is empty; a file a check compares with is among the hidden files, and never in the
-workspace. Whether each check passes on the reference and fails on the starting files is decided by the verifier
+the starting file at that path (or there is none); the reference's JSON documents parse and no schema is empty; a
+file a check compares with is among the hidden files, and never in the workspace. Whether each check passes on the reference and fails on the starting files is decided by the verifier
 itself (`trialrun verify calibrate tasks/documents/job.yaml`, test/integration/task-sets.test.ts).
 Run with: python3 -m pytest tasks/documents"""
 
