@@ -61,7 +61,7 @@ export const WorkspaceJobSpec = z
     publish: PublishSettings,
   })
   .strict()
-  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks, folders or sweRows', path: ['tasks'] });
+  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks or folders (or sweRows)', path: ['tasks'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
 export interface ResolvedWorkspaceJob {
