@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { storeLargeTrees, type TreeStore } from '../../../connectors/artifacts/index.js';
 import { RejectsFile } from '../../../connectors/files/index.js';
 import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV } from '../../../envs/index.js';
-import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec, type FileTree } from '../../../schemas/index.js';
+import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { publishNewTasks } from './publish.js';
