@@ -40,6 +40,17 @@ export function taskTestFiles(task: Task): FileTree {
   return { ...treeTestModules(task), ...task.visibleTests, ...task.hiddenTests };
 }
 
+/**
+ * The task's test files as the agent was given them, which its changes are judged against: a hidden file that
+ * replaces one of the starting tree's (SWE-bench's test patch changes existing test files) counts in the
+ * version the agent saw. Grading writes the hidden version over it either way.
+ */
+export function agentTestFiles(task: Task): FileTree {
+  const tests = taskTestFiles(task);
+  for (const path of Object.keys(task.hiddenTests)) if (Object.hasOwn(task.files, path)) tests[path] = task.files[path]!;
+  return tests;
+}
+
 /** A workspace task's visible tests live in its tree (tests/test_x.py): pristine test modules like the others. */
 export const treeTestModules = (task: Task): FileTree => Object.fromEntries(Object.entries(task.files).filter(([path]) => isTestModule(path)));
 
@@ -171,7 +182,7 @@ function resolveLink(linkPath: string, target: string): string | null {
  * recreated (the runner checks where each really resolves once they all exist).
  */
 export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: WorkspaceExtras = NO_WORKSPACE_EXTRAS): Screened {
-  const tests = taskTestFiles(task);
+  const tests = agentTestFiles(task);
   const escaped = new Set(extras.escapedPaths);
   const files: Record<string, string> = {};
   const rawNamedFiles: RawNamedFile[] = [];
@@ -288,7 +299,7 @@ const DELETE_TOOLS = new Set(['delete_file', 'remove_file', 'rm']);
  * a shell are not parsed: their effect is in the final files, which `screenFinalFiles` diffs.
  */
 export function screenSteps(task: Task, steps: readonly Step[]): HackFlag[] {
-  const tests = taskTestFiles(task);
+  const tests = agentTestFiles(task);
   const flags: HackFlag[] = [];
   for (const step of steps) {
     const tool = step.toolCall.name;

@@ -35,10 +35,10 @@ const git = (repo: string, ...args: string[]): string => execFileSync('git', ['-
 /** The `git diff` of a change to the repository's HEAD; the change is undone afterwards. */
 function diffOf(repo: string, tree: FileTree): string {
   write(repo, tree);
-  git(repo, 'add', '-N', '.');
-  const diff = `${git(repo, 'diff')}\n`;
-  git(repo, 'stash', '-u', '-q');
-  git(repo, 'stash', 'drop', '-q');
+  git(repo, 'add', '-A');
+  const diff = `${git(repo, 'diff', '--cached')}\n`;
+  git(repo, 'reset', '-q', '--hard');
+  git(repo, 'clean', '-fdq');
   return diff;
 }
 /** A tree with a patch applied, as an agent's final files would be. */

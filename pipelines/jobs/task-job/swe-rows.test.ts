@@ -75,10 +75,10 @@ const write = (root: string, tree: Record<string, string>): void => {
 /** `git diff` of a change to the repository's HEAD, the change then undone. */
 const diffOf = (repo: string, tree: Record<string, string>): string => {
   write(repo, tree);
-  git(repo, 'add', '-N', '.');
-  const diff = `${git(repo, 'diff')}\n`;
-  git(repo, 'stash', '-u', '-q');
-  git(repo, 'stash', 'drop', '-q');
+  git(repo, 'add', '-A');
+  const diff = `${git(repo, 'diff', '--cached')}\n`;
+  git(repo, 'reset', '-q', '--hard');
+  git(repo, 'clean', '-fdq');
   return diff;
 };
 
