@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
@@ -129,4 +130,81 @@ test('an SWE-style row becomes a workspace task whose reference patch passes and
 
   const calibration = await calibrate(verifier, [task!], { referenceRuns: 2, mutantsPerTask: 0, hackVariants: false, concurrency: 1, signal });
   assert.deepEqual([calibration.overall.goodRuns, calibration.overall.falseNegatives, calibration.overall.badVariants, calibration.overall.falsePositives], [2, 0, 1, 0], JSON.stringify(calibration.tasks));
+});
+
+/** `git diff` deleting a file of the repository's HEAD; the deletion is undone afterwards. */
+function deletionOf(repo: string, path: string): string {
+  git(repo, 'rm', '-q', path);
+  const diff = `${git(repo, 'diff', '--cached')}\n`;
+  git(repo, 'reset', '-q', '--hard');
+  return diff;
+}
+
+async function duckdb(sql: string): Promise<void> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  try {
+    await connection.run(sql);
+  } finally {
+    connection.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** A row's fields the import test does not vary. */
+const SAMPLE = { repo: 'acme/calc', problem_statement: 'add() ignores its second argument\n\nSee the traceback.', hints_text: '' };
+
+test('rows import through a workspace job from JSON Lines and Parquet alike: base tree, hidden test_patch files, reference patch; bad rows rejected with line and reason', { timeout: 300_000 }, async () => {
+  const root = tempDir('swe-rows-import');
+  const repo = join(root, 'calc');
+  write(repo, { 'calc/__init__.py': 'from .ops import add\n', 'calc/ops.py': 'def add(a, b):\n    return a\n', 'tests/test_ops.py': 'from calc import add\n\ndef test_zero():\n    assert add(1, 0) == 1\n' });
+  git(repo, 'init', '-q');
+  git(repo, 'add', '.');
+  git(repo, 'commit', '-qm', 'base');
+  const base = git(repo, 'rev-parse', 'HEAD');
+  const patch = diffOf(repo, { 'calc/ops.py': 'def add(a, b):\n    return a + b\n' });
+  const testPatch = diffOf(repo, { 'tests/test_ops.py': 'from calc import add\n\ndef test_zero():\n    assert add(1, 0) == 1\n\ndef test_add():\n    assert add(1, 2) == 3\n' });
+  execFileSync('tar', ['-czf', join(root, 'calc.tgz'), '-C', root, 'calc']);
+  const good = { ...SAMPLE, instance_id: 'acme__calc-1', repo_path: 'calc', base_commit: base, patch, test_patch: testPatch, FAIL_TO_PASS: '["tests/test_ops.py::test_add"]', PASS_TO_PASS: ['tests/test_ops.py::test_zero'] };
+  const rows = [
+    good,
+    { ...good, instance_id: 'acme__calc-2', repo_path: 'calc.tgz' },
+    { ...good, instance_id: 'acme__calc-3', base_commit: 'deadbeef' },
+    { ...good, instance_id: 'acme__calc-4', patch: patch.replace('return a + b', 'return b + a').replace('return a\n', 'return 0\n') },
+    { ...good, instance_id: 'acme__calc-5', FAIL_TO_PASS: 'not json' },
+    { ...good, instance_id: 'acme__calc-6', repo_path: 'missing' },
+    { ...good, instance_id: 'acme__calc-7', test_patch: deletionOf(repo, 'tests/test_ops.py') },
+  ];
+  writeFileSync(join(root, 'rows.jsonl'), `${rows.map((row) => JSON.stringify(row)).join('\n')}\n{broken\n`);
+  const job = resolveWorkspaceJob({ name: 'swe-unit', env: 'workspace/v1', sweRows: [{ path: 'rows.jsonl' }] }, root);
+  const report = await runWorkspaceJob({ job, rejectsDir: join(root, 'rejects'), trees: new LocalTreeStore(join(root, 'trees')), dryRun: true });
+
+  assert.deepEqual(report.tasks.map((task) => task.taskId), ['acme__calc-1', 'acme__calc-2']);
+  const [fromFolder, fromTarball] = report.tasks;
+  assert.deepEqual(fromFolder!.files, { 'calc/__init__.py': 'from .ops import add\n', 'calc/ops.py': 'def add(a, b):\n    return a\n', 'tests/test_ops.py': 'from calc import add\n\ndef test_zero():\n    assert add(1, 0) == 1\n' });
+  assert.deepEqual(fromFolder!.referenceSolution, { 'calc/ops.py': 'def add(a, b):\n    return a + b\n' });
+  assert.deepEqual(Object.keys(fromFolder!.hiddenTests), ['tests/test_ops.py']);
+  assert.match(fromFolder!.hiddenTests['tests/test_ops.py']!, /def test_add/);
+  assert.deepEqual(fromFolder!.verification, { check: { kind: 'tests', runner: 'pytest', failToPass: ['tests/test_ops.py::test_add'], passToPass: ['tests/test_ops.py::test_zero'] } });
+  assert.equal(fromFolder!.description, SAMPLE.problem_statement);
+  assert.deepEqual({ ...fromTarball!, taskId: 'x', title: 'x', lineage: null, source: null }, { ...fromFolder!, taskId: 'x', title: 'x', lineage: null, source: null });
+
+  const rejects = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { row: number; reason: string });
+  const reasons = new Map(rejects.map((reject) => [reject.row, reject.reason]));
+  assert.equal(rejects.length, 6, JSON.stringify(rejects));
+  assert.match(reasons.get(3)!, /base_commit deadbeef is not a commit of the repository/);
+  assert.match(reasons.get(4)!, /patch does not apply to the tree at base_commit/);
+  assert.match(reasons.get(5)!, /FAIL_TO_PASS.*not a JSON array/);
+  assert.match(reasons.get(6)!, /the repository .*missing cannot be read/);
+  assert.match(reasons.get(7)!, /test_patch deletes tests\/test_ops.py/);
+  assert.match(reasons.get(8)!, /not valid JSON/);
+
+  // The good rows as Parquet, the test lists as list columns: the same tasks.
+  const jsonl = join(root, 'good.jsonl');
+  writeFileSync(jsonl, `${rows.slice(0, 2).map((row) => JSON.stringify({ ...row, FAIL_TO_PASS: JSON.parse(row.FAIL_TO_PASS as string) as string[] })).join('\n')}\n`);
+  await duckdb(`COPY (SELECT * FROM read_json_auto('${jsonl}')) TO '${join(root, 'rows.parquet')}' (FORMAT parquet)`);
+  const fromParquet = await runWorkspaceJob({ job: resolveWorkspaceJob({ name: 'swe-unit', env: 'workspace/v1', sweRows: [{ path: 'rows.parquet' }] }, root), rejectsDir: join(root, 'rejects'), trees: new LocalTreeStore(join(root, 'trees')), dryRun: true });
+  assert.equal(fromParquet.rejected, 0);
+  const comparable = (task: Task) => ({ ...task, lineage: null, source: null });
+  assert.deepEqual(fromParquet.tasks.map(comparable), report.tasks.map(comparable));
 });
