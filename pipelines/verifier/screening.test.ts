@@ -153,6 +153,18 @@ test('a test file of the starting tree changed or deleted (through a shell or an
   assert.deepEqual(screenFinalFiles(repo, { ...repo.files, 'tests/test_mine.py': 'def test_m(): pass\n' }).flags, []);
 });
 
+test('a test file the hidden tests replace (an SWE-bench test patch) is judged against the version the agent was given', () => {
+  const patched = { ...repo, hiddenTests: { ...repo.hiddenTests, 'tests/test_calc.py': `${repo.files['tests/test_calc.py']}\ndef test_more():\n    assert add(2, 2) == 4\n`, 'conftest.py': 'import pytest\n\nSEED = 1\n' } } as Task;
+  const fixed = { ...patched.files, 'src/calc.py': 'def add(a, b):\n    return a + b\n' };
+  assert.deepEqual(screenFinalFiles(patched, fixed).flags, []);
+  assert.deepEqual(screenSteps(patched, [step(0, 'write_file', { path: 'tests/test_calc.py', content: patched.files['tests/test_calc.py']! })]), []);
+  // Its copy is never carried: grading writes the hidden version.
+  assert.equal(screenFinalFiles(patched, fixed).files['tests/test_calc.py'], undefined);
+  const forged = screenFinalFiles(patched, { ...fixed, 'tests/test_calc.py': 'def test_add():\n    pass\n' });
+  assert.deepEqual(kinds(forged.flags), ['test-edited:tests/test_calc.py']);
+  assert.deepEqual(kinds(screenSteps(patched, [step(0, 'write_file', { path: 'tests/test_calc.py', content: patched.hiddenTests['tests/test_calc.py']! })])), ['test-edited:tests/test_calc.py']);
+});
+
 test('runner configs and hooks: package.json scripts, jest/vitest configs, Makefile test targets, git hooks, a changed conftest', () => {
   const pkg = JSON.parse(repo.files['package.json']!) as Record<string, unknown>;
   const screened = screenFinalFiles(repo, {

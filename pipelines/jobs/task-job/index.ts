@@ -11,4 +11,5 @@ export { formatReport } from './report.js';
 export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';
 export { IMPORTERS, JobSpec, loadJobFile, Mapping, MUTATION_KINDS, resolveJob, type JobSpecInput, type ResolvedJob } from './spec.js';
 export { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, WorkspaceJobSpec, WorkspaceTaskEntry, type ResolvedWorkspaceJob, type WorkspaceJobOptions } from './workspace-job.js';
-export { readTree, type ReadTreeOptions, type TreeSource } from './workspace-trees.js';
+export { readTree, type LocatedTask, type ReadTreeOptions, type TaskTrees, type TreeSource } from './workspace-trees.js';
+export { parseSweRow, SweRow, SweRowReader, SweRowsSource, sweTaskId } from './swe-rows.js';

@@ -7,12 +7,13 @@ import { z } from 'zod';
 import { storeLargeTrees, type TreeStore } from '../../../connectors/artifacts/index.js';
 import { RejectsFile } from '../../../connectors/files/index.js';
 import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV } from '../../../envs/index.js';
-import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec, type FileTree } from '../../../schemas/index.js';
+import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
-import { readTree, type TreeSource } from './workspace-trees.js';
+import { SweRowReader, SweRowsSource } from './swe-rows.js';
+import { readTree, type LocatedTask, type TaskTrees, type TreeSource } from './workspace-trees.js';
 
 const TaskId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
 
@@ -51,6 +52,8 @@ export const WorkspaceJobSpec = z
     tasks: z.array(WorkspaceTaskEntry).default([]),
     /** Globs of task folders (relative to the job file), each holding task.json or task.yaml. @default none */
     folders: z.array(z.string().min(1)).default([]),
+    /** Files of SWE-bench-style rows, one task each (see swe-rows.ts). @default none */
+    sweRows: z.array(SweRowsSource).default([]),
     /** The verification of tasks that name none. @default the environment's default */
     verification: VerificationSpec.optional(),
     /** Trees larger than this (UTF-8 bytes) go to the artifact store; the record carries their digest. @default 262144 (256 KiB) */
@@ -58,7 +61,7 @@ export const WorkspaceJobSpec = z
     publish: PublishSettings,
   })
   .strict()
-  .refine((spec) => spec.tasks.length + spec.folders.length > 0, { message: 'give tasks or folders (or both)', path: ['tasks'] });
+  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks or folders (or sweRows)', path: ['tasks'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
 export interface ResolvedWorkspaceJob {
@@ -107,14 +110,6 @@ export interface WorkspaceJobOptions {
   onProgress?: (line: string) => void;
 }
 
-/** A task entry with the file it came from (for rejects) and the folder its paths resolve against. */
-interface Located {
-  readonly entry: WorkspaceTaskEntry;
-  readonly source: string;
-  readonly row: number;
-  readonly baseDir: string;
-}
-
 /**
  * A workspace task job: read every task's trees (folders, tarballs, git snapshots), check each task against the
  * environment's payload schema, keep trees above the threshold in the artifact store (the record carries their
@@ -131,16 +126,17 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const stages: StageReport[] = [];
   const env = ENVIRONMENTS.get(spec.env);
+  const sweRows = new SweRowReader(options.job.baseDir, rejects);
   try {
     let stageStart = performance.now();
-    const located = await locateTasks(options.job, rejects);
+    const located = [...(await locateTasks(options.job, rejects)), ...(await sweRows.locate(spec.sweRows))];
     const built: Task[] = [];
     const counts: Record<string, number> = {};
-    const reject = (item: Located, stage: string, category: string, reason: string): void => {
+    const reject = (item: LocatedTask, stage: string, category: string, reason: string): void => {
       counts[category] = (counts[category] ?? 0) + 1;
       rejects.add({ source: item.source, row: item.row, stage, reason, taskId: item.entry.id });
     };
-    const origin = new Map<string, Located>();
+    const origin = new Map<string, LocatedTask>();
     const hash = createHash('sha256');
     const createdAt = nowIso();
     const seen = new Set<string>();
@@ -152,16 +148,12 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       }
       seen.add(entry.id);
       progress(`reading ${entry.id}`);
-      let trees: { files: FileTree; hidden: FileTree; solution: FileTree | null };
+      let trees: TaskTrees;
       try {
-        trees = {
-          files: await readTree(treeSource(entry.workspace, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }),
-          hidden: entry.hidden ? await readTree(treeSource(entry.hidden, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : {},
-          solution: entry.solution ? await readTree(treeSource(entry.solution, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : null,
-        };
+        trees = await item.readTrees();
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
-        reject(item, 'read', 'unreadable tree', error.message);
+        reject(item, 'read', item.rejectAs, error.message);
         continue;
       }
       hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution]));
@@ -254,6 +246,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
     };
   } finally {
     rejects.close();
+    await sweRows.close();
   }
 }
 
@@ -265,9 +258,25 @@ function treeSource(ref: z.infer<typeof TreeRef>, baseDir: string): TreeSource {
 
 const absolute = (path: string, baseDir: string): string => (isAbsolute(path) ? path : resolve(baseDir, path));
 
+/** A task entry of the job file or a task folder, its trees read from the paths it names. */
+function locatedEntry(entry: WorkspaceTaskEntry, source: string, row: number, baseDir: string): LocatedTask {
+  const limits = { maxFileBytes: MAX_WORKSPACE_FILE_BYTES };
+  return {
+    entry,
+    source,
+    row,
+    rejectAs: 'unreadable tree',
+    readTrees: async () => ({
+      files: await readTree(treeSource(entry.workspace, baseDir), limits),
+      hidden: entry.hidden ? await readTree(treeSource(entry.hidden, baseDir), limits) : {},
+      solution: entry.solution ? await readTree(treeSource(entry.solution, baseDir), limits) : null,
+    }),
+  };
+}
+
 /** The job's inline tasks, then those of every task folder its globs match (sorted), each with where it came from. */
-async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Promise<Located[]> {
-  const located: Located[] = job.spec.tasks.map((entry, index) => ({ entry, source: join(job.baseDir, '(job file)'), row: index + 1, baseDir: job.baseDir }));
+async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Promise<LocatedTask[]> {
+  const located = job.spec.tasks.map((entry, index) => locatedEntry(entry, join(job.baseDir, '(job file)'), index + 1, job.baseDir));
   for (const glob of job.spec.folders) {
     const folders = await matchFolders(job.baseDir, glob);
     if (folders.length === 0) throw new ConfigError(`folders: ${JSON.stringify(glob)} matches no folder under ${job.baseDir}`);
@@ -279,7 +288,7 @@ async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Pro
         rejects.add({ source: file, row: 1, stage: 'read', reason: describeIssues(parsed.error).join('; ') });
         continue;
       }
-      located.push({ entry: parsed.data, source: file, row: 1, baseDir: folder });
+      located.push(locatedEntry(parsed.data, file, 1, folder));
     }
   }
   return located;

@@ -1,0 +1,3 @@
+from .schedule import renewal_dates
+
+__all__ = ["renewal_dates"]

@@ -1,0 +1,4 @@
+from .bus import Bus
+from .topic import Topic
+
+__all__ = ["Bus", "Topic"]

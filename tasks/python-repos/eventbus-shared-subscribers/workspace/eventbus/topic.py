@@ -1,0 +1,14 @@
+class Topic:
+    """A named channel; every subscriber gets each published message, in subscription order."""
+
+    def __init__(self, name, subscribers=[]):
+        self.name = name
+        self.subscribers = subscribers
+
+    def subscribe(self, handler):
+        self.subscribers.append(handler)
+
+    def publish(self, message):
+        for handler in list(self.subscribers):
+            handler(message)
+        return len(self.subscribers)

@@ -1,0 +1,3 @@
+from .settings import resolve
+
+__all__ = ["resolve"]

@@ -1,0 +1,3 @@
+from .board import Board
+
+__all__ = ["Board"]

@@ -1,0 +1,3 @@
+from .report import monthly_report
+
+__all__ = ["monthly_report"]

@@ -1,0 +1,4 @@
+from .cache import memoize
+from .geo import distance
+
+__all__ = ["distance", "memoize"]

@@ -1,0 +1,17 @@
+from dataclasses import replace
+
+from .models import Line, Order
+
+# Every new order starts from this template; callers override what differs.
+DEFAULT_ORDER = Order()
+
+
+def new_order(**overrides):
+    return replace(DEFAULT_ORDER, **overrides)
+
+
+def add_line(order, sku, quantity, unit_cents):
+    if quantity <= 0:
+        raise ValueError("quantity must be positive")
+    order.lines.append(Line(sku, quantity, unit_cents))
+    return order

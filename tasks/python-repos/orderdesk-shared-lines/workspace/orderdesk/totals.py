@@ -1,0 +1,2 @@
+def order_total(order):
+    return sum(line.quantity * line.unit_cents for line in order.lines)

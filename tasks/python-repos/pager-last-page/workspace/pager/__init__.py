@@ -1,0 +1,3 @@
+from .api import paginate
+
+__all__ = ["paginate"]

@@ -1,0 +1,3 @@
+from .resolver import latest, satisfying
+
+__all__ = ["latest", "satisfying"]

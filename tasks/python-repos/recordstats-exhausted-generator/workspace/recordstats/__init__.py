@@ -1,0 +1,3 @@
+from .report import summarize_text
+
+__all__ = ["summarize_text"]

@@ -1,0 +1,3 @@
+from .sessions import SessionStore
+
+__all__ = ["SessionStore"]

@@ -1,0 +1,3 @@
+from .bill import settle
+
+__all__ = ["settle"]

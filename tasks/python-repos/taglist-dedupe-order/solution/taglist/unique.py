@@ -1,0 +1,3 @@
+def unique(items):
+    """The items without repeats, each where it first appeared."""
+    return list(dict.fromkeys(items))

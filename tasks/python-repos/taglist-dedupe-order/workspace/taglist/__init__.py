@@ -1,0 +1,3 @@
+from .playlist import Playlist
+
+__all__ = ["Playlist"]

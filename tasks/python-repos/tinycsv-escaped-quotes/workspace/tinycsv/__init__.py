@@ -1,0 +1,3 @@
+from .reader import read_records
+
+__all__ = ["read_records"]

@@ -1,0 +1,3 @@
+from .report import describe_room
+
+__all__ = ["describe_room"]
