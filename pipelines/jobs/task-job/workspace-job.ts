@@ -10,6 +10,7 @@ import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV
 import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec, type FileTree } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
+import { applySolveScript, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
 import { publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
 import { readTree, type TreeSource } from './workspace-trees.js';
@@ -47,9 +48,13 @@ export const WorkspaceJobSpec = z
     /** The data set's name in every task's lineage. */
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"'),
     env: z.literal(WORKSPACE_ENV),
+    /** How task folders are laid out: `trialrun` (task.json/task.yaml) or `harbor` (Harbor / Terminal-Bench: task.toml, instruction.md, tests/test.sh, ...; pipelines/jobs/task-job/harbor.ts). @default 'trialrun' */
+    format: z.enum(['trialrun', 'harbor']).default('trialrun'),
+    /** The sandbox image (a recipe name such as `ops`, or any image tag) of tasks that name none. @default the environment's */
+    image: z.string().min(1).optional(),
     /** Tasks written out in the job file. @default none */
     tasks: z.array(WorkspaceTaskEntry).default([]),
-    /** Globs of task folders (relative to the job file), each holding task.json or task.yaml. @default none */
+    /** Globs of task folders (relative to the job file), each holding task.json or task.yaml (or, with format harbor, a Harbor task). @default none */
     folders: z.array(z.string().min(1)).default([]),
     /** The verification of tasks that name none. @default the environment's default */
     verification: VerificationSpec.optional(),
@@ -58,7 +63,8 @@ export const WorkspaceJobSpec = z
     publish: PublishSettings,
   })
   .strict()
-  .refine((spec) => spec.tasks.length + spec.folders.length > 0, { message: 'give tasks or folders (or both)', path: ['tasks'] });
+  .refine((spec) => spec.tasks.length + spec.folders.length > 0, { message: 'give tasks or folders (or both)', path: ['tasks'] })
+  .refine((spec) => spec.format === 'trialrun' || spec.tasks.length === 0, { message: 'a harbor job reads its tasks from folders; inline tasks are trialrun entries', path: ['tasks'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
 export interface ResolvedWorkspaceJob {
@@ -103,16 +109,26 @@ export interface WorkspaceJobOptions {
   dryRun?: boolean;
   /** Required unless dryRun. @default none */
   context?: ProcessorContext;
+  /** Image building and solve.sh sandboxes; required by a job with format harbor. @default none */
+  harbor?: HarborHooks;
   /** @default none */
   onProgress?: (line: string) => void;
 }
 
-/** A task entry with the file it came from (for rejects) and the folder its paths resolve against. */
+interface Prepared {
+  readonly files: FileTree;
+  readonly hidden: FileTree;
+  readonly solution: FileTree | null;
+  readonly image: string | undefined;
+}
+
+/** A task with the file it came from (for rejects) and how to read its trees (and build its image). */
 interface Located {
-  readonly entry: WorkspaceTaskEntry;
+  readonly entry: Pick<WorkspaceTaskEntry, 'id' | 'title' | 'description' | 'verification' | 'tags' | 'priority' | 'split'>;
   readonly source: string;
   readonly row: number;
-  readonly baseDir: string;
+  readonly prepare: () => Promise<Prepared>;
+  readonly limits?: Task['limits'];
 }
 
 /**
@@ -131,9 +147,10 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const stages: StageReport[] = [];
   const env = ENVIRONMENTS.get(spec.env);
+  if (spec.format === 'harbor' && !options.harbor) throw new ConfigError('a job with format harbor needs WorkspaceJobOptions.harbor (image building and solve.sh sandboxes)');
   try {
     let stageStart = performance.now();
-    const located = await locateTasks(options.job, rejects);
+    const located = await locateTasks(options.job, rejects, options.harbor);
     const built: Task[] = [];
     const counts: Record<string, number> = {};
     const reject = (item: Located, stage: string, category: string, reason: string): void => {
@@ -152,19 +169,15 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       }
       seen.add(entry.id);
       progress(`reading ${entry.id}`);
-      let trees: { files: FileTree; hidden: FileTree; solution: FileTree | null };
+      let trees: Prepared;
       try {
-        trees = {
-          files: await readTree(treeSource(entry.workspace, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }),
-          hidden: entry.hidden ? await readTree(treeSource(entry.hidden, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : {},
-          solution: entry.solution ? await readTree(treeSource(entry.solution, item.baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES }) : null,
-        };
+        trees = await item.prepare();
       } catch (error) {
         if (!(error instanceof ConfigError)) throw error;
-        reject(item, 'read', 'unreadable tree', error.message);
+        reject(item, 'read', spec.format === 'harbor' ? 'invalid harbor task' : 'unreadable tree', error.message);
         continue;
       }
-      hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution]));
+      hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution, trees.image ?? null, item.limits ?? null]));
       const parsed = Task.safeParse({
         taskId: entry.id,
         envId: env.id,
@@ -181,7 +194,8 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
         source: { dataset: spec.name, datasetHash: 'pending', jobRunId, sourceRow: item.row },
         lineage: { taskId: entry.id, attempt: 0, runId: jobRunId, policyVersion: null, sandboxImageDigest: null, verifierVersion: null, createdAt },
         verification: entry.verification ?? spec.verification ?? env.defaultVerification,
-        ...(entry.image ? { image: entry.image } : {}),
+        ...((trees.image ?? spec.image) ? { image: trees.image ?? spec.image } : {}),
+        ...(item.limits ? { limits: item.limits } : {}),
       });
       if (!parsed.success) {
         reject(item, 'build', 'invalid task', describeIssues(parsed.error).join('; '));
@@ -265,13 +279,48 @@ function treeSource(ref: z.infer<typeof TreeRef>, baseDir: string): TreeSource {
 
 const absolute = (path: string, baseDir: string): string => (isAbsolute(path) ? path : resolve(baseDir, path));
 
+/** A trialrun task entry, its trees read from the paths it names (relative to `baseDir`). */
+function locatedEntry(entry: WorkspaceTaskEntry, source: string, row: number, baseDir: string): Located {
+  const read = (ref: z.infer<typeof TreeRef>): Promise<FileTree> => readTree(treeSource(ref, baseDir), { maxFileBytes: MAX_WORKSPACE_FILE_BYTES });
+  return {
+    entry,
+    source,
+    row,
+    prepare: async () => ({ files: await read(entry.workspace), hidden: entry.hidden ? await read(entry.hidden) : {}, solution: entry.solution ? await read(entry.solution) : null, image: entry.image }),
+  };
+}
+
+/** A Harbor folder: its own image built (when it has environment/Dockerfile), then solve.sh run in it for the reference. */
+function locatedHarbor(folder: HarborFolder, hooks: HarborHooks, jobImage: string | undefined): Located {
+  return {
+    entry: { id: folder.id, title: folder.title, description: folder.instruction, verification: folder.verification, tags: folder.tags, priority: 0, split: 'train' },
+    source: join(folder.dir, 'task.toml'),
+    row: 1,
+    limits: folder.limits,
+    prepare: async () => {
+      const image = folder.environmentDir === null ? jobImage : await hooks.buildImage(folder.environmentDir, folder.id);
+      const solution = folder.solution === null ? null : await applySolveScript(folder, image ?? ENVIRONMENTS.get(WORKSPACE_ENV).defaultImage, hooks);
+      return { files: folder.files, hidden: folder.hidden, solution, image };
+    },
+  };
+}
+
 /** The job's inline tasks, then those of every task folder its globs match (sorted), each with where it came from. */
-async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Promise<Located[]> {
-  const located: Located[] = job.spec.tasks.map((entry, index) => ({ entry, source: join(job.baseDir, '(job file)'), row: index + 1, baseDir: job.baseDir }));
+async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile, harbor: HarborHooks | undefined): Promise<Located[]> {
+  const located: Located[] = job.spec.tasks.map((entry, index) => locatedEntry(entry, join(job.baseDir, '(job file)'), index + 1, job.baseDir));
   for (const glob of job.spec.folders) {
     const folders = await matchFolders(job.baseDir, glob);
     if (folders.length === 0) throw new ConfigError(`folders: ${JSON.stringify(glob)} matches no folder under ${job.baseDir}`);
     for (const folder of folders) {
+      if (job.spec.format === 'harbor') {
+        try {
+          located.push(locatedHarbor(await readHarborFolder(folder), harbor!, job.spec.image));
+        } catch (error) {
+          if (!(error instanceof ConfigError)) throw error;
+          rejects.add({ source: folder, row: 1, stage: 'read', reason: error.message });
+        }
+        continue;
+      }
       const file = ['task.json', 'task.yaml', 'task.yml'].map((name) => join(folder, name)).find((path) => existsSync(path));
       if (!file) continue;
       const parsed = WorkspaceTaskEntry.safeParse(readStructuredFile(file, 'task file'));
@@ -279,7 +328,7 @@ async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Pro
         rejects.add({ source: file, row: 1, stage: 'read', reason: describeIssues(parsed.error).join('; ') });
         continue;
       }
-      located.push({ entry: parsed.data, source: file, row: 1, baseDir: folder });
+      located.push(locatedEntry(parsed.data, file, 1, folder));
     }
   }
   return located;
