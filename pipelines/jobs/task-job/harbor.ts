@@ -192,7 +192,8 @@ export async function applySolveScript(folder: HarborFolder, image: string, hook
   const sandbox = await hooks.pool.acquire({ image: hooks.imageFor(image), runId: hooks.runId, taskId: folder.id, limits: limitsForWorkspace(0, folder.limits) });
   try {
     await sandbox.writeFiles({ ...folder.files, ...folder.solution });
-    const timeoutMs = Math.min(600_000, Math.round((folder.config.agent?.timeout_sec ?? SOLVE_TIMEOUT_MS / 1000) * 1000));
+    const agentSeconds = folder.config.agent?.timeout_sec;
+    const timeoutMs = Math.min(600_000, agentSeconds === undefined ? SOLVE_TIMEOUT_MS : Math.round(agentSeconds * 1000));
     const exec = await sandbox.exec(['bash', `${SOLVE_DIR}/solve.sh`], { timeoutMs, env: folder.config.solution?.env ?? {}, maxOutputBytes: 64 * 1024 });
     const where = join(folder.dir, 'solution', 'solve.sh');
     if (exec.status !== 'exited' || exec.exitCode !== 0) {
