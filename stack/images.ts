@@ -114,7 +114,10 @@ export async function ensureTaskImage(plan: TaskImagePlan, options: TaskImageBui
   const started = Date.now();
   // Task images build without network: what they need beyond their parent comes from their own folder.
   const recipe: Recipe = { name: `task-${plan.tag}`, dir: plan.contextDir, kind: 'dockerfile', parents: new Map([[plan.parentArg, plan.parent]]), fromArg: plan.parentArg, network: false };
-  await buildDockerfile(docker, recipe, plan.tag, { [plan.parentArg]: plan.parentTag }, options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images'), log);
+  // A failing step is the folder's fault (a COPY of a missing file, a RUN that needs the network): the task is
+  // rejected with it. An engine that does not answer stays a SandboxError.
+  const stepFailed = (message: string): Error => new ConfigError(`building the task image ${plan.tag} from ${plan.contextDir} failed: ${message}`);
+  await buildDockerfile(docker, recipe, plan.tag, { [plan.parentArg]: plan.parentTag }, options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images'), log, stepFailed);
   log(`built ${plan.tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return plan.tag;
 }
@@ -281,6 +284,7 @@ async function buildDockerfile(
   buildargs: Record<string, string>,
   setupLog: string,
   log: StackLog,
+  stepFailed: (message: string) => Error = (message) => new SandboxError(message),
 ): Promise<void> {
   log(`building ${tag} from ${recipe.dir}`);
   // version '1' is the classic builder: Debian's engine may have no BuildKit, and the recipes need nothing from it.
@@ -290,7 +294,7 @@ async function buildDockerfile(
     { context: recipe.dir, src: recipeFiles(recipe.dir) },
     { t: tag, buildargs, rm: true, forcerm: true, networkmode: recipe.network ? 'host' : 'none', version: '1' },
   );
-  await followJsonStream(stream, setupLog);
+  await followJsonStream(stream, setupLog, stepFailed);
   const [repo] = splitTag(tag);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
@@ -299,7 +303,7 @@ async function buildDockerfile(
  * Appends Docker's newline-delimited JSON progress to `logFile`; rejects on an `error` message (a failed
  * build still answers 200), naming the log.
  */
-async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string): Promise<void> {
+async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, stepFailed: (message: string) => Error = (message) => new SandboxError(message)): Promise<void> {
   const log = (text: string): void => appendFileSync(logFile, `${text}\n`);
   let pending = '';
   stream.setEncoding('utf8');
@@ -309,7 +313,7 @@ async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string):
     for (const line of lines) {
       if (line.trim() === '') continue;
       const message = JSON.parse(line) as { stream?: string; status?: string; error?: string };
-      if (message.error !== undefined) throw new SandboxError(`docker: ${message.error}${logHint(logFile)}`);
+      if (message.error !== undefined) throw stepFailed(`docker: ${message.error}${logHint(logFile)}`);
       const text = (message.stream ?? message.status ?? '').trimEnd();
       if (text !== '') log(text);
     }

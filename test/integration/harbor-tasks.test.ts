@@ -55,16 +55,18 @@ test('Harbor folders become Tasks with their image and reference, and the verifi
   write(join(root, 'tasks', 'own-image'), ownImage);
   write(join(root, 'tasks', 'exit-status'), exitStatus);
   write(join(root, 'tasks', 'from-ubuntu'), { ...exitStatus, 'environment/Dockerfile': 'FROM ubuntu:22.04\n' });
+  write(join(root, 'tasks', 'broken-image'), { ...exitStatus, 'environment/Dockerfile': `ARG BASE_IMAGE=trialrun/ops\nFROM \${BASE_IMAGE}\nRUN echo ${marker} && false\n` });
   const jobFile = join(root, 'tasks', 'job.yaml');
   writeFileSync(jobFile, 'name: it-harbor\nenv: workspace/v1\nformat: harbor\nimage: ops\nfolders: ["*/"]\n');
   const job = resolveWorkspaceJob({ name: 'it-harbor', env: 'workspace/v1', format: 'harbor', image: 'ops', folders: ['*/'] }, join(root, 'tasks'));
 
   const context = await freshContext('harbor');
   const report = await runWorkspaceJobWithStack({ job, rejectsDir: join(root, 'rejects'), trees: new LocalTreeStore(join(root, 'trees')), context }, pool);
-  assert.equal(report.rejected, 1, 'the folder FROM ubuntu is rejected');
-  const [rejected] = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { taskId: string; reason: string });
-  assert.equal(rejected?.taskId, 'from-ubuntu');
-  assert.match(rejected?.reason ?? '', /`FROM ubuntu:22\.04` does not name a trialrun image through an ARG; a task image is built FROM one of the trialrun images \(trialrun\/base, trialrun\/ops, trialrun\/python-repair\)/);
+  assert.equal(report.rejected, 2, 'the folders FROM ubuntu and with a failing build step are rejected');
+  const rejects = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { taskId: string; reason: string });
+  const reason = (taskId: string): string => rejects.find((entry) => entry.taskId === taskId)?.reason ?? `no reject for ${taskId}`;
+  assert.match(reason('broken-image'), /building the task image trialrun\/task-broken-image:[0-9a-f]{12} from .*broken-image\/environment failed: docker: .*non-zero code/);
+  assert.match(reason('from-ubuntu'), /`FROM ubuntu:22\.04` does not name a trialrun image through an ARG; a task image is built FROM one of the trialrun images \(trialrun\/base, trialrun\/ops, trialrun\/python-repair\)/);
   assert.deepEqual(report.publish && [report.publish.added, report.publish.updated], [2, 0]);
   const published = await readAll(context, 'tasks');
   assert.deepEqual(published.map((task) => task.taskId).sort(), ['exit-status', 'own-image']);
