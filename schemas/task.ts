@@ -46,8 +46,13 @@ export const Task = z.object({
    * tree is `{}` and the record carries the reference. The task job stores any tree above its size threshold.
    */
   stored: z.partialRecord(z.enum(['files', 'visibleTests', 'hiddenTests', 'referenceSolution']), TreeRef).optional(),
-  /** The sandbox image recipe the task runs in (agent and grading sandboxes); absent means its environment's default. */
+  /**
+   * The sandbox image the task runs in (agent and grading sandboxes): a recipe name (`ops`) or a full tag (a task's
+   * own image, `trialrun/task-<id>:<hash>`); absent means its environment's default.
+   */
   image: z.string().min(1).optional(),
+  /** Resources of the task's agent and grading sandboxes (a Harbor task.toml's [environment]); absent: the pool's. */
+  limits: z.object({ cpus: z.number().positive().max(64).optional(), memoryBytes: z.number().int().min(16 * 1024 * 1024).optional() }).strict().optional(),
 });
 export type Task = z.infer<typeof Task>;
 

@@ -15,9 +15,14 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
  *   set to the parent's hashed tag at build time, so parents build first and a parent change rebuilds children.
  * Tags are `trialrun/<name>:<12 hex>` over the recipe's files and its parents' tags: an unchanged recipe is
  * never rebuilt, a changed one always is.
+ * Builds have no network, except that of a Dockerfile recipe holding `packages.txt` (Debian packages its
+ * Dockerfile installs with apt), which reaches the host's network for the Debian mirror.
+ * Task images (a Harbor task's `environment/` folder) are Dockerfile recipes outside this folder whose parent
+ * must be one of these recipes (`taskImagePlan`): nothing can be pulled, so `FROM ubuntu` is refused.
  */
 
 const ROOTFS_SCRIPT = 'build-rootfs.sh';
+const PACKAGES_FILE = 'packages.txt';
 const PARENT_ARG = /^ARG\s+([A-Za-z_]\w*)=["']?trialrun\/([a-z0-9][a-z0-9._-]*?)(?::latest)?["']?\s*$/;
 // Docker supplies a default PATH at run time, but `docker build` RUN steps and `exec` want it in the image too.
 const ROOTFS_IMAGE_CHANGES = ['ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'ENV LANG=C.UTF-8'];
@@ -39,6 +44,10 @@ interface Recipe {
   readonly kind: 'rootfs' | 'dockerfile';
   /** Dockerfile ARG name -> parent recipe name. */
   readonly parents: ReadonlyMap<string, string>;
+  /** The ARG the first FROM names (`FROM ${X}`), if it names one. */
+  readonly fromArg: string | null;
+  /** The build reaches the network (a Dockerfile recipe with packages.txt installs them from the Debian mirror). */
+  readonly network: boolean;
 }
 
 /** The tag `name`'s recipe builds to, e.g. `trialrun/python-repair:0123456789ab`. Reads files only, never Docker. */
@@ -46,6 +55,71 @@ export function resolveImageTag(name: string, recipesDir: string = checkoutFile(
   const planned = planImages(recipesDir, [name]).find((p) => p.recipe.name === name);
   if (planned === undefined) throw new ConfigError(`no sandbox image recipe ${name} in ${recipesDir}`);
   return planned.tag;
+}
+
+/** A task's own image recipe (a Harbor task's `environment/` folder), planned against the sandbox recipes. */
+export interface TaskImagePlan {
+  /** `trialrun/task-<name>:<12 hex>` over the folder's files and the parent's tag. */
+  readonly tag: string;
+  readonly contextDir: string;
+  /** The trialrun recipe it is built FROM, e.g. `ops`. */
+  readonly parent: string;
+  readonly parentTag: string;
+  /** The Dockerfile ARG naming the parent, set to `parentTag` at build time. */
+  readonly parentArg: string;
+}
+
+/**
+ * Plans a task image: its Dockerfile must name one trialrun recipe through an ARG before its first FROM
+ * (`ARG BASE_IMAGE=trialrun/ops`, `FROM ${BASE_IMAGE}`), since nothing can be pulled here; any other FROM is a
+ * ConfigError naming the recipes that may be used. Reads files only, never Docker.
+ */
+export function taskImagePlan(contextDir: string, name: string, recipesDir: string = checkoutFile('sandbox-images')): TaskImagePlan {
+  const dockerfile = join(contextDir, 'Dockerfile');
+  if (!existsSync(dockerfile)) throw new ConfigError(`${contextDir} has no Dockerfile`);
+  if (!/^[a-z0-9][a-z0-9._-]*$/.test(name)) throw new ConfigError(`task image name ${JSON.stringify(name)} must be lower-case letters, digits, ".", "_" or "-"`);
+  const bases = readdirSync(recipesDir, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name).sort();
+  const allowed = `trialrun/${bases.join(', trialrun/')}`;
+  const refuse = (why: string): never => {
+    throw new ConfigError(`${dockerfile}: ${why}; a task image is built FROM one of the trialrun images (${allowed}), since nothing can be pulled here: write \`ARG BASE_IMAGE=trialrun/ops\` then \`FROM \${BASE_IMAGE}\``);
+  };
+  const recipe = readDockerfileRecipe(`task-${name}`, contextDir);
+  const parent = recipe.fromArg === null ? undefined : recipe.parents.get(recipe.fromArg);
+  if (parent === undefined) {
+    const from = readFileSync(dockerfile, 'utf8').split('\n').map((line) => line.trim()).find((line) => /^FROM\s/i.test(line));
+    return refuse(from === undefined ? 'it has no FROM line' : `\`${from}\` does not name a trialrun image through an ARG`);
+  }
+  if (recipe.parents.size !== 1) return refuse(`it names ${recipe.parents.size} trialrun parents (${[...recipe.parents.values()].join(', ')}); a task image has one`);
+  if (!bases.includes(parent)) return refuse(`trialrun/${parent} is not a sandbox image recipe`);
+  const parentTag = resolveImageTag(parent, recipesDir);
+  return { tag: `trialrun/task-${name}:${recipeHash(contextDir, [parentTag])}`, contextDir, parent, parentTag, parentArg: recipe.fromArg! };
+}
+
+export interface TaskImageBuildOptions {
+  /** @default `dockerClient()` */
+  docker?: Docker;
+  /** @default `setupLogFile(stackPaths().stateDir, 'sandbox-images')` */
+  setupLog?: string;
+  /** @default none */
+  log?: StackLog;
+}
+
+/** Builds a planned task image unless its tag exists (an unchanged folder is never rebuilt); returns the tag. */
+export async function ensureTaskImage(plan: TaskImagePlan, options: TaskImageBuildOptions = {}): Promise<string> {
+  const docker = options.docker ?? dockerClient();
+  const present = (tag: string): Promise<boolean> => docker.getImage(tag).inspect().then(() => true, () => false);
+  if (await present(plan.tag)) return plan.tag;
+  if (!(await present(plan.parentTag))) throw new ConfigError(`the task image ${plan.tag} is built FROM ${plan.parentTag}, which is not built: run \`trialrun stack up\``);
+  const log = options.log ?? (() => undefined);
+  const started = Date.now();
+  // Task images build without network: what they need beyond their parent comes from their own folder.
+  const recipe: Recipe = { name: `task-${plan.tag}`, dir: plan.contextDir, kind: 'dockerfile', parents: new Map([[plan.parentArg, plan.parent]]), fromArg: plan.parentArg, network: false };
+  // A failing step is the folder's fault (a COPY of a missing file, a RUN that needs the network): the task is
+  // rejected with it. An engine that does not answer stays a SandboxError.
+  const stepFailed = (message: string): Error => new ConfigError(`building the task image ${plan.tag} from ${plan.contextDir} failed: ${message}`);
+  await buildDockerfile(docker, recipe, plan.tag, { [plan.parentArg]: plan.parentTag }, options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images'), log, stepFailed);
+  log(`built ${plan.tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return plan.tag;
 }
 
 interface PlannedImage {
@@ -104,25 +178,31 @@ function recipeFiles(dir: string, prefix = ''): string[] {
 
 function readRecipe(recipesDir: string, name: string): Recipe {
   const dir = join(recipesDir, name);
-  if (existsSync(join(dir, ROOTFS_SCRIPT))) return { name, dir, kind: 'rootfs', parents: new Map() };
+  if (existsSync(join(dir, ROOTFS_SCRIPT))) return { name, dir, kind: 'rootfs', parents: new Map(), fromArg: null, network: false };
+  return readDockerfileRecipe(name, dir);
+}
+
+function readDockerfileRecipe(name: string, dir: string): Recipe {
   const dockerfile = join(dir, 'Dockerfile');
   if (!existsSync(dockerfile)) {
     throw new ConfigError(`${dir} is not a sandbox image recipe (it has no ${ROOTFS_SCRIPT} or Dockerfile)`);
   }
 
   const parents = new Map<string, string>();
+  let fromArg: string | null = null;
   for (const line of readFileSync(dockerfile, 'utf8').split('\n').map((l) => l.trim())) {
     if (/^FROM\s/i.test(line)) {
       if (/^FROM\s+trialrun\//i.test(line)) {
         const example = 'ARG BASE_IMAGE=trialrun/base then FROM ${BASE_IMAGE}';
         throw new ConfigError(`${dockerfile}: name trialrun parents through an ARG (${example}) so they build first`);
       }
+      fromArg = /^FROM\s+\$\{?([A-Za-z_]\w*)\}?(\s|$)/i.exec(line)?.[1] ?? null;
       break;
     }
     const match = PARENT_ARG.exec(line);
     if (match?.[1] !== undefined && match[2] !== undefined) parents.set(match[1], match[2]);
   }
-  return { name, dir, kind: 'dockerfile', parents };
+  return { name, dir, kind: 'dockerfile', parents, fromArg, network: existsSync(join(dir, PACKAGES_FILE)) };
 }
 
 /** Builds every sandbox image that is missing; `stop` has nothing to stop. */
@@ -204,15 +284,17 @@ async function buildDockerfile(
   buildargs: Record<string, string>,
   setupLog: string,
   log: StackLog,
+  stepFailed: (message: string) => Error = (message) => new SandboxError(message),
 ): Promise<void> {
   log(`building ${tag} from ${recipe.dir}`);
   // version '1' is the classic builder: Debian's engine may have no BuildKit, and the recipes need nothing from it.
-  // No network: recipes install nothing at build time, and dockerd runs without a bridge anyway.
+  // No network, unless the recipe installs Debian packages (packages.txt): dockerd runs without a bridge, so
+  // such a build shares the host's network, which reaches the mirror the base was bootstrapped from.
   const stream = await docker.buildImage(
     { context: recipe.dir, src: recipeFiles(recipe.dir) },
-    { t: tag, buildargs, rm: true, forcerm: true, networkmode: 'none', version: '1' },
+    { t: tag, buildargs, rm: true, forcerm: true, networkmode: recipe.network ? 'host' : 'none', version: '1' },
   );
-  await followJsonStream(stream, setupLog);
+  await followJsonStream(stream, setupLog, stepFailed);
   const [repo] = splitTag(tag);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
@@ -221,7 +303,7 @@ async function buildDockerfile(
  * Appends Docker's newline-delimited JSON progress to `logFile`; rejects on an `error` message (a failed
  * build still answers 200), naming the log.
  */
-async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string): Promise<void> {
+async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, stepFailed: (message: string) => Error = (message) => new SandboxError(message)): Promise<void> {
   const log = (text: string): void => appendFileSync(logFile, `${text}\n`);
   let pending = '';
   stream.setEncoding('utf8');
@@ -231,7 +313,7 @@ async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string):
     for (const line of lines) {
       if (line.trim() === '') continue;
       const message = JSON.parse(line) as { stream?: string; status?: string; error?: string };
-      if (message.error !== undefined) throw new SandboxError(`docker: ${message.error}${logHint(logFile)}`);
+      if (message.error !== undefined) throw stepFailed(`docker: ${message.error}${logHint(logFile)}`);
       const text = (message.stream ?? message.status ?? '').trimEnd();
       if (text !== '') log(text);
     }

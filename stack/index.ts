@@ -10,7 +10,7 @@ import { registryComponent } from './registry.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
-export { resolveImageTag } from './images.js';
+export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llmComponent, type LlmServerOptions } from './llm.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython } from './llm-learner.js';
@@ -93,8 +93,13 @@ export async function stackStatus(components = stackComponents()): Promise<Array
 
 const tags = new Map<string, string>();
 
-/** Resolves a sandbox recipe name to the tag `stack up` built for it (hashed once per process). */
+/**
+ * Resolves a sandbox recipe name to the tag `stack up` built for it (hashed once per process). A full image
+ * reference (`trialrun/task-x:0123456789ab`, `registry/name:tag`: it holds a `/` or `:`) is already a tag: a
+ * task that built its own image (a Harbor task) or a job file that names one.
+ */
 export function imageFor(recipe: string): string {
+  if (/[/:]/.test(recipe)) return recipe;
   let tag = tags.get(recipe);
   if (tag === undefined) {
     tag = resolveImageTag(recipe);

@@ -99,10 +99,11 @@ export const demoCommand: Command = {
   },
   async run(values) {
     const { envId, workspaceJob, ...settings } = resolveDemoSettings(values);
-    const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks') : undefined;
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
-    const context = await processorContext();
     const pool = new DockerSandboxPool();
+    // After stack up: a Harbor job builds its task images FROM the sandbox images and runs solve.sh in sandboxes.
+    const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
+    const context = await processorContext();
     const runId = randomUUID();
     let dashboard: Dashboard | null = null;
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.

@@ -2,13 +2,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
-import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, runWorkspaceJob, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
+import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, JOB_FILE, stringOption } from '../options.js';
 import { dataDir, treeStore } from '../paths.js';
+import { runWorkspaceJobWithStack } from '../workspace-tasks.js';
 
 /** The report without the task records themselves, for --json. */
 function reportJson(report: TaskJobReport): string {
@@ -54,7 +55,7 @@ export const tasksCommand: Command = {
       const job = resolveWorkspaceJob(raw, dirname(path), `job file ${path}`);
       const context = dryRun ? undefined : await processorContext();
       if (context) await prepareTopics(context);
-      const report = await runWorkspaceJob({ job, rejectsDir: join(dataDir(), 'rejects'), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
+      const report = await runWorkspaceJobWithStack({ job, rejectsDir: join(dataDir(), 'rejects'), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
       process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
       return 0;
     }

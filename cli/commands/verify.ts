@@ -40,7 +40,7 @@ function formatCalibration(report: CalibrationReport): string {
 /** Tasks from a job file or rows file (the task job, dry run), else every task on the tasks topic. */
 async function loadTasks(file: string | undefined, pool: DockerSandboxPool): Promise<Task[]> {
   if (file !== undefined) {
-    if (isWorkspaceJobFile(file)) return [...(await workspaceJobTasks(file, join(dataDir(), 'rejects')))];
+    if (isWorkspaceJobFile(file)) return [...(await workspaceJobTasks(file, join(dataDir(), 'rejects'), 'job file', pool))];
     const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
     const report = await runTaskJob({ job, rejectsDir: join(dataDir(), 'rejects'), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
     return [...report.tasks];

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ConfigError } from '../../schemas/index.js';
-import { resolveExecOptions, resolveSandboxLimits } from './types.js';
+import { limitsForWorkspace, resolveExecOptions, resolveSandboxLimits } from './types.js';
 
 describe('resolveSandboxLimits', () => {
   it('fills defaults and keeps overrides', () => {
@@ -41,5 +41,19 @@ describe('resolveExecOptions', () => {
     assert.throws(() => resolveExecOptions(['true'], { maxOutputBytes: 1.5 }), /ExecOptions\.maxOutputBytes/);
     assert.throws(() => resolveExecOptions(['true'], { cwd: 'relative' }), /ExecOptions\.cwd must be an absolute path/);
     assert.throws(() => resolveExecOptions(['true'], { env: { 'A=B': 'x' } }), /ExecOptions\.env has an invalid entry/);
+  });
+});
+
+describe('limitsForWorkspace', () => {
+  const MiB = 1024 * 1024;
+  it('is the defaults for a small tree, and a task\'s request sets the CPUs and raises the memory', () => {
+    assert.equal(limitsForWorkspace(1000), undefined);
+    assert.deepEqual(limitsForWorkspace(1000, { cpus: 2, memoryBytes: 1024 * MiB }), { cpus: 2, memoryBytes: 1024 * MiB });
+    assert.deepEqual(limitsForWorkspace(1000, {}), undefined);
+  });
+  it('keeps the memory a large tree needs when the task asks for less', () => {
+    const sized = limitsForWorkspace(200 * MiB)!;
+    assert.ok(sized.memoryBytes! > 600 * MiB);
+    assert.deepEqual(limitsForWorkspace(200 * MiB, { cpus: 1, memoryBytes: 512 * MiB }), { ...sized, cpus: 1 });
   });
 });

@@ -47,12 +47,16 @@ const DEFAULT_LIMITS: ResolvedSandboxLimits = {
 /**
  * Limits for a sandbox that must hold a workspace of `treeBytes` (a large repository task): the defaults when
  * they fit it with room to spare, else a /workspace three times the tree (the agent's changes, build output)
- * and the memory to back it, since tmpfs pages count against the sandbox's memory. Undefined: the defaults.
+ * and the memory to back it, since tmpfs pages count against the sandbox's memory. A task's own request (`Task.limits`,
+ * from a Harbor task.toml) sets the CPUs and raises the memory. Undefined: the defaults.
  */
-export function limitsForWorkspace(treeBytes: number): SandboxLimits | undefined {
+export function limitsForWorkspace(treeBytes: number, requested: Pick<SandboxLimits, 'cpus' | 'memoryBytes'> = {}): SandboxLimits | undefined {
   const workspaceBytes = 3 * treeBytes + 16 * 1024 * 1024;
-  if (workspaceBytes <= DEFAULT_LIMITS.workspaceBytes) return undefined;
-  return { workspaceBytes, memoryBytes: Math.max(DEFAULT_LIMITS.memoryBytes, workspaceBytes + 256 * 1024 * 1024) };
+  const sized: SandboxLimits | undefined =
+    workspaceBytes <= DEFAULT_LIMITS.workspaceBytes ? undefined : { workspaceBytes, memoryBytes: Math.max(DEFAULT_LIMITS.memoryBytes, workspaceBytes + 256 * 1024 * 1024) };
+  if (requested.cpus === undefined && requested.memoryBytes === undefined) return sized;
+  const memoryBytes = Math.max(sized?.memoryBytes ?? 0, requested.memoryBytes ?? 0);
+  return { ...sized, ...(requested.cpus === undefined ? {} : { cpus: requested.cpus }), ...(memoryBytes > 0 ? { memoryBytes } : {}) };
 }
 
 /** Smallest accepted value per limit: below these the agent and a python3 cannot even start. */

@@ -66,7 +66,7 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
   }
 
   async init(task: Task): Promise<WorkspaceObservation> {
-    const limits = limitsForWorkspace(treeBytes(task.files));
+    const limits = limitsForWorkspace(treeBytes(task.files), task.limits);
     this.sandbox = await this.deps.pool.acquire({ image: this.deps.imageFor(task.image ?? this.defaultImage), runId: this.deps.runId, taskId: task.taskId, limits });
     await this.sandbox.writeFiles(task.files);
     this.state = { description: task.description, files: Object.keys(task.files).sort(), turn: 0, maxTurns: this.deps.maxTurns, lastTool: null, lastResult: null };

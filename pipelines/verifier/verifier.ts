@@ -415,7 +415,7 @@ export class Verifier {
           if (!(error instanceof SandboxError) || signal.aborted) throw error;
           return { lost: errorMessage(error), imageDigest: sandbox.imageDigest };
         }
-      });
+      }, task.limits);
       if ('result' in outcome) return outcome;
       losses.push(outcome.lost);
       if (losses.length >= 2) {
@@ -472,8 +472,8 @@ export class Verifier {
   }
 
   /** A fresh grading sandbox, sized for a workspace of `treeBytes` (the agent's final tree is about the task's). */
-  private async withSandbox<T>(recipe: string, taskId: string, treeBytes: number, use: (sandbox: Sandbox) => Promise<T>): Promise<T> {
-    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(recipe), runId: this.options.runId, taskId, limits: limitsForWorkspace(treeBytes) });
+  private async withSandbox<T>(recipe: string, taskId: string, treeBytes: number, use: (sandbox: Sandbox) => Promise<T>, requested?: Task['limits']): Promise<T> {
+    const sandbox = await this.options.pool.acquire({ image: this.options.imageFor(recipe), runId: this.options.runId, taskId, limits: limitsForWorkspace(treeBytes, requested) });
     try {
       return await use(sandbox);
     } finally {

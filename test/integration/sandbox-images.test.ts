@@ -57,8 +57,27 @@ describe('sandbox images on the local Docker engine', () => {
     }
   });
 
+  it('ops has jq, sqlite3, make and node on top of python-repair (uid 1000, tini, the tools), and Harbor\'s /tests and /logs in /tmp', async () => {
+    const container = await docker.createContainer({
+      Image: resolveImageTag('ops'),
+      Cmd: ['sh', '-c', 'id -u; cat /proc/1/comm; test -f /opt/trialrun/trialrun_search.py && echo tools; jq -n 1+1; echo "select 6*7;" | sqlite3; make --version | head -1; node -e "console.log(40+2)"; mkdir -p /tmp/harbor/logs/verifier && echo 1 > /logs/verifier/reward.txt && cat /tmp/harbor/logs/verifier/reward.txt; readlink /tests'],
+      HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true, Tmpfs: { '/tmp': '' }, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
+    });
+    try {
+      await container.start();
+      const { StatusCode } = (await container.wait()) as { StatusCode: number };
+      const output = demux(await container.logs({ stdout: true, stderr: true }));
+      assert.equal(StatusCode, 0, output);
+      const [uid, init, tools, jq, sqlite, make, node, reward, tests] = output.trim().split('\n');
+      assert.deepEqual([uid, init, tools, jq, sqlite, node, reward, tests], ['1000', 'tini', 'tools', '2', '42', '42', '1', '/tmp/harbor/tests']);
+      assert.match(make ?? '', /^GNU Make \d/);
+    } finally {
+      await container.remove({ force: true });
+    }
+  });
+
   it('a second ensure() reuses every image and builds nothing', async () => {
-    const tags = ['base', 'python-repair'].map((name) => resolveImageTag(name));
+    const tags = ['base', 'python-repair', 'ops'].map((name) => resolveImageTag(name));
     const idsBefore = await Promise.all(tags.map(async (tag) => (await docker.getImage(tag).inspect()).Id));
     lines.length = 0;
 

@@ -25,9 +25,10 @@ export interface PublishOptions {
  * every task already published, even as pass rates move.
  */
 export function taskFingerprint(task: Task): string {
-  const { envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split, stored, verification, image } = task;
+  const { envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split, stored, verification, image, limits } = task;
   // The newer fields join only when present, so tasks without them keep the fingerprints they were published with.
-  const newer = stored || verification || image ? [stored ?? null, verification ?? null, image ?? null] : [];
+  const newer: unknown[] = stored || verification || image ? [stored ?? null, verification ?? null, image ?? null] : [];
+  if (limits) newer.push(limits);
   return createHash('sha256').update(JSON.stringify([envId, title, description, files, visibleTests, hiddenTests, referenceSolution, tags, split, ...newer])).digest('hex');
 }
 

@@ -10,6 +10,7 @@ import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV
 import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
+import { applySolveScript, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
 import { publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
 import { SweRowReader, SweRowsSource } from './swe-rows.js';
@@ -48,9 +49,13 @@ export const WorkspaceJobSpec = z
     /** The data set's name in every task's lineage. */
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"'),
     env: z.literal(WORKSPACE_ENV),
+    /** How task folders are laid out: `trialrun` (task.json/task.yaml) or `harbor` (Harbor / Terminal-Bench: task.toml, instruction.md, tests/test.sh, ...; pipelines/jobs/task-job/harbor.ts). @default 'trialrun' */
+    format: z.enum(['trialrun', 'harbor']).default('trialrun'),
+    /** The sandbox image (a recipe name such as `ops`, or any image tag) of tasks that name none. @default the environment's */
+    image: z.string().min(1).optional(),
     /** Tasks written out in the job file. @default none */
     tasks: z.array(WorkspaceTaskEntry).default([]),
-    /** Globs of task folders (relative to the job file), each holding task.json or task.yaml. @default none */
+    /** Globs of task folders (relative to the job file), each holding task.json or task.yaml (or, with format harbor, a Harbor task). @default none */
     folders: z.array(z.string().min(1)).default([]),
     /** Files of SWE-bench-style rows, one task each (see swe-rows.ts). @default none */
     sweRows: z.array(SweRowsSource).default([]),
@@ -61,7 +66,8 @@ export const WorkspaceJobSpec = z
     publish: PublishSettings,
   })
   .strict()
-  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks or folders (or sweRows)', path: ['tasks'] });
+  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks or folders (or sweRows)', path: ['tasks'] })
+  .refine((spec) => spec.format === 'trialrun' || spec.tasks.length === 0, { message: 'a harbor job reads its tasks from folders; inline tasks are trialrun entries', path: ['tasks'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
 export interface ResolvedWorkspaceJob {
@@ -106,6 +112,8 @@ export interface WorkspaceJobOptions {
   dryRun?: boolean;
   /** Required unless dryRun. @default none */
   context?: ProcessorContext;
+  /** Image building and solve.sh sandboxes; required by a job with format harbor. @default none */
+  harbor?: HarborHooks;
   /** @default none */
   onProgress?: (line: string) => void;
 }
@@ -126,10 +134,11 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const stages: StageReport[] = [];
   const env = ENVIRONMENTS.get(spec.env);
+  if (spec.format === 'harbor' && !options.harbor) throw new ConfigError('a job with format harbor needs WorkspaceJobOptions.harbor (image building and solve.sh sandboxes)');
   const sweRows = new SweRowReader(options.job.baseDir, rejects);
   try {
     let stageStart = performance.now();
-    const located = [...(await locateTasks(options.job, rejects)), ...(await sweRows.locate(spec.sweRows))];
+    const located = [...(await locateTasks(options.job, rejects, options.harbor)), ...(await sweRows.locate(spec.sweRows))];
     const built: Task[] = [];
     const counts: Record<string, number> = {};
     const reject = (item: LocatedTask, stage: string, category: string, reason: string): void => {
@@ -156,7 +165,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
         reject(item, 'read', item.rejectAs, error.message);
         continue;
       }
-      hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution]));
+      hash.update(JSON.stringify([entry.id, trees.files, trees.hidden, trees.solution, trees.image ?? null, item.limits ?? null]));
       const parsed = Task.safeParse({
         taskId: entry.id,
         envId: env.id,
@@ -173,7 +182,8 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
         source: { dataset: spec.name, datasetHash: 'pending', jobRunId, sourceRow: item.row },
         lineage: { taskId: entry.id, attempt: 0, runId: jobRunId, policyVersion: null, sandboxImageDigest: null, verifierVersion: null, createdAt },
         verification: entry.verification ?? spec.verification ?? env.defaultVerification,
-        ...(entry.image ? { image: entry.image } : {}),
+        ...((trees.image ?? entry.image ?? spec.image) ? { image: trees.image ?? entry.image ?? spec.image } : {}),
+        ...(item.limits ? { limits: item.limits } : {}),
       });
       if (!parsed.success) {
         reject(item, 'build', 'invalid task', describeIssues(parsed.error).join('; '));
@@ -258,7 +268,7 @@ function treeSource(ref: z.infer<typeof TreeRef>, baseDir: string): TreeSource {
 
 const absolute = (path: string, baseDir: string): string => (isAbsolute(path) ? path : resolve(baseDir, path));
 
-/** A task entry of the job file or a task folder, its trees read from the paths it names. */
+/** A trialrun task entry of the job file or a task folder, its trees read from the paths it names. */
 function locatedEntry(entry: WorkspaceTaskEntry, source: string, row: number, baseDir: string): LocatedTask {
   const limits = { maxFileBytes: MAX_WORKSPACE_FILE_BYTES };
   return {
@@ -274,13 +284,38 @@ function locatedEntry(entry: WorkspaceTaskEntry, source: string, row: number, ba
   };
 }
 
+/** A Harbor folder: its own image built (when it has environment/Dockerfile), then solve.sh run in it for the reference. */
+function locatedHarbor(folder: HarborFolder, hooks: HarborHooks, jobImage: string | undefined): LocatedTask {
+  return {
+    entry: { id: folder.id, title: folder.title, description: folder.instruction, verification: folder.verification, tags: folder.tags, priority: 0, split: 'train' },
+    source: join(folder.dir, 'task.toml'),
+    row: 1,
+    limits: folder.limits,
+    rejectAs: 'invalid harbor task',
+    readTrees: async () => {
+      const image = folder.environmentDir === null ? jobImage : await hooks.buildImage(folder.environmentDir, folder.id);
+      const solution = folder.solution === null ? null : await applySolveScript(folder, image ?? ENVIRONMENTS.get(WORKSPACE_ENV).defaultImage, hooks);
+      return { files: folder.files, hidden: folder.hidden, solution, ...(image === undefined ? {} : { image }) };
+    },
+  };
+}
+
 /** The job's inline tasks, then those of every task folder its globs match (sorted), each with where it came from. */
-async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile): Promise<LocatedTask[]> {
-  const located = job.spec.tasks.map((entry, index) => locatedEntry(entry, join(job.baseDir, '(job file)'), index + 1, job.baseDir));
+async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile, harbor: HarborHooks | undefined): Promise<LocatedTask[]> {
+  const located: LocatedTask[] = job.spec.tasks.map((entry, index) => locatedEntry(entry, join(job.baseDir, '(job file)'), index + 1, job.baseDir));
   for (const glob of job.spec.folders) {
     const folders = await matchFolders(job.baseDir, glob);
     if (folders.length === 0) throw new ConfigError(`folders: ${JSON.stringify(glob)} matches no folder under ${job.baseDir}`);
     for (const folder of folders) {
+      if (job.spec.format === 'harbor') {
+        try {
+          located.push(locatedHarbor(await readHarborFolder(folder), harbor!, job.spec.image));
+        } catch (error) {
+          if (!(error instanceof ConfigError)) throw error;
+          rejects.add({ source: folder, row: 1, stage: 'read', reason: error.message });
+        }
+        continue;
+      }
       const file = ['task.json', 'task.yaml', 'task.yml'].map((name) => join(folder, name)).find((path) => existsSync(path));
       if (!file) continue;
       const parsed = WorkspaceTaskEntry.safeParse(readStructuredFile(file, 'task file'));

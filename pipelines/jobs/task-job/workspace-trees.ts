@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { lstat, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative, sep } from 'node:path';
-import { ConfigError, type FileTree, type VerificationSpec } from '../../../schemas/index.js';
+import { ConfigError, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
 
 /** Where a task's tree comes from: a folder, a tarball (.tar, .tar.gz, .tgz), or a local git repository at a commit. */
 export type TreeSource = { readonly folder: string } | { readonly tarball: string } | { readonly git: string; readonly commit: string };
@@ -12,6 +12,8 @@ export interface TaskTrees {
   readonly files: FileTree;
   readonly hidden: FileTree;
   readonly solution: FileTree | null;
+  /** The image these trees were prepared in (a Harbor task's own, built from its environment/). @default the entry's */
+  readonly image?: string;
 }
 
 /** A workspace task as a job finds it (in the job file, a task folder, a row), its trees read when asked. */
@@ -31,7 +33,10 @@ export interface LocatedTask {
   readonly row: number;
   /** Reads its trees; a ConfigError rejects this task alone, counted under `rejectAs`. */
   readonly readTrees: () => Promise<TaskTrees>;
+  /** The rejects category of a task whose trees cannot be read. */
   readonly rejectAs: string;
+  /** The sandbox's cpus and memory (a Harbor task.toml's). @default the environment's */
+  readonly limits?: Task['limits'];
 }
 
 export interface ReadTreeOptions {

@@ -1,0 +1,168 @@
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { LocalTreeStore } from '../../../connectors/artifacts/index.js';
+import type { ExecResult, Sandbox, SandboxPool } from '../../../connectors/sandbox/index.js';
+import { ConfigError, type FileTree } from '../../../schemas/index.js';
+import { applySolveScript, harborLimits, parseHarborConfig, readHarborFolder, type HarborHooks } from './harbor.js';
+import { resolveWorkspaceJob, runWorkspaceJob } from './workspace-job.js';
+
+const scratch = (): string => mkdtempSync(join(tmpdir(), 'trialrun-harbor-'));
+const write = (root: string, tree: Record<string, string>): void => {
+  for (const [path, content] of Object.entries(tree)) {
+    mkdirSync(join(root, path, '..'), { recursive: true });
+    writeFileSync(join(root, path), content);
+  }
+};
+const TOML = `version = "1.0"
+[metadata]
+category = "shell"
+tags = ["bash"]
+author_name = "someone"
+[verifier]
+timeout_sec = 45.0
+env = { MODE = "strict" }
+[agent]
+timeout_sec = 120.0
+[environment]
+build_timeout_sec = 600.0
+cpus = 2
+memory_mb = 1024
+storage_mb = 10240
+`;
+const FOLDER = {
+  'instruction.md': '# Fix the script\n\nMake `run.sh` print ok.\n',
+  'task.toml': TOML,
+  'workspace/run.sh': 'echo broken\n',
+  'tests/test.sh': 'test "$(bash run.sh)" = ok\n',
+  'tests/helper.py': 'print(1)\n',
+  'solution/solve.sh': 'echo "echo ok" > run.sh\n',
+};
+
+test('a Harbor task.toml gives the sandbox limits, and every bad field is an error naming the file and the field', () => {
+  const config = parseHarborConfig(TOML, 'x/task.toml');
+  assert.deepEqual(harborLimits(config), { cpus: 2, memoryBytes: 1024 * 1024 * 1024 });
+  assert.deepEqual(harborLimits(parseHarborConfig('[environment]\nmemory = "2G"\n', 't')), { memoryBytes: 2 * 1024 ** 3 });
+  assert.equal(harborLimits(parseHarborConfig('version = "1.0"\n', 't')), undefined);
+  const bad: Array<[string, RegExp]> = [
+    ['[environment]\ncpus = "two"\n', /^x\/task\.toml: environment\.cpus: /],
+    ['[environment]\nmemory_gb = 4\n', /x\/task\.toml: environment: .*memory_gb/],
+    ['[environment]\nallow_internet = true\n', /environment\.allow_internet: allow_internet = true cannot be honoured: trialrun sandboxes have no network/],
+    ['[environment]\ngpus = 1\n', /environment\.gpus: gpus cannot be honoured/],
+    ['[environment]\nmemory_mb = 512\nmemory = "1G"\n', /environment\.memory: give memory_mb or memory, not both/],
+    ['[environment]\nmemory = "lots"\n', /environment\.memory: must be a size such as "4G"/],
+    ['[verifier]\ntimeout_sec = 900\n', /verifier\.timeout_sec: /],
+    ['[verifier]\nenv = { "BAD-NAME" = "x" }\n', /verifier\.env\.BAD-NAME: Invalid key in record/],
+    ['[agnet]\ntimeout_sec = 1\n', /x\/task\.toml: \(root\): .*agnet/],
+    ['[environment\ncpus = 1\n', /^x\/task\.toml is not valid TOML: /],
+  ];
+  for (const [text, message] of bad) assert.throws(() => parseHarborConfig(text, 'x/task.toml'), (error: unknown) => error instanceof ConfigError && message.test(error.message), text);
+});
+
+test('a Harbor folder becomes a prompt, starting files, hidden tests with the runner, a script verification and tags', async () => {
+  const dir = join(scratch(), 'fix-run');
+  write(dir, FOLDER);
+  const folder = await readHarborFolder(dir);
+  assert.equal(folder.id, 'fix-run');
+  assert.equal(folder.title, 'Fix the script');
+  assert.match(folder.instruction, /Make `run\.sh` print ok/);
+  assert.deepEqual(folder.files, { 'run.sh': 'echo broken\n' });
+  assert.deepEqual(Object.keys(folder.hidden).sort(), ['.harbor/run-tests.sh', '.harbor/tests/helper.py', '.harbor/tests/test.sh', '.harbor/verifier-env']);
+  assert.equal(folder.hidden['.harbor/verifier-env'], 'MODE=strict\n');
+  assert.deepEqual(folder.solution, { '.harbor/solution/solve.sh': FOLDER['solution/solve.sh'] });
+  assert.deepEqual(folder.verification, { check: { kind: 'script', command: ['bash', '.harbor/run-tests.sh'], timeoutMs: 45_000 } });
+  assert.deepEqual(folder.tags, ['harbor', 'shell', 'bash']);
+  assert.equal(folder.environmentDir, null);
+});
+
+test('a folder missing a required file, or named unlike a task id, is refused by name', async () => {
+  for (const missing of ['task.toml', 'instruction.md', 'tests/test.sh']) {
+    const dir = join(scratch(), 'task');
+    write(dir, FOLDER);
+    rmSync(join(dir, missing));
+    await assert.rejects(readHarborFolder(dir), new RegExp(`is not a Harbor task folder: it has no ${missing.replace('.', '\\.')}`));
+  }
+  const upper = join(scratch(), 'Bad_Name');
+  write(upper, FOLDER);
+  await assert.rejects(readHarborFolder(upper), /the folder name is the task id/);
+  const empty = join(scratch(), 'empty-prompt');
+  write(empty, { ...FOLDER, 'instruction.md': '  \n' });
+  await assert.rejects(readHarborFolder(empty), /instruction\.md is empty/);
+});
+
+/** A pool whose sandboxes run `effect` on their workspace for any command: enough to check what applySolveScript keeps. */
+function fakePool(effect: (files: FileTree) => FileTree, exitCode = 0): SandboxPool & { images: string[] } {
+  const images: string[] = [];
+  return {
+    images,
+    async acquire(options) {
+      images.push(options.image);
+      let files: FileTree = {};
+      const sandbox: Partial<Sandbox> = {
+        async writeFiles(tree) {
+          files = { ...files, ...tree };
+        },
+        async exec() {
+          files = effect(files);
+          const result: ExecResult = { status: 'exited', exitCode, stdout: '', stderr: exitCode ? 'solve failed' : '', truncated: false, durationMs: 1 };
+          return result;
+        },
+        async snapshot() {
+          return { files, extras: { escapedPaths: [], symlinks: [] }, skipped: [] };
+        },
+        async release() {},
+      };
+      return sandbox as Sandbox;
+    },
+    async close() {},
+  };
+}
+
+const hooksWith = (pool: SandboxPool): HarborHooks => ({ buildImage: async (_dir, id) => `trialrun/task-${id}:000000000000`, pool, imageFor: (recipe) => `img/${recipe}`, runId: 'run' });
+
+test('solve.sh: what it adds or changes is the reference; a failing run, a deletion or no change is an error', async () => {
+  const dir = join(scratch(), 'fix-run');
+  write(dir, FOLDER);
+  const folder = await readHarborFolder(dir);
+  const pool = fakePool((files) => ({ ...files, 'run.sh': 'echo ok\n', 'notes.txt': 'new\n' }));
+  assert.deepEqual(await applySolveScript(folder, 'ops', hooksWith(pool)), { 'run.sh': 'echo ok\n', 'notes.txt': 'new\n' });
+  assert.deepEqual(pool.images, ['img/ops']);
+  await assert.rejects(applySolveScript(folder, 'ops', hooksWith(fakePool((files) => files, 3))), /solve\.sh failed \(exited, exit 3\): solve failed/);
+  await assert.rejects(
+    applySolveScript(folder, 'ops', hooksWith(fakePool(({ 'run.sh': _gone, ...rest }) => rest))),
+    /solve\.sh: it deletes run\.sh; a reference solution can only add or change text files/,
+  );
+  await assert.rejects(applySolveScript(folder, 'ops', hooksWith(fakePool((files) => files))), /solve\.sh changes no file of the workspace/);
+});
+
+test('a harbor job builds each task with its image and reference, and sends a bad folder to the rejects file with its reason', async () => {
+  const root = scratch();
+  write(join(root, 'good'), FOLDER);
+  write(join(root, 'own-image'), { ...FOLDER, 'environment/Dockerfile': 'ARG BASE_IMAGE=trialrun/ops\nFROM ${BASE_IMAGE}\n' });
+  write(join(root, 'bad-toml'), { ...FOLDER, 'task.toml': '[environment]\ncpus = -1\n' });
+  const job = resolveWorkspaceJob({ name: 'harbor-unit', env: 'workspace/v1', format: 'harbor', image: 'ops', folders: ['*/'] }, root);
+  const pool = fakePool((files) => ({ ...files, 'run.sh': 'echo ok\n' }));
+  const out = scratch();
+  const report = await runWorkspaceJob({ job, rejectsDir: join(out, 'rejects'), trees: new LocalTreeStore(join(out, 'store')), dryRun: true, harbor: hooksWith(pool) });
+  assert.deepEqual(report.tasks.map((task) => [task.taskId, task.image]), [['good', 'ops'], ['own-image', 'trialrun/task-own-image:000000000000']]);
+  const [good] = report.tasks;
+  assert.deepEqual(good!.referenceSolution, { 'run.sh': 'echo ok\n' });
+  assert.deepEqual(good!.limits, { cpus: 2, memoryBytes: 1024 ** 3 });
+  assert.equal(good!.description, FOLDER['instruction.md'].trim());
+  assert.equal(good!.verification?.check.kind, 'script');
+  assert.equal(report.rejected, 1);
+  const rejected = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { source: string; reason: string });
+  assert.equal(rejected.length, 1);
+  assert.match(rejected[0]!.source, /bad-toml$/);
+  assert.match(rejected[0]!.reason, /bad-toml\/task\.toml: environment\.cpus: /);
+});
+
+test('a harbor job without its hooks, or with inline tasks, is refused before anything is read', async () => {
+  const root = scratch();
+  const job = resolveWorkspaceJob({ name: 'h', env: 'workspace/v1', format: 'harbor', folders: ['*/'] }, root);
+  await assert.rejects(runWorkspaceJob({ job, rejectsDir: join(root, 'rejects'), trees: new LocalTreeStore(join(root, 'store')), dryRun: true }), /needs WorkspaceJobOptions\.harbor/);
+  const inline = { id: 'a', title: 't', description: 'd', workspace: 'w' };
+  assert.throws(() => resolveWorkspaceJob({ name: 'h', env: 'workspace/v1', format: 'harbor', tasks: [inline] }, root), /a harbor job reads its tasks from folders/);
+});

@@ -1,0 +1,219 @@
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
+import { parse as parseToml } from 'smol-toml';
+import { z } from 'zod';
+import { limitsForWorkspace, type SandboxPool } from '../../../connectors/sandbox/index.js';
+import { checkoutFile, ConfigError, describeIssues, errorMessage, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
+import { readTree } from './workspace-trees.js';
+
+/**
+ * Harbor / Terminal-Bench task folders (`format: harbor` in a workspace job file):
+ *   instruction.md          the prompt
+ *   task.toml               timeouts and resources ([verifier], [agent], [environment]; checked by HarborConfig)
+ *   environment/Dockerfile  the task's image, built FROM a trialrun image (optional: else the job's image)
+ *   tests/test.sh           the verifier: writes /logs/verifier/reward.txt, or its exit status decides
+ *   solution/solve.sh       the reference: run over the starting files at job time, what it changes is the
+ *                           task's reference solution (what `verify calibrate` verifies)
+ *   workspace/              what the agent starts from in /workspace (optional; a trialrun addition, since
+ *                           /workspace is a fresh tmpfs in every sandbox and an image cannot pre-fill it)
+ */
+
+/** Where the task's tests, the runner and the verifier's environment go in the grading workspace (hidden files). */
+export const HARBOR_DIR = '.harbor';
+const RUNNER = 'run-tests.sh';
+const SOLVE_DIR = `${HARBOR_DIR}/solution`;
+const MAX_FILE_BYTES = 1024 * 1024;
+
+const EnvVars = z.record(
+  z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a shell variable name'),
+  z.string().regex(/^[^\n\0]*$/, 'must hold no newline or NUL'),
+);
+const Seconds = z.number().positive();
+/** `4G`, `512M`, `2048K`: Harbor's older size spelling. */
+const Size = z.string().regex(/^\d+(\.\d+)?\s*[KMGT]i?B?$/i, 'must be a size such as "4G" or "512M"');
+
+/** task.toml as far as trialrun reads it. Sections it applies are strict: a misspelt limit is an error, not a default. */
+export const HarborConfig = z
+  .object({
+    version: z.string().optional(),
+    schema_version: z.string().optional(),
+    source: z.string().optional(),
+    /** Free-form in Harbor (name, description, authors, keywords). */
+    task: z.object({ name: z.string().optional(), description: z.string().optional(), keywords: z.array(z.string()).optional() }).loose().optional(),
+    /** Free-form in Harbor; `tags` (strings) and `category` become task tags. */
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    verifier: z
+      .object({
+        /** The test run's budget; at most 600 s (the script verification's cap). */
+        timeout_sec: Seconds.max(600).optional(),
+        env: EnvVars.optional(),
+      })
+      .strict()
+      .optional(),
+    agent: z.object({ timeout_sec: Seconds.optional() }).strict().optional(),
+    environment: z
+      .object({
+        build_timeout_sec: Seconds.optional(),
+        cpus: z.number().positive().max(64).optional(),
+        memory_mb: z.number().int().min(16).optional(),
+        memory: Size.optional(),
+        storage_mb: z.number().int().positive().optional(),
+        storage: Size.optional(),
+        allow_internet: z.boolean().optional(),
+        gpus: z.number().int().min(0).optional(),
+      })
+      .strict()
+      .refine((env) => env.allow_internet !== true, { message: 'allow_internet = true cannot be honoured: trialrun sandboxes have no network', path: ['allow_internet'] })
+      .refine((env) => !env.gpus, { message: 'gpus cannot be honoured: trialrun sandboxes have none', path: ['gpus'] })
+      .refine((env) => env.memory_mb === undefined || env.memory === undefined, { message: 'give memory_mb or memory, not both', path: ['memory'] })
+      .optional(),
+    solution: z.object({ env: EnvVars.optional() }).strict().optional(),
+  })
+  .strict();
+export type HarborConfig = z.infer<typeof HarborConfig>;
+
+/** Parses task.toml text; a ConfigError names the file and every bad field. */
+export function parseHarborConfig(text: string, file: string): HarborConfig {
+  let raw: unknown;
+  try {
+    raw = parseToml(text);
+  } catch (error) {
+    throw new ConfigError(`${file} is not valid TOML: ${errorMessage(error)}`, { cause: error });
+  }
+  const parsed = HarborConfig.safeParse(raw);
+  if (!parsed.success) throw new ConfigError(`${file}: ${describeIssues(parsed.error).join('; ')}`);
+  return parsed.data;
+}
+
+const SIZE_UNITS: Record<string, number> = { K: 1024, M: 1024 ** 2, G: 1024 ** 3, T: 1024 ** 4 };
+
+/** The sandbox resources a task.toml asks for (cpus, memory); storage is not applied (the sandbox's disk is its sized tmpfs). */
+export function harborLimits(config: HarborConfig): Task['limits'] {
+  const env = config.environment ?? {};
+  const memoryBytes =
+    env.memory_mb !== undefined ? env.memory_mb * 1024 * 1024 : env.memory !== undefined ? Math.round(Number(/^[\d.]+/.exec(env.memory)![0]) * SIZE_UNITS[/[KMGT]/i.exec(env.memory)![0].toUpperCase()]!) : undefined;
+  if (env.cpus === undefined && memoryBytes === undefined) return undefined;
+  return { ...(env.cpus === undefined ? {} : { cpus: env.cpus }), ...(memoryBytes === undefined ? {} : { memoryBytes }) };
+}
+
+/** A Harbor folder as read from disk, before its image is built and its solution applied. */
+export interface HarborFolder {
+  readonly id: string;
+  readonly dir: string;
+  readonly config: HarborConfig;
+  readonly title: string;
+  readonly instruction: string;
+  readonly tags: string[];
+  /** The starting files (workspace/), `{}` without one. */
+  readonly files: FileTree;
+  /** What the grading sandbox adds: tests/ and the runner under .harbor/. */
+  readonly hidden: FileTree;
+  /** solution/ (solve.sh and anything it uses), or null without solve.sh. */
+  readonly solution: FileTree | null;
+  /** environment/ when it holds a Dockerfile: the task's own image recipe. */
+  readonly environmentDir: string | null;
+  readonly verification: VerificationSpec;
+  readonly limits: Task['limits'];
+}
+
+const TaskId = /^[a-z0-9][a-z0-9._-]*$/;
+
+/** Reads and checks one Harbor task folder; a ConfigError names the file and what is wrong with it. */
+export async function readHarborFolder(dir: string): Promise<HarborFolder> {
+  const id = basename(dir);
+  if (!TaskId.test(id)) throw new ConfigError(`${dir}: the folder name is the task id and must be lower-case letters, digits, ".", "_" or "-"`);
+  const required = (relative: string): string => {
+    const path = join(dir, relative);
+    if (!existsSync(path)) throw new ConfigError(`${dir} is not a Harbor task folder: it has no ${relative}`);
+    return path;
+  };
+  const configFile = required('task.toml');
+  const instructionFile = required('instruction.md');
+  required(join('tests', 'test.sh'));
+  const config = parseHarborConfig(readFileSync(configFile, 'utf8'), configFile);
+  const instruction = readFileSync(instructionFile, 'utf8').trim();
+  if (instruction === '') throw new ConfigError(`${instructionFile} is empty; it is the task's prompt`);
+
+  const treeOf = async (relative: string, prefix: string): Promise<FileTree> => {
+    const tree = await readTree({ folder: join(dir, relative) }, { maxFileBytes: MAX_FILE_BYTES });
+    return Object.fromEntries(Object.entries(tree).map(([path, text]) => [`${prefix}${path}`, text]));
+  };
+  const isFolder = (relative: string): boolean => existsSync(join(dir, relative)) && statSync(join(dir, relative)).isDirectory();
+  const verifierEnv = Object.entries(config.verifier?.env ?? {}).map(([name, value]) => `${name}=${value}\n`).join('');
+  const hidden: FileTree = {
+    ...(await treeOf('tests', `${HARBOR_DIR}/tests/`)),
+    [`${HARBOR_DIR}/${RUNNER}`]: readFileSync(checkoutFile(`pipelines/jobs/task-job/harbor/${RUNNER}`), 'utf8'),
+    ...(verifierEnv === '' ? {} : { [`${HARBOR_DIR}/verifier-env`]: verifierEnv }),
+  };
+  const hasSolve = existsSync(join(dir, 'solution', 'solve.sh'));
+  const metadata = config.metadata ?? {};
+  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string' && v !== '') : typeof value === 'string' && value !== '' ? [value] : []);
+  const heading = /^#\s+(.+)$/m.exec(instruction)?.[1]?.trim();
+  return {
+    id,
+    dir,
+    config,
+    title: config.task?.name ?? heading ?? id,
+    instruction,
+    tags: [...new Set(['harbor', ...strings(metadata.category), ...strings(metadata.tags), ...strings(config.task?.keywords)])],
+    files: isFolder('workspace') ? await treeOf('workspace', '') : {},
+    hidden,
+    solution: hasSolve ? await treeOf('solution', `${SOLVE_DIR}/`) : null,
+    environmentDir: existsSync(join(dir, 'environment', 'Dockerfile')) ? join(dir, 'environment') : null,
+    verification: {
+      check: { kind: 'script', command: ['bash', `${HARBOR_DIR}/${RUNNER}`], ...(config.verifier?.timeout_sec === undefined ? {} : { timeoutMs: Math.max(1000, Math.round(config.verifier.timeout_sec * 1000)) }) },
+    },
+    limits: harborLimits(config),
+  };
+}
+
+/** What a Harbor job needs beyond files: the CLI supplies both from stack/ and connectors/sandbox. */
+export interface HarborHooks {
+  /** The tag of a task's environment/ image, built when missing (stack's taskImagePlan + ensureTaskImage). */
+  readonly buildImage: (environmentDir: string, taskId: string) => Promise<string>;
+  /** Sandboxes in which solution/solve.sh runs over the starting files. */
+  readonly pool: SandboxPool;
+  /** A recipe name or tag to the image to run (stack's imageFor). */
+  readonly imageFor: (recipe: string) => string;
+  /** Lineage label of the solve sandboxes. */
+  readonly runId: string;
+}
+
+/** solve.sh's budget when the task.toml gives no agent timeout. */
+const SOLVE_TIMEOUT_MS = 300_000;
+
+/**
+ * Runs solution/solve.sh (from /workspace, with [solution].env) in a fresh sandbox of the task's image over its
+ * starting files; the files it adds or changes are the reference solution. A solve.sh that fails, or that deletes
+ * files or makes links (which a reference laid over the starting files cannot express), is a ConfigError.
+ */
+export async function applySolveScript(folder: HarborFolder, image: string, hooks: HarborHooks): Promise<FileTree> {
+  if (folder.solution === null) throw new ConfigError(`${folder.dir} has no solution/solve.sh`);
+  const sandbox = await hooks.pool.acquire({ image: hooks.imageFor(image), runId: hooks.runId, taskId: folder.id, limits: limitsForWorkspace(0, folder.limits) });
+  try {
+    await sandbox.writeFiles({ ...folder.files, ...folder.solution });
+    const agentSeconds = folder.config.agent?.timeout_sec;
+    const timeoutMs = Math.min(600_000, agentSeconds === undefined ? SOLVE_TIMEOUT_MS : Math.round(agentSeconds * 1000));
+    const exec = await sandbox.exec(['bash', `${SOLVE_DIR}/solve.sh`], { timeoutMs, env: folder.config.solution?.env ?? {}, maxOutputBytes: 64 * 1024 });
+    const where = join(folder.dir, 'solution', 'solve.sh');
+    if (exec.status !== 'exited' || exec.exitCode !== 0) {
+      throw new ConfigError(`${where} failed (${exec.status}${exec.exitCode === null ? '' : `, exit ${exec.exitCode}`}): ${exec.stderr.trim().slice(-400) || 'no stderr'}`);
+    }
+    const after = await sandbox.snapshot();
+    const changed: FileTree = {};
+    for (const [path, text] of Object.entries(after.files)) if (!path.startsWith(`${HARBOR_DIR}/`) && folder.files[path] !== text) changed[path] = text;
+    const deleted = Object.keys(folder.files).filter((path) => !(path in after.files));
+    const links = after.extras.symlinks.map((link) => link.path);
+    const problems = [
+      ...(deleted.length ? [`it deletes ${deleted.slice(0, 5).join(', ')}`] : []),
+      ...(links.length ? [`it makes links (${links.slice(0, 5).join(', ')})`] : []),
+      ...(after.extras.escapedPaths.length ? [`it makes names that are not UTF-8`] : []),
+      ...(after.skipped.length ? [`it leaves what a task tree cannot carry (${after.skipped.slice(0, 5).map((s) => `${s.path}: ${s.reason}`).join('; ')})`] : []),
+    ];
+    if (problems.length) throw new ConfigError(`${where}: ${problems.join('; ')}; a reference solution can only add or change text files`);
+    if (Object.keys(changed).length === 0) throw new ConfigError(`${where} changes no file of the workspace`);
+    return changed;
+  } finally {
+    await sandbox.release();
+  }
+}
