@@ -66,6 +66,9 @@ interface SinkFigures {
   bare: number[];
   /** 1-minute load average at the start of each round. */
   load: number[];
+  /** CPU microseconds per record of this process (every thread: JavaScript, the Kafka client, DuckDB), one per round. */
+  sinkCpu: number[];
+  bareCpu: number[];
   /** Microseconds per record of each stage, one value per round. */
   stages: Map<string, number[]>;
   bytesPerRecord: number;
@@ -103,22 +106,33 @@ async function sinkThroughput(): Promise<SinkFigures> {
     while (!condition()) await new Promise((resolve) => setTimeout(resolve, 2));
   };
 
-  /** Seconds from the first record handled to the last one done, so group joins do not count. */
-  const bareRound = async (): Promise<number> => {
+  const cpuSince = (start: NodeJS.CpuUsage): number => {
+    const used = process.cpuUsage(start);
+    return used.user + used.system;
+  };
+
+  /** Seconds (and CPU microseconds) from the first record handled to the last one done, so group joins do not count. */
+  const bareRound = async (): Promise<{ seconds: number; cpu: number }> => {
     const consumer = kafka.consumer({ groupId: `bench-bare-${randomUUID()}` });
     await consumer.connect();
     await consumer.subscribe([topic]);
     let seen = 0;
     let first = 0;
     let last = 0;
+    let cpuStart = process.cpuUsage();
+    let cpu = 0;
     const done = new Promise<void>((resolve) => {
       void consumer.run({
         eachBatch: async ({ batch, resolveOffset }) => {
-          if (!first) first = performance.now();
+          if (!first) {
+            first = performance.now();
+            cpuStart = process.cpuUsage();
+          }
           seen += batch.messages.length;
           resolveOffset(batch.messages[batch.messages.length - 1]!.offset);
           if (seen >= total) {
             last = performance.now();
+            cpu = cpuSince(cpuStart);
             resolve();
           }
         },
@@ -126,28 +140,30 @@ async function sinkThroughput(): Promise<SinkFigures> {
     });
     await done;
     await consumer.disconnect();
-    return (last - first) / 1000;
+    return { seconds: (last - first) / 1000, cpu };
   };
 
   /**
    * Seconds from the first record handled to the last one landed (in files, committed, in the ledger),
    * with the sink's default roll settings; the last partial files are written by a graceful stop.
    */
-  const sinkRound = async (): Promise<{ seconds: number; stageMs: SinkStageTimes }> => {
+  const sinkRound = async (): Promise<{ seconds: number; cpu: number; stageMs: SinkStageTimes }> => {
     const dataDir = join(DIR, `sink-${randomUUID().slice(0, 8)}`);
     const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'] });
     await sink.start();
     await waitFor(() => sink.metrics.processed > 0);
     const first = performance.now();
+    const cpuStart = process.cpuUsage();
     await waitFor(() => sink.metrics.processed >= total);
     const stopped = sink.stop();
     await waitFor(() => ends.every((p) => readLedger(dataDir, topic, p.partition) >= BigInt(p.high) - 1n));
     const last = performance.now();
+    const cpu = cpuSince(cpuStart);
     await stopped;
     if (sink.rowsWritten.get('trajectories') !== SINK_RECORDS) throw new Error(`the sink landed ${sink.rowsWritten.get('trajectories')} rows, expected ${SINK_RECORDS}`);
     await admin.deleteGroups([sink.groupId]);
     rmSync(dataDir, { recursive: true, force: true });
-    return { seconds: (last - first) / 1000, stageMs: { ...sink.stageMs } };
+    return { seconds: (last - first) / 1000, cpu, stageMs: { ...sink.stageMs } };
   };
 
   /**
@@ -174,7 +190,7 @@ async function sinkThroughput(): Promise<SinkFigures> {
     return { 'serde.decode, all of it': perRecord(decode), '  of which JSON.parse': perRecord(jsonParse), '  of which the zod contract check': perRecord(contract) };
   };
 
-  const figures: SinkFigures = { sink: [], bare: [], load: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
+  const figures: SinkFigures = { sink: [], bare: [], load: [], sinkCpu: [], bareCpu: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
   const addStage = (name: string, microseconds: number): void => void figures.stages.set(name, [...(figures.stages.get(name) ?? []), microseconds]);
   // One round of each side first, not counted: the JIT, the broker's page cache and DuckDB warm up.
   log('warm-up round (not counted)');
@@ -182,10 +198,12 @@ async function sinkThroughput(): Promise<SinkFigures> {
   await sinkRound();
   for (let run = 0; run < RUNS; run++) {
     figures.load.push(loadAverage());
-    const bare = await bareRound();
-    const { seconds, stageMs } = await sinkRound();
+    const { seconds: bare, cpu: bareCpu } = await bareRound();
+    const { seconds, cpu: sinkCpu, stageMs } = await sinkRound();
     figures.bare.push(SINK_RECORDS / bare);
     figures.sink.push(SINK_RECORDS / seconds);
+    figures.bareCpu.push(bareCpu / SINK_RECORDS);
+    figures.sinkCpu.push(sinkCpu / SINK_RECORDS);
     const us = (ms: number): number => (ms * 1000) / SINK_RECORDS;
     addStage('bare consume loop, all of it', (bare * 1e6) / SINK_RECORDS);
     addStage('sink, all of it', (seconds * 1e6) / SINK_RECORDS);
@@ -195,7 +213,7 @@ async function sinkThroughput(): Promise<SinkFigures> {
     addStage('  behind: Parquet files (DuckDB, fsync)', us(stageMs.write));
     addStage('  behind: commit (transaction, ledger)', us(stageMs.commit));
     for (const [name, value] of Object.entries(await decodeParts())) addStage(name, value);
-    log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s, sink ${fmt(figures.sink[run]!)} rows/s, ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
+    log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s (${fmt(figures.bareCpu[run]!, 1)} CPU µs/record), sink ${fmt(figures.sink[run]!)} rows/s (${fmt(figures.sinkCpu[run]!, 1)} CPU µs/record), ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
   }
   await admin.deleteTopics(catalogTopics(names).map((t) => t.topic)).catch(() => undefined);
   await admin.disconnect();
@@ -368,6 +386,8 @@ function sinkMarkdown(figures: SinkFigures, ratios: readonly number[]): string {
     `| sink, rows/s | ${cell(figures.sink)} |`,
     `| bare consume loop, rows/s | ${cell(figures.bare)} |`,
     `| **sink / bare** (per round) | **${cell(ratios, 3).replace(' | ', '** | ')} |`,
+    `| sink, CPU µs per record (every thread of the process) | ${cell(figures.sinkCpu, 1)} |`,
+    `| bare consume loop, CPU µs per record | ${cell(figures.bareCpu, 1)} |`,
     ...[...figures.stages].map(([stage, values]) => `| ${stage.trim().startsWith('of which') || stage.startsWith('  ') ? '&nbsp;&nbsp;' : ''}${stage.trim()}, µs per record | ${cell(values, 1)} |`),
   ];
   return lines.join('\n');
@@ -387,11 +407,15 @@ async function main(): Promise<void> {
     console.log(`   sink (decode, validate, Parquet, commit) ${showSpread(spread(figures.sink))}`);
     console.log(`   bare consume loop (count only)        ${showSpread(spread(figures.bare))}`);
     console.log(`   sink / bare, per round                ${showSpread(spread(ratios), 3)}`);
+    console.log(`   CPU microseconds per record (every thread of the process: JavaScript, Kafka client, DuckDB)`);
+    console.log(`   sink                                  ${showSpread(spread(figures.sinkCpu), 1)}`);
+    console.log(`   bare consume loop                     ${showSpread(spread(figures.bareCpu), 1)}`);
     console.log(`   microseconds per record, median (min to max)`);
     for (const [stage, values] of figures.stages) console.log(`   ${stage.padEnd(40)} ${showSpread(spread(values), 1)}`);
     console.log('');
     console.log(sinkMarkdown(figures, ratios));
     report.compare({ metric: `sink, Kafka -> Parquet, ${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps`, unit: 'rows/s', ours: figures.sink, baseline: figures.bare, baselineName: 'bare consume loop', higherIsBetter: true, goal: '>= 0.5x' });
+    report.compare({ metric: `sink CPU per record (all threads), ${fmt(SINK_RECORDS)} trajectories of ${STEPS} steps`, unit: 'CPU µs/record', ours: figures.sinkCpu, baseline: figures.bareCpu, baselineName: 'bare consume loop', higherIsBetter: false });
   }
   if (TRAJECTORIES_N === 0) {
     report.save();

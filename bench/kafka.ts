@@ -13,12 +13,14 @@
  *   4. the same in transactions of --transaction-records records (StreamProcessor's default is 20), over the
  *      first --small-records records: what a processor's commits cost.
  * Each figure is printed per round, then as min / median / max with the confluent:kafkajs ratio and the load
- * average. Needs Kafka (`trialrun stack up`); creates and deletes its own topics.
+ * average, and saved to bench/results/kafka.json (confluent as ours, kafkajs as the baseline; `npm run
+ * bench:table`). Needs Kafka (`trialrun stack up`); creates and deletes its own topics.
  */
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createKafka, ensureTopics, KAFKA_CLIENTS, type KafkaClientName, type KafkaPort } from '../connectors/kafka/index.js';
+import { BenchReport, median } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -48,11 +50,6 @@ type Figure = 'produce' | 'consume' | 'transactional' | 'small-transactions';
 const FIGURES: readonly Figure[] = ['produce', 'consume', 'transactional', 'small-transactions'];
 
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-const median = (xs: readonly number[]): number => {
-  const sorted = [...xs].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
 
 async function withTopic<T>(kafka: KafkaPort, label: string, work: (topic: string) => Promise<T>): Promise<T> {
   const topic = `bench-kafka-${kafka.client}-${label}-${randomUUID().slice(0, 8)}`;
@@ -181,6 +178,7 @@ async function round(kafka: KafkaPort): Promise<Record<Figure, number>> {
 }
 
 async function main(): Promise<void> {
+  const report = new BenchReport('kafka', `npm run bench:kafka -- --records ${RECORDS} --bytes ${BYTES} --rounds ${ROUNDS} --send-batch ${SEND_BATCH} --transaction-records ${TRANSACTION_RECORDS} --small-records ${SMALL_RECORDS}`);
   const ports = new Map(KAFKA_CLIENTS.map((client) => [client, createKafka({ client, clientId: `bench-kafka-${client}` })]));
   const results = new Map<KafkaClientName, Record<Figure, number[]>>(KAFKA_CLIENTS.map((client) => [client, { produce: [], consume: [], transactional: [], 'small-transactions': [] }]));
   const loads: number[] = [];
@@ -209,6 +207,17 @@ async function main(): Promise<void> {
     console.log(`| ${figure} | ${cell('kafkajs')} | ${cell('confluent')} | ${fmt(ratio, 2)} |`);
   }
   console.log(`\nload average (1 min) over the rounds: ${fmt(Math.min(...loads), 2)} to ${fmt(Math.max(...loads), 2)}; now ${loadavg().map((l) => fmt(l, 2)).join(' ')}`);
+  for (const figure of FIGURES) {
+    report.compare({
+      metric: `${figure}, ${fmt(figure === 'small-transactions' ? SMALL_RECORDS : RECORDS)} records of ${fmt(BYTES)} bytes${figure === 'small-transactions' ? ` in ${TRANSACTION_RECORDS}-record transactions` : ''}`,
+      unit: 'records/s',
+      ours: results.get('confluent')![figure],
+      baseline: results.get('kafkajs')![figure],
+      baselineName: 'the kafkajs client',
+      higherIsBetter: true,
+    });
+  }
+  report.save();
 }
 
 await main();

@@ -1,5 +1,5 @@
 /**
- * Task data job benchmark: `npm run bench:tasks [-- --rows 200000 --small 20000 --publish 20000 --rounds 3 --dir /tmp/trialrun-bench-tasks]`.
+ * Task data job benchmark: `npm run bench:tasks [-- --rows 200000 --small 20000 --publish 20000 --rounds 3 --rss-rows 1000000 --dir /tmp/trialrun-bench-tasks]`.
  *
  * On a generated data set of program-repair rows (written under --dir at run time, reused by later runs; about
  * 1 KB a row, with invalid rows, exact and near duplicates, and eval rows that copy train rows mixed in), every
@@ -11,13 +11,19 @@
  *      first --small rows (median of 3 runs) and on all --rows rows, in the same process: CPU cost per row at
  *      both sizes, whose ratio says how close to linear the cost grows;
  *   3. tasks published per second (one transaction, registry encoding, the topic read first for what is
- *      already there) against a bare producer loop sending the same encoded payloads.
+ *      already there) against a bare producer loop sending the same encoded payloads;
+ *   4. the job's own peak resident memory and CPU seconds: one dry run in a fresh process (this script
+ *      with --job-alone), so neither DuckDB's copy nor the other measurements count, at --rows and at
+ *      each size of --rss-rows (comma-separated, generated like the rest; 0 skips).
  * Needs the stack (Kafka, registry) for part 3; `--publish 0` skips it.
  */
 import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
 import { createReadStream, createWriteStream, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../connectors/analytics/index.js';
@@ -28,12 +34,17 @@ import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
 import { BenchReport, interleave } from './harness.js';
 
+const execFileAsync = promisify(execFile);
+
 const { values } = parseArgs({
   options: {
     rows: { type: 'string', default: '200000' },
     small: { type: 'string', default: '20000' },
     publish: { type: 'string', default: '20000' },
     rounds: { type: 'string', default: '3' },
+    'rss-rows': { type: 'string', default: '0' },
+    /** Internal: run one dry run of the job over this file, print its figures as JSON, and exit. */
+    'job-alone': { type: 'string' },
     dir: { type: 'string', default: '/tmp/trialrun-bench-tasks' },
   },
 });
@@ -47,6 +58,11 @@ const SMALL = count('small', 1000);
 const PUBLISH = Math.min(count('publish', 0), ROWS);
 const DIR = values.dir;
 const ROUNDS = count('rounds', 3);
+const RSS_ROWS = values['rss-rows']!.split(',').map((size) => {
+  const rows = Number(size);
+  if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rss-rows takes whole numbers >= 0, comma-separated, got ${values['rss-rows']}`);
+  return rows;
+}).filter((rows) => rows > 0);
 if (SMALL > ROWS) throw new Error(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
 // Bump when the generator changes, so a cached file from an older generator is not reused.
 const GENERATOR = 'v1';
@@ -290,6 +306,39 @@ async function publishSides(tasks: readonly Task[]): Promise<{ job: () => Promis
   };
 }
 
+/** What one dry run of the job costs on its own, measured in the process that ran it. */
+interface JobAlone {
+  readonly rows: number;
+  readonly seconds: number;
+  readonly cpuSeconds: number;
+  readonly peakRssMiB: number;
+  readonly stages: ReadonlyArray<{ stage: string; rowsIn: number; seconds: number }>;
+}
+
+/** The child side of --job-alone: one dry run, its figures as one JSON line on stdout. */
+async function jobAlone(file: string, rows: number): Promise<void> {
+  const cpu = process.cpuUsage();
+  const report = await runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), dryRun: true });
+  const used = process.cpuUsage(cpu);
+  const figures: JobAlone = {
+    rows,
+    seconds: report.seconds,
+    cpuSeconds: (used.user + used.system) / 1e6,
+    peakRssMiB: process.resourceUsage().maxRSS / 1024,
+    stages: report.stages.map((stage) => ({ stage: stage.stage, rowsIn: stage.rowsIn, seconds: stage.seconds })),
+  };
+  process.stdout.write(`${JSON.stringify(figures)}\n`);
+}
+
+/** Runs the job alone in a fresh process over a generated file of `rows` rows. */
+async function measureJobAlone(rows: number): Promise<JobAlone> {
+  const file = await generate(rows);
+  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--job-alone', file, '--rows', String(rows), '--small', String(Math.min(rows, SMALL)), '--dir', DIR], { maxBuffer: 1 << 24 });
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as JobAlone;
+}
+
+const mib = (value: number): string => `${Math.round(value).toLocaleString('en-US')} MiB (${(value / 1024).toFixed(2)} GiB)`;
+
 const rate = (rows: number, seconds: number): string => `${Math.round(rows / seconds).toLocaleString('en-US')} rows/s`;
 
 async function main(): Promise<void> {
@@ -303,15 +352,25 @@ async function main(): Promise<void> {
 
   // 1. The whole job against DuckDB's own copy of the same file, interleaved; stages from the last job run.
   let last: TaskJobReport | null = null;
+  // CPU microseconds per row of each side, every thread of the process (DuckDB's included): on a busy machine
+  // wall time says how much CPU the others left, CPU time what each side costs.
+  const cpu = { job: [] as number[], duckdb: [] as number[] };
+  const cpuPerRow = async <T>(side: keyof typeof cpu, work: () => Promise<T>): Promise<T> => {
+    const start = process.cpuUsage();
+    const result = await work();
+    const used = process.cpuUsage(start);
+    cpu[side].push((used.user + used.system) / ROWS);
+    return result;
+  };
   const rates = await interleave(
     {
       job: async () => {
-        last = await dryRun(bigFile, analyticsDir);
+        last = await cpuPerRow('job', () => dryRun(bigFile, analyticsDir));
         return ROWS / last.seconds;
       },
-      duckdb: async () => ROWS / (await duckdbCopy(bigFile)),
+      duckdb: async () => ROWS / (await cpuPerRow('duckdb', () => duckdbCopy(bigFile))),
     },
-    { rounds: ROUNDS, warmup: 0, onRound: (round, r) => console.log(`round ${round}: job ${rate(ROWS, ROWS / r.job!)}, DuckDB copy ${rate(ROWS, ROWS / r.duckdb!)}`) },
+    { rounds: ROUNDS, warmup: 0, onRound: (round, r) => console.log(`round ${round}: job ${rate(ROWS, ROWS / r.job!)} (${cpu.job.at(-1)!.toFixed(1)} CPU µs/row), DuckDB copy ${rate(ROWS, ROWS / r.duckdb!)} (${cpu.duckdb.at(-1)!.toFixed(1)} CPU µs/row)`) },
   );
   const big = last as TaskJobReport | null;
   if (!big) throw new Error('the task job never ran');
@@ -326,6 +385,7 @@ async function main(): Promise<void> {
   lines.push(`found: ${big.exactDuplicates} exact and ${big.nearDuplicates} near duplicates, ${big.contaminationHits} contamination hits`);
   lines.push(`peak resident memory so far: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB`);
   report.compare({ metric: `task job (dry run), ${ROWS.toLocaleString('en-US')} rows`, unit: 'rows/s', ours: rates.job, baseline: rates.duckdb, baselineName: 'DuckDB read_json -> Parquet copy', higherIsBetter: true, goal: '>= 0.3x' });
+  report.compare({ metric: `task job (dry run) CPU per row (all threads), ${ROWS.toLocaleString('en-US')} rows`, unit: 'CPU µs/row', ours: cpu.job, baseline: cpu.duckdb, baselineName: 'DuckDB read_json -> Parquet copy', higherIsBetter: false });
   const toPublish = big.tasks.slice(0, PUBLISH);
   last = null; // let the tasks go before the next measurements
 
@@ -352,9 +412,21 @@ async function main(): Promise<void> {
       await sides.close();
     }
   }
-  lines.push(`peak resident memory: ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MiB (${(process.resourceUsage().maxRSS / 1024 / 1024).toFixed(2)} GiB)`);
+  lines.push(`peak resident memory of this process (the job, DuckDB's copies, the dedup runs): ${mib(process.resourceUsage().maxRSS / 1024)}`);
+
+  // 4. The job alone, each size in a fresh process: its own peak memory, CPU and per-stage rows/s.
+  lines.push('the job alone (dry run, a fresh process per size)');
+  lines.push('     rows   wall s    CPU s   rows/s (wall)  peak RSS        per stage, rows/s (wall)');
+  for (const rows of [ROWS, ...RSS_ROWS]) {
+    const alone = await measureJobAlone(rows);
+    const stages = alone.stages.map((stage) => `${stage.stage} ${Math.round(stage.rowsIn / stage.seconds).toLocaleString('en-US')}`).join(', ');
+    const line = `${rows.toLocaleString('en-US').padStart(9)}  ${alone.seconds.toFixed(1).padStart(7)}  ${alone.cpuSeconds.toFixed(1).padStart(7)}  ${Math.round(rows / alone.seconds).toLocaleString('en-US').padStart(13)}  ${mib(alone.peakRssMiB).padEnd(22)} ${stages}`;
+    process.stderr.write(`# job alone: ${line.trim()}\n`);
+    lines.push(line);
+  }
   console.log(lines.join('\n'));
   report.save();
 }
 
-await main();
+if (values['job-alone'] !== undefined) await jobAlone(values['job-alone'], ROWS);
+else await main();

@@ -14,6 +14,15 @@ test('encodes each column by its type: exact int64, times as UTC ISO with millis
   assert.deepEqual(line(columns, { i: 12n, t: '2025-01-02T03:04:05.678912Z' }), { s: null, i: 12, f: null, b: null, t: '2025-01-02T03:04:05.678Z', never: null }, 'finer times are cut to milliseconds, the column precision');
 });
 
+test('a time already in the written form goes as it is; any other form, or a day some months lack, is parsed and written out', () => {
+  const columns = [column('t', 'timestamp')];
+  assert.deepEqual(line(columns, { t: '2025-01-02T03:04:05.678Z' }), { t: '2025-01-02T03:04:05.678Z' });
+  assert.deepEqual(line(columns, { t: '2025-01-02T05:04:05.678+02:00' }), { t: '2025-01-02T03:04:05.678Z' });
+  assert.deepEqual(line(columns, { t: '2025-01-31T23:59:59.999Z' }), { t: '2025-01-31T23:59:59.999Z' });
+  assert.deepEqual(line(columns, { t: '2025-02-30T00:00:00.000Z' }), { t: '2025-03-02T00:00:00.000Z' }, 'as Date reads it: DuckDB never gets a day February lacks');
+  assert.throws(() => new JsonRowEncoder(columns).encode({ t: '2025-13-01T00:00:00.000Z' }), /column "t": "2025-13-01T00:00:00.000Z" is not a time/);
+});
+
 test('encodes lists of scalars and lists of structs with only the declared fields', () => {
   const columns = [
     column('tags', { listOf: 'utf8' }),

@@ -83,8 +83,10 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const run: JobRun = { job, jobRunId, rejects, progress: options.onProgress ?? (() => undefined), stages: [] };
   try {
-    const { items, rowsRead, datasetHash } = await readSources(run);
-    const validated = validateRows(run, await convertTests(run, items));
+    const read = await readSources(run);
+    const { rowsRead, datasetHash } = read;
+    // The mapped rows are garbage once validated (the valid ones are copied, normalised): let them go.
+    const validated = validateRows(run, await convertTests(run, read.items.splice(0)));
     const { survivors, dedup, duplicates } = dedupRows(run, validated);
     const { derived, derivation } = spec.derive
       ? await deriveTasks(run, survivors, options.pool!, options.imageFor!('python-repair'))

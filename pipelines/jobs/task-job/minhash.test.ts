@@ -101,4 +101,23 @@ describe('LshIndex', () => {
     index.remove(42);
     assert.deepEqual(index.similar(nearCopy, 0.8), []);
   });
+
+  it('keeps 8 bits of each value: estimates agree with whole signatures, and a signature read back finds the same items in another index', () => {
+    const hasher = new MinHasher({ signatureSize: 128 });
+    const train = new LshIndex(128, 0.5, 16);
+    const held = new LshIndex(128, 0.5, 16);
+    const base = pseudoRandomWords(7, 300).split(' ');
+    const variants = [0, 10, 30, 60].map((changed) => base.map((word, i) => (i < changed ? `x${i}` : word)).join(' '));
+    for (const text of variants) train.add(hasher.signature(text));
+    held.add(hasher.signature(base.join(' ')));
+    for (const [id, text] of variants.entries()) {
+      const whole = estimateSimilarity(hasher.signature(base.join(' ')), hasher.signature(text));
+      const kept = held.similar(train.signatureOf(id), 0)[0];
+      assert.ok(kept && Math.abs(kept.similarity - whole) < 0.05, `variant ${id}: whole-signature estimate ${whole.toFixed(3)}, 8-bit ${kept?.similarity.toFixed(3)}`);
+    }
+    assert.equal(held.similar(train.signatureOf(0), 0.99)[0]!.similarity, 1, 'identical signatures estimate exactly 1');
+    // At the default threshold (9 bands of 14): 128 signature bytes, 36 of chains, 144 of tables, 5 of flags; whole values alone took 512.
+    const index = new LshIndex(128, 0.8, 1024);
+    assert.equal(index.bytesPerItem, 313);
+  });
 });

@@ -2,7 +2,7 @@
  * Near-duplicate detection in linear time: MinHash signatures by one-permutation hashing (one hash per
  * shingle, not one per shingle and permutation) with optimal densification for empty bins (Shrivastava,
  * "Optimal Densification for Fast and Accurate Minwise Hashing", ICML 2017), and an LSH index over bands
- * of the signature built from typed arrays, so a million signatures cost tens of megabytes, not gigabytes.
+ * of the signature built from typed arrays, keeping 8 bits of each value, so a million rows cost a few hundred megabytes.
  */
 
 const FNV_OFFSET = 0x811c9dc5 | 0;
@@ -180,17 +180,32 @@ export function lshParameters(threshold: number, signatureSize: number): { bands
   return { bands: best.bands, rows: best.rows };
 }
 
+/** Bits of each MinHash value an LshIndex keeps (b-bit minwise hashing). */
+const KEPT_BITS = 8;
+/** The chance that two different values agree in their kept bits: what the estimate is corrected by. */
+const CHANCE_AGREEMENT = 2 ** -KEPT_BITS;
+
 /**
  * An LSH index of signatures: each band of `rows` values hashes to a 32-bit key; per band an
  * open-addressing table maps the key to the newest item with it, and a `next` array chains older ones.
  * Items are dense ids 0..n-1 in insertion order; memory is a few words per item per band.
+ *
+ * Of each signature value it keeps the top 8 bits (b-bit minwise hashing: Li and König, "b-Bit Minwise
+ * Hashing", WWW 2010), a quarter of the memory of whole values, which is what lets tens of millions of rows
+ * be indexed: two values that differ agree in their top bits with chance 1/256, so the fraction of agreeing
+ * positions m estimates the Jaccard similarity as (m - 1/256) / (1 - 1/256), with the variance of a whole
+ * signature's estimate to within a fraction of a percent. Band keys are hashes of the kept bits, so a
+ * signature read back from one index (`signatureOf`) finds the same items in another.
  */
 export class LshIndex {
   readonly bands: number;
   readonly rows: number;
   private size = 0;
   private capacity: number;
-  private signatures: Uint32Array;
+  /** The kept bits of every item's signature, signatureSize bytes per item. */
+  private signatures: Uint8Array;
+  /** A query's kept bits. */
+  private readonly scratch: Uint8Array;
   private tableKeys: Uint32Array;
   private tableHeads: Int32Array;
   private tableSlots: number;
@@ -206,7 +221,8 @@ export class LshIndex {
   ) {
     ({ bands: this.bands, rows: this.rows } = lshParameters(threshold, signatureSize));
     this.capacity = Math.max(16, initialCapacity);
-    this.signatures = new Uint32Array(this.capacity * signatureSize);
+    this.signatures = new Uint8Array(this.capacity * signatureSize);
+    this.scratch = new Uint8Array(signatureSize);
     this.tableSlots = 1 << Math.ceil(Math.log2(this.capacity * 2));
     this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
     this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
@@ -219,19 +235,26 @@ export class LshIndex {
     return this.size;
   }
 
+  /** Bytes the index holds per item it has room for (signature, band chains, tables, flags). */
+  get bytesPerItem(): number {
+    return (this.signatures.byteLength + this.tableKeys.byteLength + this.tableHeads.byteLength + this.next.byteLength + this.removed.byteLength + this.stamp.byteLength) / this.capacity;
+  }
+
   /** Adds a signature; returns its item id. */
   add(signature: Uint32Array): number {
     if (this.size === this.capacity) this.grow();
     const id = this.size++;
-    this.signatures.set(signature, id * this.signatureSize);
-    for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(signature, band), id);
+    const base = id * this.signatureSize;
+    for (let i = 0; i < this.signatureSize; i++) this.signatures[base + i] = signature[i]! >>> (32 - KEPT_BITS);
+    for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(this.signatures, base, band), id);
     return id;
   }
 
-  /** Copies item `id`'s signature into `out`. */
+  /** Item `id`'s signature as this index keeps it (its kept bits in place, the rest zero), into `out`. */
   signatureOf(id: number, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
     if (!(id >= 0 && id < this.size)) throw new RangeError(`no item ${id} in an index of ${this.size}`);
-    out.set(this.signatures.subarray(id * this.signatureSize, (id + 1) * this.signatureSize));
+    const base = id * this.signatureSize;
+    for (let i = 0; i < this.signatureSize; i++) out[i] = (this.signatures[base + i]! << (32 - KEPT_BITS)) >>> 0;
     return out;
   }
 
@@ -246,24 +269,30 @@ export class LshIndex {
    */
   similar(signature: Uint32Array, threshold: number): Array<{ id: number; similarity: number }> {
     const found: Array<{ id: number; similarity: number }> = [];
+    const k = this.signatureSize;
+    const kept = this.scratch;
+    for (let i = 0; i < k; i++) kept[i] = signature[i]! >>> (32 - KEPT_BITS);
     this.query = (this.query + 1) >>> 0 || 1;
     for (let band = 0; band < this.bands; band++) {
-      const key = this.bandKey(signature, band);
+      const key = this.bandKey(kept, 0, band);
       for (let id = this.head(band, key); id >= 0; id = this.next[id * this.bands + band]!) {
         if (this.stamp[id] === this.query || this.removed[id]) continue;
         this.stamp[id] = this.query;
         // Sharing one band is only a candidate; the whole signature decides.
-        const similarity = estimateSimilarity(signature, this.signatures, 0, id * this.signatureSize, this.signatureSize);
+        let equal = 0;
+        const base = id * k;
+        for (let i = 0; i < k; i++) if (kept[i] === this.signatures[base + i]) equal++;
+        const similarity = Math.max(0, (equal / k - CHANCE_AGREEMENT) / (1 - CHANCE_AGREEMENT));
         if (similarity >= threshold) found.push({ id, similarity });
       }
     }
     return found.sort((a, b) => b.similarity - a.similarity);
   }
 
-  private bandKey(signature: Uint32Array, band: number): number {
+  private bandKey(kept: Uint8Array, base: number, band: number): number {
     let h = mix32(band + 1);
-    const start = band * this.rows;
-    for (let i = start; i < start + this.rows; i++) h = mix32(h ^ signature[i]!);
+    const start = base + band * this.rows;
+    for (let i = start; i < start + this.rows; i++) h = mix32(h ^ kept[i]!);
     return h;
   }
 
@@ -288,7 +317,7 @@ export class LshIndex {
 
   private grow(): void {
     const capacity = this.capacity * 2;
-    const signatures = new Uint32Array(capacity * this.signatureSize);
+    const signatures = new Uint8Array(capacity * this.signatureSize);
     signatures.set(this.signatures);
     this.signatures = signatures;
     const removed = new Uint8Array(capacity);
@@ -303,10 +332,8 @@ export class LshIndex {
     this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
     this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
     this.next = new Int32Array(capacity * this.bands).fill(-1);
-    const signature = new Uint32Array(this.signatureSize);
     for (let id = 0; id < this.size; id++) {
-      signature.set(this.signatures.subarray(id * this.signatureSize, (id + 1) * this.signatureSize));
-      for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(signature, band), id);
+      for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(this.signatures, id * this.signatureSize, band), id);
     }
   }
 }
