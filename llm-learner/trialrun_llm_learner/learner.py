@@ -147,9 +147,9 @@ class LlmLearner:
         from .trainer import Trainer, peft_config_json
 
         started = time.perf_counter()
-        self.trainer = (self._trainer_factory or Trainer)(self.options)
-        self.peft_config = peft_config_json(self.trainer.config)
         self.base_sha256 = file_sha256(self.options.gguf)
+        self.trainer = self._trainer_factory(self.options) if self._trainer_factory else Trainer(self.options, gguf_sha256=self.base_sha256)
+        self.peft_config = peft_config_json(self.trainer.config)
         log(f"loaded {self.options.gguf} with a LoRA adapter of {self.trainer.trainable_parameters} parameters in {time.perf_counter() - started:.1f} s")
         ensure_topics(self.kafka, [store.topic for store in self.stores])
         self.producer = Producer({**self.kafka, "transactional.id": self.options.transactional_id, "transaction.timeout.ms": 120_000, "enable.idempotence": True})

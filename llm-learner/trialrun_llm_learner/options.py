@@ -32,6 +32,8 @@ class LearnerOptions:
     registry_url: str = "http://localhost:8081/apis/ccompat/v7"
     #: Prepended to every topic name (TRIALRUN_TOPIC_PREFIX).
     topic_prefix: str = "trialrun."
+    #: Where the GGUF's dequantised float32 weights are kept after the first load (by its sha256); "" never caches.
+    model_cache: str = os.path.join(os.path.expanduser("~"), ".cache", "trialrun", "llm-learner-models")
     #: The model name the server answers to, written into each artifact's metadata.
     base_model: str = "smollm2-135m-instruct"
     #: The policy trained: only its trajectories are learned from; the checkpoint record's key.

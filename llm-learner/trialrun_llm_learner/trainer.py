@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Any, Optional
@@ -24,12 +25,36 @@ def resolve_device(choice: str) -> torch.device:
     return torch.device(choice)
 
 
-def load_base_model(gguf: str, device: torch.device) -> torch.nn.Module:
-    """The GGUF the server serves, dequantised to float32 by transformers, so the policy trained is the one sampled."""
-    from transformers import AutoModelForCausalLM
+def load_base_model(gguf: str, device: torch.device, cache_dir: str = "", gguf_sha256: str = "") -> torch.nn.Module:
+    """
+    The GGUF the server serves, dequantised to float32 by transformers, so the policy trained is the one sampled.
+    Dequantising takes minutes on a busy CPU: with `cache_dir`, the float32 weights are also saved there once,
+    under the GGUF's sha256, and loaded from there on later starts (the same weights, read in seconds).
+    """
+    from safetensors.torch import load_model, save_model
+    from transformers import AutoConfig, AutoModelForCausalLM
 
+    cached = os.path.join(cache_dir, gguf_sha256) if cache_dir and gguf_sha256 else ""
+    if cached and os.path.isfile(os.path.join(cached, "model.safetensors")):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cached), dtype=torch.float32)
+        load_model(model, os.path.join(cached, "model.safetensors"))
+        return model.to(device)
     folder, name = os.path.split(os.path.abspath(gguf))
     model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    if cached:
+        # Written aside, then renamed: a learner killed meanwhile leaves no half-written copy to load. The
+        # config loses its GGUF quantization entry: what is saved is the dequantised float32 weights.
+        temp = f"{cached}.tmp-{os.getpid()}"
+        os.makedirs(temp, exist_ok=True)
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)
+        with open(os.path.join(temp, "config.json"), "w") as handle:
+            json.dump(config, handle)
+        save_model(model, os.path.join(temp, "model.safetensors"))
+        try:
+            os.rename(temp, cached)
+        except OSError:
+            shutil.rmtree(temp, ignore_errors=True)  # another learner saved it first
     return model.to(device)
 
 
@@ -79,7 +104,7 @@ class UpdateResult:
 class Trainer:
     """A LoRA adapter on the base model, its AdamW state, and the update. Version 0 is the base (adapter B = 0)."""
 
-    def __init__(self, options: LearnerOptions, base: Optional[torch.nn.Module] = None):
+    def __init__(self, options: LearnerOptions, base: Optional[torch.nn.Module] = None, gguf_sha256: str = ""):
         from peft import get_peft_model
 
         self.options = options
@@ -88,7 +113,7 @@ class Trainer:
         self.device = resolve_device(options.device)
         torch.manual_seed(options.seed)
         self.config = lora_config(options)
-        base_model = base if base is not None else load_base_model(options.gguf, self.device)
+        base_model = base if base is not None else load_base_model(options.gguf, self.device, options.model_cache, gguf_sha256)
         self.model = get_peft_model(base_model, self.config)
         self.parameters = [p for p in self.model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.parameters, lr=options.learning_rate, weight_decay=options.weight_decay)
@@ -102,7 +127,7 @@ class Trainer:
     def adapter_state(self) -> dict[str, torch.Tensor]:
         from peft import get_peft_model_state_dict
 
-        return {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(self.model).items()}
+        return {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(self.model, save_embedding_layers=False).items()}
 
     def load(self, adapter: Optional[dict[str, torch.Tensor]], optimizer_bytes: Optional[bytes]) -> None:
         """Back to a committed state: an adapter and optimizer state, or (None, None) for version 0."""
