@@ -43,3 +43,10 @@ def test_turns_without_a_version_take_the_trajectory_s_and_long_samples_are_cut(
     [row] = rows.rows
     assert row.ids == [1, 2, 10, 11] and row.mask == [0, 1, 1]
     assert rows.cut_tokens == 1 and rows.stale_turns == 0
+
+
+def test_a_token_without_a_finite_engine_logprob_is_not_trained_on():
+    s = sample([5, 5, -1, 5], [5, 5])
+    s.completion_logprobs = [float("-inf"), -0.2, 0.0, float("nan")]
+    [row] = build_rows([s], 1.0, fallback_version=0, current_version=5, max_staleness=1, max_sequence_tokens=64).rows
+    assert row.mask == [0, 0, 1, 0, 0] and row.behaviour_logprobs == [0, 0, -0.2, 0, 0]

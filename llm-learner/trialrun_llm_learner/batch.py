@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
@@ -63,10 +64,11 @@ def build_rows(
         behaviour: list[float] = [0.0] * (prompt - 1)
         for sampled, logprob, version in zip(sample.completion_mask, sample.completion_logprobs, sample.completion_policy_versions):
             lag = current_version - (version if version >= 0 else fallback_version)
-            trained = sampled == 1 and lag <= max_staleness
+            # A token the engine gave no finite logprob for has no ratio to take: it is not trained on.
+            trained = sampled == 1 and lag <= max_staleness and math.isfinite(logprob)
             mask.append(1.0 if trained else 0.0)
             off.append(trained and lag != 0)
-            behaviour.append(float(logprob))
+            behaviour.append(float(logprob) if trained else 0.0)
         if len(ids) > max_sequence_tokens:
             out.cut_tokens += int(sum(mask[max_sequence_tokens - 1 :]))
             ids = ids[:max_sequence_tokens]

@@ -292,6 +292,7 @@ class LlmLearner:
                     "cutTokens": rows.cut_tokens,
                     "staleTrajectories": stale_trajectories,
                     "emptyTrajectories": counts["empty"],
+                    "skippedSteps": result.skipped_steps,
                     "updateSeconds": result.seconds,
                 },
             },

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import os
 import shutil
 import time
@@ -98,7 +99,14 @@ class UpdateResult:
     off_policy_tokens: int
     truncated_weights: int
     mean_ratio: float
+    #: Optimizer steps skipped because the gradient was not finite.
+    skipped_steps: int
     seconds: float
+
+
+def finite(value: float) -> float:
+    """Figures go into JSON records, which have no NaN or infinity: a non-finite one is reported as 0."""
+    return value if math.isfinite(value) else 0.0
 
 
 class Trainer:
@@ -166,6 +174,7 @@ class Trainer:
                 reference = [self._logprobs(row) for row in batch.rows]
         last: dict[str, float] = {}
         grad_norm = 0.0
+        skipped = 0
         for _ in range(options.epochs):
             self.optimizer.zero_grad(set_to_none=True)
             sums = {"loss": 0.0, "clipped": 0.0, "kl": 0.0, "off": 0.0, "truncated": 0.0, "ratio": 0.0}
@@ -196,17 +205,24 @@ class Trainer:
                 sums["truncated"] += part.truncated_weights
                 sums["ratio"] += part.ratio
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, options.max_grad_norm))
-            self.optimizer.step()
             last = sums
+            if not math.isfinite(grad_norm):
+                # One bad batch must not turn the adapter into NaNs: this step is skipped, and said so.
+                self.optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                grad_norm = 0.0
+                continue
+            self.optimizer.step()
         self.model.eval()
         return UpdateResult(
-            loss=last["loss"] / total_tokens,
-            grad_norm=grad_norm if grad_norm == grad_norm else 0.0,
+            loss=finite(last["loss"] / total_tokens),
+            grad_norm=grad_norm,
             tokens=total_tokens,
             clip_fraction=last["clipped"] / total_tokens,
-            kl=last["kl"] / total_tokens,
+            kl=finite(last["kl"] / total_tokens),
             off_policy_tokens=int(last["off"]),
             truncated_weights=int(last["truncated"]),
-            mean_ratio=last["ratio"] / total_tokens,
+            mean_ratio=finite(last["ratio"] / total_tokens),
+            skipped_steps=skipped,
             seconds=time.perf_counter() - started,
         )

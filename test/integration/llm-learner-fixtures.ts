@@ -3,20 +3,25 @@ import { NO_WORKSPACE_EXTRAS, nowIso, type Reward, type Trajectory } from '../..
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
 import { sendRaw } from './harness.js';
 
-/** A prompt rendered by the served model's chat template, and replies the engine sampled from it (its token ids and logprobs). */
+/** A prompt rendered by the served model's chat template, and replies to it as the model's token ids. */
 export interface SampledTurns {
   readonly promptIds: number[];
   readonly completions: Array<{ completionIds: number[]; logprobs: number[] }>;
 }
 
-/** Samples `count` replies of at most `maxTokens` to a short prompt from the llama.cpp server at `rootUrl`, seeds 1..count. */
-export async function sampleTurns(rootUrl: string, options: { count: number; maxTokens: number; content?: string }): Promise<SampledTurns> {
+/**
+ * Real token ids of `replies` to a short prompt, through the llama.cpp server's chat template and tokenizer
+ * (each reply ends with the template's end-of-turn token, as a sampled one does). Tokenising answers at once
+ * where sampling waits for a free slot of a shared server; the logprobs are a stand-in for the engine's
+ * (`logprob` each, default log 0.25): the exactly-once and throughput checks need real ids, not real odds.
+ */
+export async function tokenizedTurns(rootUrl: string, replies: readonly string[], options: { content?: string; logprob?: number } = {}): Promise<SampledTurns> {
   const client = new LlamaCppClient({ rootUrl });
   const promptIds = await client.tokenize(await client.applyTemplate([{ role: 'user', content: options.content ?? 'Say yes or no.' }]), false);
   const completions = [];
-  for (let seed = 1; seed <= options.count; seed++) {
-    const { completionIds, logprobs } = await client.complete({ promptIds, sampling: { temperature: 1, topP: 1, maxTokens: options.maxTokens, seed } });
-    completions.push({ completionIds, logprobs });
+  for (const reply of replies) {
+    const completionIds = await client.tokenize(`${reply}<|im_end|>`, false);
+    completions.push({ completionIds, logprobs: completionIds.map(() => options.logprob ?? Math.log(0.25)) });
   }
   return { promptIds, completions };
 }

@@ -10,18 +10,18 @@ import { stackComponents, stackUp } from '../../stack/index.js';
 import { llmLearnerArgs, llmLearnerLaunch, llmLearnerVenv, llmServerRoot, servedGguf } from '../../cli/llm-learner.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
-import { llmSamplePair, sampleTurns, sendPairs, type LlmSamplePair, type SampledTurns } from './llm-learner-fixtures.js';
+import { llmSamplePair, sendPairs, tokenizedTurns, type LlmSamplePair, type SampledTurns } from './llm-learner-fixtures.js';
 
 let python: string;
 let gguf: string;
-/** Replies the served model sampled to a short prompt: real token ids and the engine's logprobs. */
+/** Replies to a short prompt as the served model's token ids. */
 let turns: SampledTurns;
 
 before(async () => {
   await stackUp((line) => console.log(`# ${line}`), stackComponents({ llm: true }));
   python = await llmLearnerVenv();
   gguf = await servedGguf(llmServerRoot());
-  turns = await sampleTurns(llmServerRoot(), { count: 3, maxTokens: 6 });
+  turns = await tokenizedTurns(llmServerRoot(), ['Yes.', 'No.', 'Yes, I think so.']);
 }, { timeout: 1_200_000 });
 
 const samplePair = (i: number): LlmSamplePair => llmSamplePair(turns, i, { runId: 'llm-learner-it' });
