@@ -105,9 +105,11 @@ test('an LLM learner SIGKILLed at random moments resumes without losing or doubl
   const kills: string[] = [];
   for (let burst = 0; burst < 3; burst++) {
     await sendPairs(context, pairs.slice(burst * 2, burst * 2 + 2));
-    // Anywhere from "just restored" through "mid-update" to "just committed" (an update takes a minute here).
     await eventually('the learner to run', async () => learner.said(/running on/), 600_000, 500);
-    const delayMs = Math.round(Math.random() * 90_000);
+    // An update takes a minute or two here: a kill timed from the start lands mid-update, so one burst waits
+    // for a commit first and kills within seconds of it (restoring, consuming, or early in the next update).
+    if (burst === 1) await eventually('checkpoint v1', async () => (await readAll(context, 'policyCheckpoints')).length >= 1, 900_000, 1000);
+    const delayMs = Math.round(Math.random() * (burst === 1 ? 20_000 : 90_000));
     await new Promise((resolve) => setTimeout(resolve, delayMs));
     kills.push(`burst ${burst}: +${delayMs} ms`);
     learner.child.kill('SIGKILL');
