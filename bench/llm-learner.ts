@@ -111,7 +111,7 @@ try {
   );
   log(`the learner's own update (inside the process, checkpoint extra.updateSeconds): ${updateSeconds.map((s) => s.toFixed(2)).join(', ')} s`);
   report.compare({
-    metric: `LLM learner update, ${BATCH} samples of <= ${MAX_TOKENS} sampled tokens (produce -> consume -> update -> checkpoint committed)`,
+    metric: `LLM learner update, ${BATCH} samples, replies of ${MAX_TOKENS} words (produce -> consume -> update -> checkpoint committed)`,
     unit: 'tokens/s',
     ours: values.learner,
     baseline: values.bare,
