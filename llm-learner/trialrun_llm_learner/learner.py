@@ -15,7 +15,7 @@ import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -128,7 +128,7 @@ class Join:
 
 
 class LlmLearner:
-    def __init__(self, options: LearnerOptions, trainer_factory: Optional[Callable[[LearnerOptions], Any]] = None):
+    def __init__(self, options: LearnerOptions):
         self.options = options
         self.topics = {key: options.topic(name) for key, name in TOPICS.items()}
         self.pending: ChangelogStore = ChangelogStore("pending", options.changelog("pending"))
@@ -136,7 +136,6 @@ class LlmLearner:
         self.join = Join(options, self.pending, self.trainer_store)
         self.stores = [self.pending, self.trainer_store]
         self.codec = TopicCodec(options.registry_url, self.topics)
-        self._trainer_factory = trainer_factory
         self.stopping = False
         self.published = 0
         self.kafka = {"bootstrap.servers": options.brokers}
@@ -148,7 +147,7 @@ class LlmLearner:
 
         started = time.perf_counter()
         self.base_sha256 = file_sha256(self.options.gguf)
-        self.trainer = self._trainer_factory(self.options) if self._trainer_factory else Trainer(self.options, gguf_sha256=self.base_sha256)
+        self.trainer = Trainer(self.options, gguf_sha256=self.base_sha256)
         self.peft_config = peft_config_json(self.trainer.config)
         log(f"loaded {self.options.gguf} with a LoRA adapter of {self.trainer.trainable_parameters} parameters in {time.perf_counter() - started:.1f} s")
         ensure_topics(self.kafka, [store.topic for store in self.stores])
