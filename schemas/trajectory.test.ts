@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
+import { checkoutFile } from './checkout.js';
 import { LlmCall, llmTrainingSamples, Step, type LlmTokens } from './trajectory.js';
 
 const call = (index: number, tokens: LlmTokens | null, policyVersion: number | null = null, finishReason = 'stop'): { index: number; llm: LlmCall } => ({
@@ -56,4 +58,16 @@ test('a prompt that does not extend the sequence so far starts a new sample (the
     [2, [8], [13], [4]],
   ]);
   assert.deepEqual(samples[0]!.completionPolicyVersions, [-1], 'a turn without a policy version has none per token');
+});
+
+test('the TypeScript rule builds the fixture samples the Python learner (llm-learner/tests/test_samples.py) builds too', () => {
+  const fixture = JSON.parse(readFileSync(checkoutFile('llm-learner/tests/fixtures/training-samples.json'), 'utf8')) as { cases: Array<{ name: string; steps: unknown[]; samples: unknown }> };
+  assert.ok(fixture.cases.length >= 3);
+  for (const { name, steps, samples } of fixture.cases) {
+    const parsed = steps.map((step) => {
+      const { index, llm } = step as { index: number; llm: unknown };
+      return { index, llm: llm === null ? null : LlmCall.parse(llm) };
+    });
+    assert.deepEqual(llmTrainingSamples(parsed), samples, name);
+  }
 });

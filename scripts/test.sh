@@ -10,6 +10,9 @@ npm run --silent lint
 python_status=0
 python3 -m pytest -q -p no:cacheprovider sandbox-images pipelines stack tasks test/fixtures || python_status=$?
 python3 tasks/check_bundle.py tasks/repair-bundle.jsonl || python_status=$?
+# The LLM learner's own tests, in its virtualenv (installed once, cached; `stack python` prints its python).
+llm_learner_python=$(node bin/trialrun.js stack python llm-learner)
+(cd llm-learner && "$llm_learner_python" -m pytest -q -p no:cacheprovider tests) || python_status=$?
 
 # The test files are the compiled *.test.ts sources, named one by one: given a folder, node's runner would
 # also run every helper module under test/ as if it were a test.

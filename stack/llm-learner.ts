@@ -12,7 +12,8 @@ export const LLM_LEARNER_PACKAGES = [
   'torch==2.15.0',
   'transformers==5.24.0',
   'peft==0.21.2',
-  'confluent-kafka[schemaregistry]==2.16.1',
+  // json: the registry's JSON serdes validate with jsonschema, which the schemaregistry extra alone lacks.
+  'confluent-kafka[schemaregistry,json]==2.16.1',
   'gguf==0.19.0',
   'safetensors',
   'pytest',
@@ -25,7 +26,7 @@ export function llmLearnerPython(log: StackLog, options: { cacheDir?: string; py
     {
       dir: join(cacheDir, 'llm-learner-torch-2.15.0-venv'),
       installs: [[...LLM_LEARNER_PACKAGES]],
-      check: 'import torch, transformers, peft, confluent_kafka, confluent_kafka.schema_registry, gguf, safetensors, pytest',
+      check: 'import torch, transformers, peft, confluent_kafka, confluent_kafka.schema_registry.json_schema, gguf, safetensors, pytest',
       what: 'the LLM learner (PyTorch 2.15, transformers, peft, confluent-kafka, gguf), ~5.7 GB,',
     },
     options.python ?? 'python3',

@@ -15,8 +15,9 @@ import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
 import { checkpointStore, dataDir, treeStore } from '../paths.js';
+import { llmLearnerLaunch, llmLearnerVenv, llmServerRoot, runLlmLearner, servedGguf } from '../llm-learner.js';
 
-const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'analytics-sink'] as const;
+const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'llm-learner', 'analytics-sink'] as const;
 
 /** The broker's group.min.session.timeout.ms: a shorter session is refused only when the instance joins. */
 const MIN_SESSION_TIMEOUT_MS = 6000;
@@ -29,7 +30,7 @@ interface Runnable {
 export const runProcessorCommand: Command = {
   name: 'run',
   summary: `Run one stream processor in this process until SIGINT or SIGTERM (graceful: uncommitted work is redone after restart).\nProcessors: ${PROCESSORS.join(', ')}`,
-  usage: '<processor>',
+  usage: '<processor> [-- <llm-learner flags>]',
   options: {
     instance: { type: 'string', default: '0' },
     'run-id': { type: 'string' },
@@ -38,6 +39,7 @@ export const runProcessorCommand: Command = {
     'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
     env: { type: 'string', default: PROGRAM_REPAIR_ENV },
+    gguf: { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -48,10 +50,11 @@ export const runProcessorCommand: Command = {
     'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
     policy: `rollout-worker: policy kind rolled out, ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     env: `rollout-worker: the environments whose tasks it rolls out, comma-separated (${ENVIRONMENTS.ids().join(', ')}); the policy must serve each`,
+    gguf: 'llm-learner: the GGUF the model server serves (default: the model_path the llama.cpp server at LLM_BASE_URL or the stack\'s reports); flags after -- go to the learner as they are (llm-learner/README.md)',
     ...LLM_HELP,
   },
   async run(values, [name, ...extra]) {
-    if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number]) || extra.length > 0) {
+    if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number]) || (extra.length > 0 && name !== 'llm-learner')) {
       throw new ConfigError(`unknown processor "${[name, ...extra].filter(Boolean).join(' ')}"; one of ${PROCESSORS.join(', ')}`);
     }
     const runId = stringOption(values, 'run-id') ?? randomUUID();
@@ -67,8 +70,14 @@ export const runProcessorCommand: Command = {
     if (name !== 'rollout-worker' && (envIds.length !== 1 || envIds[0] !== PROGRAM_REPAIR_ENV)) throw new ConfigError(`--env goes with run rollout-worker, not run ${name}`);
     // A policy that does not serve an expected environment stops here, before the stack or Kafka is touched.
     if (name === 'rollout-worker') policyKindFor(policy.policyId, envIds.map((id) => ENVIRONMENTS.get(id).id), { llm: policy.llm });
+    if (stringOption(values, 'gguf') !== undefined && name !== 'llm-learner') throw new ConfigError(`--gguf goes with run llm-learner, not run ${name}`);
     // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
     const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
+    if (name === 'llm-learner') {
+      // The Python process (llm-learner/) consumes and commits itself; this one passes signals on and its status back.
+      const gguf = stringOption(values, 'gguf') ?? (await servedGguf(llmServerRoot()));
+      return runLlmLearner(await llmLearnerVenv(), llmLearnerLaunch({ gguf, runId, batchSize, sessionTimeoutMs, extraArgs: extra }));
+    }
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;

@@ -1,6 +1,7 @@
 import { stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
+import { llmLearnerVenv } from '../llm-learner.js';
 import { requiredInt } from '../options.js';
 
 const log = (line: string): void => void process.stderr.write(`${line}\n`);
@@ -13,14 +14,20 @@ export const stackCommand: Command = {
     '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set);\n' +
     '          --brokers 3 a three-broker KRaft cluster (localhost:19092-19094) instead of the single node\n' +
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
-    '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)',
-  usage: 'up|down|status',
+    '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)\n' +
+    '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)',
+  usage: 'up|down|status|python llm-learner',
   options: { llm: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' } },
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
     brokers: 'up: 1 for the single local node, 3 (up to 9) for a KRaft cluster on this machine, replication factor 3',
   },
   async run(values, [action, ...extra]) {
+    if (action === 'python') {
+      if (extra.length !== 1 || extra[0] !== 'llm-learner') throw new ConfigError(`expected stack python llm-learner, got "stack ${[action, ...extra].join(' ')}"`);
+      process.stdout.write(`${await llmLearnerVenv()}\n`);
+      return 0;
+    }
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (values.llm === true && action !== 'up') throw new ConfigError(`--llm goes with stack up; stack ${action ?? ''} always includes the model server`);
     const brokers = requiredInt(values, 'brokers', 1);

@@ -1,0 +1,41 @@
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { test } from 'node:test';
+import { ConfigError } from '../schemas/index.js';
+import { llmLearnerArgs, llmLearnerLaunch, llmServerRoot, localCheckpointRoot, servedGguf } from './llm-learner.js';
+
+test('the learner gets the stack endpoints and names of this environment, and the caller\'s flags last', () => {
+  const launch = llmLearnerLaunch(
+    { gguf: '/m.gguf', runId: 'r1', batchSize: 2, sessionTimeoutMs: 10_000, extraArgs: ['--kl-coef', '0.05'] },
+    { KAFKA_BROKERS: 'a:1,b:2', SCHEMA_REGISTRY_URL: 'http://reg:8081/apis/ccompat/v7', TRIALRUN_TOPIC_PREFIX: 'exp1.', TRIALRUN_CHECKPOINTS: 'file:///tmp/ckpt' },
+  );
+  assert.deepEqual(llmLearnerArgs(launch), [
+    '-m', 'trialrun_llm_learner', '--gguf', '/m.gguf', '--checkpoints', '/tmp/ckpt', '--brokers', 'a:1,b:2', '--registry-url', 'http://reg:8081/apis/ccompat/v7',
+    '--topic-prefix', 'exp1.', '--run-id', 'r1', '--batch-size', '2', '--session-timeout-ms', '10000', '--kl-coef', '0.05',
+  ]);
+  assert.throws(() => llmLearnerLaunch({ gguf: '/m.gguf', runId: 'r', batchSize: 1, sessionTimeoutMs: 6000, extraArgs: [] }, { TRIALRUN_TOPIC_PREFIX: '' }), /TRIALRUN_TOPIC_PREFIX is set but empty/);
+});
+
+test('the checkpoint store must be a local folder for the Python learner', () => {
+  assert.equal(localCheckpointRoot('/data/ckpt'), '/data/ckpt');
+  assert.throws(() => localCheckpointRoot('s3://bucket/ckpt'), (error: unknown) => error instanceof ConfigError && /writes a local checkpoint folder/.test(error.message));
+});
+
+test('the GGUF is the one the llama.cpp server reports serving; a server that names none is a clear error', async () => {
+  assert.equal(llmServerRoot({ LLM_BASE_URL: 'http://h:1/v1/' }), 'http://h:1');
+  let props: unknown = { model_path: process.execPath };
+  const server = createServer((_, res) => void res.end(JSON.stringify(props))).listen(0, '127.0.0.1');
+  await new Promise((resolve) => server.once('listening', resolve));
+  const root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  try {
+    assert.equal(await servedGguf(root), process.execPath);
+    props = { model_path: '/nowhere/m.gguf' };
+    await assert.rejects(servedGguf(root), /serves \/nowhere\/m\.gguf, which is not a file on this machine/);
+    props = {};
+    await assert.rejects(servedGguf(root), /names no model_path/);
+  } finally {
+    server.close();
+  }
+  await assert.rejects(servedGguf('http://127.0.0.1:9'), /cannot ask the model server at http:\/\/127\.0\.0\.1:9 which GGUF it serves/);
+});

@@ -1,0 +1,105 @@
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { resolveKafkaOptions } from '../connectors/kafka/index.js';
+import { resolveRegistryUrl } from '../connectors/registry/index.js';
+import { checkoutFile, ConfigError, errorMessage, STACK_LLM_URL } from '../schemas/index.js';
+import { llmLearnerPython, stackPaths } from '../stack/index.js';
+import { topicNamesFromEnv } from './context.js';
+import { checkpointsLocation } from './paths.js';
+
+/** What `trialrun run llm-learner` hands the Python learner (llm-learner/README.md lists every flag it takes). */
+export interface LlmLearnerLaunch {
+  /** The GGUF the model server serves. */
+  readonly gguf: string;
+  /** The checkpoint store's root folder. */
+  readonly checkpoints: string;
+  readonly brokers: readonly string[];
+  readonly registryUrl: string;
+  readonly topicPrefix: string;
+  readonly runId: string;
+  readonly batchSize: number;
+  readonly sessionTimeoutMs: number;
+  /** Further learner flags, passed verbatim (`trialrun run llm-learner -- --kl-coef 0.05`). */
+  readonly extraArgs: readonly string[];
+}
+
+/** The learner's command line after the python: the stack's endpoints and names first, the caller's flags last. */
+export function llmLearnerArgs(launch: LlmLearnerLaunch): string[] {
+  return [
+    '-m', 'trialrun_llm_learner',
+    '--gguf', launch.gguf,
+    '--checkpoints', launch.checkpoints,
+    '--brokers', launch.brokers.join(','),
+    '--registry-url', launch.registryUrl,
+    '--topic-prefix', launch.topicPrefix,
+    '--run-id', launch.runId,
+    '--batch-size', String(launch.batchSize),
+    '--session-timeout-ms', String(launch.sessionTimeoutMs),
+    ...launch.extraArgs,
+  ];
+}
+
+/** The checkpoint store as a folder: the Python learner writes the local layout only. */
+export function localCheckpointRoot(location: string): string {
+  if (location.startsWith('file:')) return fileURLToPath(location);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) throw new ConfigError(`the LLM learner writes a local checkpoint folder; TRIALRUN_CHECKPOINTS is ${location}`);
+  return location;
+}
+
+/** The GGUF file the llama.cpp server at `rootUrl` serves (its /props `model_path`), so the learner trains those weights. */
+export async function servedGguf(rootUrl: string): Promise<string> {
+  let props: { model_path?: unknown };
+  try {
+    const response = await fetch(`${rootUrl.replace(/\/+$/, '')}/props`, { signal: AbortSignal.timeout(10_000) });
+    if (!response.ok) throw new Error(`HTTP ${response.status}`);
+    props = (await response.json()) as { model_path?: unknown };
+  } catch (error) {
+    throw new ConfigError(`cannot ask the model server at ${rootUrl} which GGUF it serves (${errorMessage(error)}); start it with \`trialrun stack up --llm\` or name the file with --gguf`);
+  }
+  if (typeof props.model_path !== 'string') throw new ConfigError(`the model server at ${rootUrl} names no model_path in /props (not llama.cpp?); name the GGUF with --gguf`);
+  if (!existsSync(props.model_path)) throw new ConfigError(`the model server at ${rootUrl} serves ${props.model_path}, which is not a file on this machine; name the GGUF with --gguf`);
+  return props.model_path;
+}
+
+/** The root of the stack's model server (LLM_BASE_URL, else the built-in one), without its OpenAI `/v1`. */
+export const llmServerRoot = (env: NodeJS.ProcessEnv = process.env): string => (env.LLM_BASE_URL ?? STACK_LLM_URL).replace(/\/+$/, '').replace(/\/v1$/, '');
+
+/** The learner's launch settings from the environment, as the TypeScript processors resolve theirs. */
+export function llmLearnerLaunch(options: { gguf: string; runId: string; batchSize: number; sessionTimeoutMs: number; extraArgs: readonly string[] }, env: NodeJS.ProcessEnv = process.env): LlmLearnerLaunch {
+  return {
+    ...options,
+    checkpoints: localCheckpointRoot(checkpointsLocation(env)),
+    brokers: resolveKafkaOptions({}, env).brokers,
+    registryUrl: resolveRegistryUrl({}, env),
+    topicPrefix: topicNamesFromEnv(env).prefix,
+  };
+}
+
+/** The learner's virtualenv python, installed once (see stack/llm-learner.ts). */
+export function llmLearnerVenv(): Promise<string> {
+  return llmLearnerPython((line) => void process.stderr.write(`${line}\n`), { logFile: join(stackPaths().stateDir, 'logs', 'setup-llm-learner.log') });
+}
+
+/**
+ * Runs the Python learner until it exits; SIGINT and SIGTERM are passed on to it (it finishes the update in
+ * hand, commits, and exits). Resolves with its exit status (128 + signal number when a signal ended it).
+ */
+export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): Promise<number> {
+  const folder = checkoutFile('llm-learner');
+  const child = spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio: 'inherit' });
+  const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
+  process.on('SIGINT', forward);
+  process.on('SIGTERM', forward);
+  try {
+    return await new Promise<number>((resolve, reject) => {
+      child.once('error', (error) => reject(new ConfigError(`cannot start the LLM learner with ${python}: ${error.message}`)));
+      child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+    });
+  } finally {
+    process.off('SIGINT', forward);
+    process.off('SIGTERM', forward);
+  }
+}

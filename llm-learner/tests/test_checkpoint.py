@@ -1,0 +1,74 @@
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from tiny import tiny_llama
+from trialrun_llm_learner.batch import build_rows
+from trialrun_llm_learner.checkpoint import LORA_FORMAT, ArtifactIntegrityError, adapter_bytes, adapter_metadata, put_artifact, read_adapter, read_verified
+from trialrun_llm_learner.options import LearnerOptions
+from trialrun_llm_learner.samples import TrainingSample
+from trialrun_llm_learner.trainer import Trainer, peft_config_json
+
+
+@pytest.fixture
+def trainer():
+    return Trainer(LearnerOptions(gguf="unused", checkpoints="unused", learning_rate=0.05), base=tiny_llama())
+
+
+def rows(advantage, current_version=0):
+    sample = TrainingSample(sample_index=0, prompt_ids=[1, 2, 3], completion_ids=[4, 5, 6], completion_mask=[1, 1, 1], completion_logprobs=[-3.0, -3.0, -3.0], completion_policy_versions=[0, 0, 0], turn_policy_versions=[0], step_indices=[0])
+    return build_rows([sample], advantage, fallback_version=0, current_version=current_version, max_staleness=4, max_sequence_tokens=64)
+
+
+def test_the_artifact_is_the_whole_adapter_under_peft_s_names_in_float32_with_the_contract_s_metadata(trainer, tmp_path):
+    state = trainer.adapter_state()
+    assert all(".lora_A.weight" in k or ".lora_B.weight" in k for k in state)
+    assert "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight" in state
+    assert {k.split(".")[-3] for k in state} == set(LearnerOptions.lora_targets)
+    metadata = adapter_metadata(peft_config=peft_config_json(trainer.config), base_model="smollm2-135m-instruct", base_sha256="ab" * 32, version=3, parent_version=2)
+    artifact = put_artifact(str(tmp_path), "llm", 3, adapter_bytes(state, metadata))
+    path = Path(artifact["uri"].removeprefix("file://"))
+    assert path.parent == tmp_path / "llm" and path.name == f"v3-{artifact['sha256']}.bin"
+    assert artifact["bytes"] == path.stat().st_size and artifact["format"] == LORA_FORMAT
+    assert not list(path.parent.glob("*.tmp-*")), "written to a temp file, then renamed"
+    tensors, read_metadata = read_adapter(read_verified(artifact["uri"], artifact["sha256"]))
+    assert read_metadata == metadata and read_metadata["policy_version"] == "3" and read_metadata["parent_version"] == "2"
+    config = json.loads(read_metadata["peft_config"])
+    assert config["r"] == 8 and config["lora_alpha"] == 16 and sorted(config["target_modules"]) == sorted(LearnerOptions.lora_targets)
+    assert all(t.dtype == torch.float32 for t in tensors.values()) and tensors.keys() == state.keys()
+
+
+def test_bytes_that_do_not_match_their_digest_are_never_loaded(tmp_path):
+    artifact = put_artifact(str(tmp_path), "llm", 1, b"adapter")
+    Path(artifact["uri"].removeprefix("file://")).write_bytes(b"tampered")
+    with pytest.raises(ArtifactIntegrityError, match="fails its sha256 check"):
+        read_verified(artifact["uri"], artifact["sha256"])
+    with pytest.raises(ValueError, match="not a lora-safetensors/v1 artifact"):
+        read_adapter(adapter_bytes({"w": torch.zeros(1)}, {"format": "other"}))
+
+
+def test_version_0_is_the_base_model_and_an_update_moves_the_adapter_the_way_the_advantage_says(trainer):
+    ids = torch.tensor(rows(1.0).rows[0].ids)
+    with torch.no_grad():
+        base = trainer.model(input_ids=ids.unsqueeze(0)).logits
+        with trainer.model.disable_adapter():
+            assert torch.allclose(trainer.model(input_ids=ids.unsqueeze(0)).logits, base), "LoRA B starts at 0"
+    before = trainer._logprobs(rows(1.0).rows[0]).detach()[2:].sum()
+    result = trainer.update(rows(1.0))
+    assert result.tokens == 3 and result.grad_norm > 0 and result.clip_fraction == 0
+    after = trainer._logprobs(rows(1.0).rows[0]).detach()[2:].sum()
+    assert after > before, "a positive advantage makes the sampled tokens likelier"
+
+
+def test_the_trainer_state_round_trips_and_version_0_restores_the_initial_adapter(trainer):
+    initial = trainer.adapter_state()
+    trainer.update(rows(1.0))
+    trained, optimizer = trainer.adapter_state(), trainer.optimizer_bytes()
+    trainer.update(rows(-1.0))
+    trainer.load(trained, optimizer)
+    assert all(torch.equal(trained[k], v) for k, v in trainer.adapter_state().items())
+    assert trainer.optimizer.state_dict()["state"], "AdamW moments restored"
+    trainer.load(None, None)
+    assert all(torch.equal(initial[k], v) for k, v in trainer.adapter_state().items())

@@ -1,0 +1,65 @@
+import json
+import os
+
+from trialrun_llm_learner.kafka_io import ChangelogStore
+from trialrun_llm_learner.learner import Join
+from trialrun_llm_learner.options import LearnerOptions
+
+STEPS = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "training-samples.json")))["cases"][0]["steps"]
+OPTIONS = LearnerOptions(batch_size=2, max_staleness=1)
+
+
+def join():
+    return Join(OPTIONS, ChangelogStore("pending", "p"), ChangelogStore("trainer", "t"))
+
+
+def trajectory(i, policy="llm", version=0):
+    return {"trajectoryId": f"t{i}", "policyId": policy, "steps": STEPS, "lineage": {"policyVersion": version}}
+
+
+def reward(i, advantage=1.0, **extra):
+    return {"trajectoryId": f"t{i}", "reward": 1.0, "advantage": advantage, **extra}
+
+
+def test_a_sample_is_ready_once_both_sides_arrive_in_either_order_and_a_batch_takes_the_oldest():
+    j = join()
+    j.add("rewards", reward(1))
+    j.add("trajectories", trajectory(0))
+    assert j.take_batch() is None
+    j.add("trajectories", trajectory(1))
+    j.add("rewards", reward(0, advantage=-1.0))
+    j.add("trajectories", trajectory(2))
+    entries, rows, counts = j.take_batch()
+    assert [e["advantage"] for e in entries] == [1.0, -1.0] and counts == {"trained": 2, "staleTrajectories": 0, "empty": 0}
+    assert len(rows.rows) == 2 and [k for k, _ in j.pending.items()] == ["t2"]
+
+
+def test_other_policies_rewards_without_signal_and_rescores_never_train_and_leave_nothing_behind():
+    j = join()
+    j.add("trajectories", trajectory(0, policy="linear-repair"))
+    j.add("rewards", reward(0))
+    j.add("rewards", reward(1, disposition="no-signal"))
+    j.add("trajectories", trajectory(1))
+    j.add("rewards", reward(2, rescoreId="r1"))
+    assert j.pending.items() == []
+
+
+def test_a_trajectory_whose_every_turn_is_stale_is_counted_not_trained():
+    j = join()
+    j.trainer.put("llm", {"version": 5, "adapter": None, "optimizer": None, "staleDropped": 0, "staleTrajectories": 0})
+    for i in range(2):
+        j.add("trajectories", trajectory(i))
+        j.add("rewards", reward(i))
+    _, rows, counts = j.take_batch()
+    assert counts["staleTrajectories"] == 2 and rows.rows == [] and rows.stale_turns == 4
+
+
+def test_the_store_stages_writes_until_commit_and_its_changelog_deletes_with_null():
+    store = ChangelogStore("s", "topic")
+    store.put("a", {"x": 1})
+    store.delete("b")
+    assert dict(store.changelog()) == {"a": b'{"x":1}', "b": None}
+    store.commit()
+    store.put("a", {"x": 2})
+    store.discard()
+    assert store.get("a") == {"x": 1} and list(store.changelog()) == []

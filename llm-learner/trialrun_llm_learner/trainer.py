@@ -1,0 +1,228 @@
+"""The model side: the served GGUF loaded through transformers, a LoRA adapter (peft) on it, AdamW, one update per batch."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+
+from .batch import BatchRows, Row
+from .objective import ObjectiveSums, clipped_policy_loss, token_logprobs
+from .options import LearnerOptions
+
+
+def resolve_device(choice: str) -> torch.device:
+    if choice == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if choice == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device cuda: torch sees no CUDA device here (use --device cpu or auto)")
+    return torch.device(choice)
+
+
+def load_base_model(gguf: str, device: torch.device, cache_dir: str = "", gguf_sha256: str = "") -> torch.nn.Module:
+    """
+    The GGUF the server serves, dequantised to float32 by transformers, so the policy trained is the one sampled.
+    Dequantising takes minutes on a busy CPU: with `cache_dir`, the float32 weights are also saved there once,
+    under the GGUF's sha256, and loaded from there on later starts (the same weights, read in seconds).
+    """
+    from safetensors.torch import load_model, save_model
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    cached = os.path.join(cache_dir, gguf_sha256) if cache_dir and gguf_sha256 else ""
+    if cached and os.path.isfile(os.path.join(cached, "model.safetensors")):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(cached), dtype=torch.float32)
+        load_model(model, os.path.join(cached, "model.safetensors"))
+        return model.to(device)
+    folder, name = os.path.split(os.path.abspath(gguf))
+    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=torch.float32)
+    if cached:
+        # Written aside, then renamed: a learner killed meanwhile leaves no half-written copy to load. The
+        # config loses its GGUF quantization entry: what is saved is the dequantised float32 weights.
+        temp = f"{cached}.tmp-{os.getpid()}"
+        os.makedirs(temp, exist_ok=True)
+        config = model.config.to_dict()
+        config.pop("quantization_config", None)
+        with open(os.path.join(temp, "config.json"), "w") as handle:
+            json.dump(config, handle)
+        save_model(model, os.path.join(temp, "model.safetensors"))
+        try:
+            os.rename(temp, cached)
+        except OSError:
+            shutil.rmtree(temp, ignore_errors=True)  # another learner saved it first
+    return model.to(device)
+
+
+def lora_config(options: LearnerOptions) -> Any:
+    from peft import LoraConfig
+
+    return LoraConfig(
+        r=options.lora_r,
+        lora_alpha=options.lora_alpha,
+        lora_dropout=options.lora_dropout,
+        target_modules=list(options.lora_targets),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+
+
+def peft_config_json(config: Any) -> str:
+    """The LoraConfig as JSON (sets as sorted lists, enums as their values), for the artifact's metadata."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (set, frozenset)):
+            return sorted(plain(v) for v in value)
+        if hasattr(value, "value") and not isinstance(value, (str, int, float, bool)):
+            return value.value
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [plain(v) for v in value]
+        return value
+
+    return json.dumps(plain(config.to_dict()), sort_keys=True)
+
+
+@dataclass
+class UpdateResult:
+    loss: float
+    grad_norm: float
+    tokens: int
+    clip_fraction: float
+    kl: float
+    off_policy_tokens: int
+    truncated_weights: int
+    mean_ratio: float
+    #: Optimizer steps skipped because the gradient was not finite.
+    skipped_steps: int
+    seconds: float
+
+
+def finite(value: float) -> float:
+    """Figures go into JSON records, which have no NaN or infinity: a non-finite one is reported as 0."""
+    return value if math.isfinite(value) else 0.0
+
+
+class Trainer:
+    """A LoRA adapter on the base model, its AdamW state, and the update. Version 0 is the base (adapter B = 0)."""
+
+    def __init__(self, options: LearnerOptions, base: Optional[torch.nn.Module] = None, gguf_sha256: str = ""):
+        from peft import get_peft_model
+
+        self.options = options
+        if options.threads > 0:
+            torch.set_num_threads(options.threads)
+        self.device = resolve_device(options.device)
+        torch.manual_seed(options.seed)
+        self.config = lora_config(options)
+        base_model = base if base is not None else load_base_model(options.gguf, self.device, options.model_cache, gguf_sha256)
+        self.model = get_peft_model(base_model, self.config)
+        self.parameters = [p for p in self.model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(self.parameters, lr=options.learning_rate, weight_decay=options.weight_decay)
+        # The freshly initialised adapter: what version 0 (no checkpoint yet) restores to.
+        self._initial = {k: v.detach().clone() for k, v in self.adapter_state().items()}
+
+    @property
+    def trainable_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters)
+
+    def adapter_state(self) -> dict[str, torch.Tensor]:
+        from peft import get_peft_model_state_dict
+
+        return {k: v.detach().to("cpu", torch.float32).contiguous() for k, v in get_peft_model_state_dict(self.model, save_embedding_layers=False).items()}
+
+    def load(self, adapter: Optional[dict[str, torch.Tensor]], optimizer_bytes: Optional[bytes]) -> None:
+        """Back to a committed state: an adapter and optimizer state, or (None, None) for version 0."""
+        from peft import set_peft_model_state_dict
+
+        result = set_peft_model_state_dict(self.model, adapter if adapter is not None else self._initial)
+        unexpected = getattr(result, "unexpected_keys", [])
+        if unexpected:
+            raise ValueError(f"the adapter has tensors this LoRA config lacks: {unexpected[:3]}")
+        self.optimizer = torch.optim.AdamW(self.parameters, lr=self.options.learning_rate, weight_decay=self.options.weight_decay)
+        if optimizer_bytes is not None:
+            self.optimizer.load_state_dict(torch.load(io.BytesIO(optimizer_bytes), weights_only=True, map_location=self.device))
+
+    def optimizer_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        torch.save(self.optimizer.state_dict(), buffer)
+        return buffer.getvalue()
+
+    def _logprobs(self, row: Row) -> torch.Tensor:
+        ids = torch.tensor(row.ids, device=self.device)
+        logits = self.model(input_ids=ids.unsqueeze(0)).logits[0]
+        return token_logprobs(logits, ids, self.options.temperature)
+
+    def update(self, batch: BatchRows) -> UpdateResult:
+        """`epochs` AdamW steps on the token-mean objective over every trained token of the batch."""
+        started = time.perf_counter()
+        options = self.options
+        total_tokens = sum(row.tokens for row in batch.rows)
+        if total_tokens == 0:
+            raise ValueError("a batch with no trainable tokens")
+        self.model.train()
+        proximal: list[Optional[torch.Tensor]] = [None] * len(batch.rows)
+        reference: list[Optional[torch.Tensor]] = [None] * len(batch.rows)
+        if options.kl_coef > 0:
+            with torch.no_grad(), self.model.disable_adapter():
+                reference = [self._logprobs(row) for row in batch.rows]
+        last: dict[str, float] = {}
+        grad_norm = 0.0
+        skipped = 0
+        for _ in range(options.epochs):
+            self.optimizer.zero_grad(set_to_none=True)
+            sums = {"loss": 0.0, "clipped": 0.0, "kl": 0.0, "off": 0.0, "truncated": 0.0, "ratio": 0.0}
+            for i, row in enumerate(batch.rows):
+                logprobs = self._logprobs(row)
+                if proximal[i] is None:
+                    # The first epoch runs the current version: its logprobs are the proximal policy's.
+                    proximal[i] = logprobs.detach()
+                part: ObjectiveSums = clipped_policy_loss(
+                    logprobs,
+                    torch.tensor(row.behaviour_logprobs, device=self.device),
+                    proximal[i],
+                    torch.tensor(row.off_policy, device=self.device),
+                    torch.tensor(row.mask, device=self.device),
+                    torch.full_like(logprobs, row.advantage),
+                    clip_low=options.clip_low,
+                    clip_high=options.clip_high,
+                    max_importance_weight=options.max_importance_weight,
+                    reference_logprobs=reference[i],
+                    kl_coef=options.kl_coef,
+                )
+                # Token-level mean over the whole batch (each row's share of it), accumulated row by row.
+                (part.loss / total_tokens).backward()
+                sums["loss"] += float(part.loss.detach())
+                sums["clipped"] += part.clipped
+                sums["kl"] += part.kl
+                sums["off"] += part.off_policy
+                sums["truncated"] += part.truncated_weights
+                sums["ratio"] += part.ratio
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, options.max_grad_norm))
+            last = sums
+            if not math.isfinite(grad_norm):
+                # One bad batch must not turn the adapter into NaNs: this step is skipped, and said so.
+                self.optimizer.zero_grad(set_to_none=True)
+                skipped += 1
+                grad_norm = 0.0
+                continue
+            self.optimizer.step()
+        self.model.eval()
+        return UpdateResult(
+            loss=finite(last["loss"] / total_tokens),
+            grad_norm=grad_norm,
+            tokens=total_tokens,
+            clip_fraction=last["clipped"] / total_tokens,
+            kl=finite(last["kl"] / total_tokens),
+            off_policy_tokens=int(last["off"]),
+            truncated_weights=int(last["truncated"]),
+            mean_ratio=finite(last["ratio"] / total_tokens),
+            skipped_steps=skipped,
+            seconds=time.perf_counter() - started,
+        )
