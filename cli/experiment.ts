@@ -247,3 +247,31 @@ export function formatTrainingCounts(training: LoopSummary): string[] {
     `checkpoints       ${training.checkpoints}: one per batch of learnable samples; the held-out evaluation plays the newest`,
   ];
 }
+
+/** The whole report: the comparison first, what it means in words, then the counts, the curve and where to look. */
+export function formatExperiment(report: ExperimentReport, file: string, sandbox: string): string {
+  const { training } = report;
+  const last = report.budgets.at(-1);
+  const verdict =
+    last === undefined
+      ? []
+      : last.verdict === 'improved'
+        ? [`verdict: the trained policy solves more held-out episodes within ${last.turns} turns, and the 95% interval of the difference excludes 0: a real improvement, not noise.`]
+        : last.verdict === 'worse'
+          ? [`verdict: the trained policy solves fewer held-out episodes within ${last.turns} turns, beyond noise (the 95% interval of the difference is below 0).`]
+          : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
+  return [
+    `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
+    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episodes (the same tasks and seeds before and after), untrained -> trained, 95% intervals:`,
+    ...formatBudgets(report).map((line) => `  ${line}`),
+    ...verdict,
+    ...formatTrainingCounts(training),
+    'learning curve (training pass rate per policy version, 95% intervals in the notebook):',
+    ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
+    ...formatThroughput(report),
+    'where to look next:',
+    `  trialrun notebook run learning-curve --run ${report.runId} --run ${report.heldOutRunId}   (training and held-out curves with intervals)`,
+    `  trialrun sql "SELECT policy_version, count(*), avg(passed::INT) FROM verifications WHERE run_id = '${report.runId}' GROUP BY 1 ORDER BY 1"`,
+    `  report ${file}; Parquet files in ${training.dataDir}`,
+  ].join('\n');
+}

@@ -1,4 +1,4 @@
-import { DockerSandboxPool, ProcessSandboxPool, type SandboxPool } from '../connectors/sandbox/index.js';
+import { DockerSandboxPool, ProcessSandboxPool, type AgentSandboxPool } from '../connectors/sandbox/index.js';
 import { LLM_POLICY } from '../policies/index.js';
 import { choiceOption, type OptionValues } from './options.js';
 
@@ -21,6 +21,6 @@ export function sandboxBackend(values: OptionValues, policyId: string): SandboxB
   return choiceOption(values, 'sandbox', SANDBOX_BACKENDS);
 }
 
-export function openSandboxPool(backend: SandboxBackendName): SandboxPool {
+export function openSandboxPool(backend: SandboxBackendName): AgentSandboxPool {
   return backend === 'process' ? new ProcessSandboxPool() : new DockerSandboxPool();
 }

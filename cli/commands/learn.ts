@@ -8,7 +8,7 @@ import { ConfigError, type Task } from '../../schemas/index.js';
 import { stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
-import { formatBudgets, formatThroughput, formatTrainingCounts, runExperiment, saveExperiment } from '../experiment.js';
+import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
@@ -113,20 +113,7 @@ export const learnCommand: Command = {
         llm: policy.llm,
       });
       const file = saveExperiment(report, data);
-      const { training } = report;
-      process.stdout.write(
-        [
-          `${runId}: ${minutes} min of training on ${train.length} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
-          `held-out success on ${held.length} tasks x ${evalSamples} episodes, untrained -> trained, 95% intervals:`,
-          ...formatBudgets(report).map((line) => `  ${line}`),
-          ...formatTrainingCounts(training),
-          ...formatThroughput(report),
-          'training pass rate per policy version:',
-          ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${(100 * row.passRate).toFixed(1)}%`),
-          `report: ${file}`,
-          `curves (training and held-out): trialrun notebook run learning-curve --run ${runId} --run ${report.heldOutRunId}`,
-        ].join('\n') + '\n',
-      );
+      process.stdout.write(`${formatExperiment(report, file, sandbox)}\n`);
       return 0;
     } finally {
       await pool.close();
