@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { CheckpointStore } from '../connectors/checkpoints/index.js';
@@ -44,8 +44,6 @@ export interface ExperimentOptions {
 export interface TimedEvaluation {
   readonly evaluation: Omit<Evaluation, 'records'>;
   readonly seconds: number;
-  /** CPU seconds of this process and its process sandboxes (null with Docker or off Linux). */
-  readonly cpuSeconds: number | null;
   readonly load: number;
 }
 
@@ -67,8 +65,6 @@ export interface ExperimentReport {
   readonly training: LoopSummary;
   /** The 1-minute load average at the end of training (the machine is shared: figures are relative to it). */
   readonly trainingLoad: number;
-  /** CPU seconds of this process and its process sandboxes during training (null with Docker or off Linux). */
-  readonly trainingCpuSeconds: number | null;
 }
 
 export interface BudgetComparison extends RateComparison {
@@ -86,26 +82,6 @@ export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'success
 
 const load = (): number => loadavg()[0]!;
 
-/**
- * CPU seconds this process and the children it has reaped have used (Linux: /proc/self/stat), or null. Process
- * sandboxes are such children, so per episode it is the cost that load does not change; Docker's containers
- * run under the engine and are not counted.
- */
-function cpuSeconds(): number | null {
-  try {
-    const stat = readFileSync('/proc/self/stat', 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // utime, stime, cutime, cstime are fields 14-17 of the whole line, in clock ticks (100 a second on Linux).
-    return fields.slice(11, 15).reduce((sum, f) => sum + Number(f), 0) / 100;
-  } catch {
-    return null;
-  }
-}
-const since = (start: number | null): number | null => {
-  const now = cpuSeconds();
-  return start === null || now === null ? null : now - start;
-};
-
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentReport> {
   const { runId, kind, held, dataDir } = options;
   const label = options.label ? `${options.label} ` : '';
@@ -120,7 +96,6 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const verifier = evaluationVerifier(held, { pool: options.pool, imageFor, runId: heldOutRunId });
   const evaluate = async (name: string, version: number, params: unknown): Promise<TimedEvaluation> => {
     const started = performance.now();
-    const cpu = cpuSeconds();
     const result = await evaluatePolicy(await kind.load(params, version), held, {
       pool: options.pool,
       imageFor,
@@ -136,14 +111,12 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     });
     endProgress();
     const seconds = (performance.now() - started) / 1000;
-    const cpuUsed = since(cpu);
     await landEvaluation(heldOutContext, result.records, { dataDir });
     const { records, ...evaluation } = result;
-    return { evaluation, seconds, cpuSeconds: cpuUsed, load: load() };
+    return { evaluation, seconds, load: load() };
   };
 
   const untrained = await evaluate('untrained', 0, kind.initial().params);
-  const trainingCpu = cpuSeconds();
   const training = await runLoop(context, {
     tasks: options.train,
     dataDir,
@@ -168,7 +141,6 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   });
   endProgress();
   const trainingLoad = load();
-  const trainingCpuSeconds = since(trainingCpu);
   const newest = (await options.checkpoints.list(kind.policyId)).at(-1);
   const trainedParams = newest ? kind.decodeParams(await options.checkpoints.get(newest.artifact)) : kind.initial().params;
   const trained = await evaluate('trained', newest?.version ?? 0, trainedParams);
@@ -188,7 +160,6 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
     training,
     trainingLoad,
-    trainingCpuSeconds,
   };
 }
 
@@ -217,14 +188,13 @@ export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'traine
 }
 
 /** Per stage: records written, rate, and busy time against the time its instances had. */
-export function formatThroughput(report: Pick<ExperimentReport, 'training' | 'untrained' | 'trained' | 'trainingLoad' | 'trainingCpuSeconds'>): string[] {
+export function formatThroughput(report: Pick<ExperimentReport, 'training' | 'untrained' | 'trained' | 'trainingLoad'>): string[] {
   const { training } = report;
   const minutes = training.elapsedMs / 60_000;
-  const perEpisode = (cpu: number | null, episodes: number): string => (cpu === null || episodes === 0 ? '' : `, ${(cpu / episodes).toFixed(2)} CPU s per episode`);
   const evalLine = (name: string, e: TimedEvaluation): string =>
-    `  held-out ${name.padEnd(9)} ${String(e.evaluation.episodes).padStart(5)} episodes in ${e.seconds.toFixed(0)}s (${(e.evaluation.episodes / Math.max(1e-9, e.seconds)).toFixed(2)}/s, load ${e.load.toFixed(1)}${perEpisode(e.cpuSeconds, e.evaluation.episodes)}, verification included)`;
+    `  held-out ${name.padEnd(9)} ${String(e.evaluation.episodes).padStart(5)} episodes in ${e.seconds.toFixed(0)}s (${(e.evaluation.episodes / Math.max(1e-9, e.seconds)).toFixed(2)}/s, load ${e.load.toFixed(1)}, verification included)`;
   return [
-    `throughput over ${minutes.toFixed(1)} min of loop (load ${report.trainingLoad.toFixed(1)}${perEpisode(report.trainingCpuSeconds, training.trajectories).replace('episode', 'trajectory, rollout + verification + learner')}; busy = handling time over instances x loop time):`,
+    `throughput over ${minutes.toFixed(1)} min of loop (load ${report.trainingLoad.toFixed(1)}; busy = handling time over instances x loop time):`,
     ...Object.entries(training.stages).map(
       ([stage, s]) =>
         `  ${stage.padEnd(16)} ${String(s.records).padStart(5)} records  ${s.perMinute.toFixed(1).padStart(6)}/min  ${s.instances} instance${s.instances === 1 ? ' ' : 's'}  busy ${pct(s.busySeconds / Math.max(1e-9, s.instances * minutes * 60))}`,
