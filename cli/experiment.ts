@@ -232,7 +232,7 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
           : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
   return [
     `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
-    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episodes (the same tasks and seeds before and after), untrained -> trained, 95% intervals:`,
+    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
     ...verdict,
     ...formatTrainingCounts(training),
