@@ -1,18 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
-import { startDashboard, type Dashboard } from '../../dashboard/index.js';
 import { join } from 'node:path';
+import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { createKafka } from '../../connectors/kafka/index.js';
+import { TopicSerde } from '../../connectors/registry/index.js';
+import { startDashboard, type Dashboard } from '../../dashboard/index.js';
 import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/index.js';
+import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
-import { LINEAR_REPAIR_POLICY, LLM_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
+import { prepareTopics } from '../../pipelines/runtime/index.js';
+import { LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind, policyKindFor } from '../../policies/index.js';
+import { ConfigError, topicNames } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import { workspaceJobTasks } from '../workspace-tasks.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
-import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointStore, dataDir, repoRoot, treeStore } from '../paths.js';
+import { demoTaskRows } from '../demo-tasks.js';
+import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
+import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
+import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
+import { splitTasks } from './learn.js';
 
 export function formatSummary(summary: LoopSummary): string {
   const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -31,10 +40,19 @@ export function formatSummary(summary: LoopSummary): string {
 }
 
 /** Per environment: the task set the demo runs and the policy it uses unless told otherwise. */
-const DEMO_DEFAULTS: Record<string, { readonly tasks: () => string; readonly policy: string }> = {
-  [PROGRAM_REPAIR_ENV]: { tasks: bundledTasks, policy: LINEAR_REPAIR_POLICY },
+const DEMO_DEFAULTS: Record<string, { readonly tasks: (() => string) | null; readonly policy: string }> = {
+  // null: the HumanEval-derived tasks, derived once into the data folder (cli/demo-tasks.ts).
+  [PROGRAM_REPAIR_ENV]: { tasks: null, policy: ONNX_REPAIR_POLICY },
   [WORKSPACE_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml'), policy: LLM_POLICY },
 };
+
+/**
+ * The experiment's defaults (a trainable policy): on this 2-core machine a group of 4 and batches of 8 give a
+ * checkpoint every two groups, 8 turns leave two tries at an edit, and 2 episodes per held-out task halve the
+ * evaluation's noise against one. The plain loop (llm, not trained) keeps the older settings.
+ */
+export const DEMO_EXPERIMENT = { minutes: 10, evalSamples: 2, groupSize: 4, batchSize: 8, maxTurns: 8, learningRate: 0.1 } as const;
+const DEMO_LOOP = { groupSize: 4, batchSize: 16, maxTurns: 14 } as const;
 
 /** The loop's settings from the command line, every one checked: a bad value stops before `stack up`. */
 export type DemoSettings = Required<Pick<LoopOptions, 'dataDir' | 'policyId' | 'groupSize' | 'batchSize' | 'maxTurns' | 'rolloutWorkers' | 'verifiers'>> &
@@ -42,6 +60,9 @@ export type DemoSettings = Required<Pick<LoopOptions, 'dataDir' | 'policyId' | '
     readonly envId: string;
     /** A workspace job file whose tasks the demo builds (a dry run of the task job); set instead of taskFile. */
     readonly workspaceJob?: string;
+    /** Set for a trainable policy: train, then compare untrained and trained on held-out tasks. */
+    readonly experiment?: { readonly minutes: number; readonly evalSamples: number; readonly evalConcurrency: number; readonly learningRate: number; readonly evalPercent: number };
+    readonly sandbox: SandboxBackendName;
   };
 
 export function resolveDemoSettings(values: OptionValues): DemoSettings {
@@ -49,36 +70,63 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
   const defaults = DEMO_DEFAULTS[envId]!;
   const policy = policyChoice({ ...values, policy: values.policy ?? defaults.policy }, policyIds());
   // A policy that does not serve the environment stops here, before the stack is touched.
-  policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm });
-  const tasks = stringOption(values, 'tasks') ?? defaults.tasks();
+  const trainable = policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable !== false;
+  const given = stringOption(values, 'tasks');
+  const tasks = given ?? defaults.tasks?.();
   const taskSource =
-    envId === PROGRAM_REPAIR_ENV ? { taskFile: taskRowsFile(tasks, '--tasks') } : { workspaceJob: existingFile(tasks, '--tasks (a workspace job file)') };
+    envId === PROGRAM_REPAIR_ENV
+      ? { taskFile: tasks === undefined ? undefined : taskRowsFile(tasks, '--tasks') }
+      : { workspaceJob: existingFile(tasks!, '--tasks (a workspace job file)') };
+  const fallback = trainable ? DEMO_EXPERIMENT : DEMO_LOOP;
+  const int = (name: string, value: number): number => intOption(values, name) ?? value;
+  const experimentOnly = ['minutes', 'eval-samples', 'eval-concurrency', 'learning-rate'].filter((name) => values[name] !== undefined);
+  if (!trainable && experimentOnly.length > 0) throw new ConfigError(`${experimentOnly.map((name) => `--${name}`).join(', ')} go with a trainable policy; --policy ${policy.policyId} is rolled out, not trained`);
   return {
     envId,
     ...taskSource,
     dataDir: dataDir(),
     ...policy,
     limitTasks: intOption(values, 'limit'),
-    groupSize: requiredInt(values, 'group-size'),
-    batchSize: requiredInt(values, 'batch-size'),
-    maxTurns: requiredInt(values, 'max-turns'),
+    groupSize: int('group-size', fallback.groupSize),
+    batchSize: int('batch-size', fallback.batchSize),
+    maxTurns: int('max-turns', fallback.maxTurns),
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
+    sandbox: sandboxBackend(values, policy.policyId),
+    ...(trainable
+      ? {
+          experiment: {
+            minutes: values.minutes === undefined ? DEMO_EXPERIMENT.minutes : numberOption(values, 'minutes', { above: 0 }),
+            evalSamples: int('eval-samples', DEMO_EXPERIMENT.evalSamples),
+            evalConcurrency: int('eval-concurrency', 2),
+            learningRate: values['learning-rate'] === undefined ? DEMO_EXPERIMENT.learningRate : numberOption(values, 'learning-rate', { above: 0 }),
+            evalPercent: 25,
+          },
+        }
+      : {}),
   };
 }
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'Bring the stack up and run the whole loop (tasks -> rollouts -> verification -> rewards -> learner -> Parquet) over the bundled task set, with progress and a summary.',
+  summary:
+    'Bring the stack up and show the loop learning: the untrained policy on held-out tasks, the whole loop (tasks -> rollouts ->\n' +
+    'verification -> rewards -> learner -> Parquet) on the training tasks for --minutes, then the trained policy on the same held-out\n' +
+    'episodes, with 95% intervals. With a policy that is not trained (llm, workspace/v1) it runs the loop once over the tasks.',
   usage: '',
   options: {
     tasks: { type: 'string' },
     limit: { type: 'string' },
-    'group-size': { type: 'string', default: '4' },
-    'batch-size': { type: 'string', default: '16' },
-    'max-turns': { type: 'string', default: '14' },
+    minutes: { type: 'string' },
+    'eval-samples': { type: 'string' },
+    'eval-concurrency': { type: 'string' },
+    'learning-rate': { type: 'string' },
+    'group-size': { type: 'string' },
+    'batch-size': { type: 'string' },
+    'max-turns': { type: 'string' },
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
+    sandbox: { type: 'string' },
     dashboard: { type: 'boolean' },
     env: { type: 'string', default: PROGRAM_REPAIR_ENV },
     policy: { type: 'string' },
@@ -86,25 +134,31 @@ export const demoCommand: Command = {
   },
   help: {
     env: `environment: ${Object.keys(DEMO_DEFAULTS).join(', ')} (workspace/v1 runs tasks/workspace-mini with --policy llm)`,
-    tasks: 'program-repair/v1: a JSON Lines task file (default: the bundled tasks/repair-bundle.jsonl); workspace/v1: a workspace job file (default: tasks/workspace-mini/job.yaml)',
+    tasks:
+      'program-repair/v1: a JSON Lines task file (default: the HumanEval-derived tasks, derived once into the data folder, else the bundled\n' +
+      'tasks/repair-bundle.jsonl); workspace/v1: a workspace job file (default: tasks/workspace-mini/job.yaml)',
     limit: 'use only the first N tasks',
-    'group-size': 'samples per task (G)',
-    'batch-size': 'samples per learner update',
-    'max-turns': 'tool calls per episode',
+    minutes: `training time (default: ${DEMO_EXPERIMENT.minutes}; trainable policies)`,
+    'eval-samples': `episodes per held-out task in each evaluation (default: ${DEMO_EXPERIMENT.evalSamples})`,
+    'eval-concurrency': 'held-out episodes at once (default: 2)',
+    'learning-rate': `the learner's Adam step size (default: ${DEMO_EXPERIMENT.learningRate})`,
+    'group-size': `samples per task (G) (default: ${DEMO_EXPERIMENT.groupSize})`,
+    'batch-size': `samples per learner update (default: ${DEMO_EXPERIMENT.batchSize}; ${DEMO_LOOP.batchSize} for a policy that is not trained)`,
+    'max-turns': `tool calls per episode (default: ${DEMO_EXPERIMENT.maxTurns}; ${DEMO_LOOP.maxTurns} for a policy that is not trained)`,
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
+    sandbox: SANDBOX_HELP,
     dashboard: 'serve the live dashboard of this run alongside (http://127.0.0.1:8321/; see trialrun dashboard --help)',
-    policy: `policy kind: ${policyIds().join(', ')}; default linear-repair for program-repair/v1, llm for workspace/v1 (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
+    policy: `policy kind: ${policyIds().join(', ')}; default onnx-repair for program-repair/v1, llm for workspace/v1 (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { envId, workspaceJob, ...settings } = resolveDemoSettings(values);
-    await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(settings));
-    const pool = new DockerSandboxPool();
+    const { envId, workspaceJob, experiment, sandbox, ...settings } = resolveDemoSettings(values);
+    await stackUp((line) => void process.stderr.write(`${line}
+`), stackFor(settings));
+    const pool = openSandboxPool(sandbox);
     // After stack up: a Harbor job builds its task images FROM the sandbox images and runs solve.sh in sandboxes.
     const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
-    const context = await processorContext();
-    const runId = randomUUID();
     let dashboard: Dashboard | null = null;
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.
     const interrupt = new AbortController();
@@ -112,6 +166,48 @@ export const demoCommand: Command = {
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
     try {
+      if (experiment) {
+        const runId = `demo-${randomUUID().slice(0, 8)}`;
+        const rows = settings.taskFile ? { file: settings.taskFile, note: null } : await demoTaskRows(settings.dataDir, pool, (line) => void process.stderr.write(`${line}\n`));
+        if (rows.note) process.stderr.write(`[demo] ${rows.note}\n`);
+        const prepared = await prepareTasks({ file: rows.file, rejectsDir: join(settings.dataDir, 'rejects'), jobRunId: runId });
+        const { train, held } = splitTasks(prepared.tasks.slice(0, settings.limitTasks ?? prepared.tasks.length), experiment.evalPercent / 100);
+        if (train.length === 0 || held.length === 0) throw new ConfigError(`${rows.file}: need both training and held-out tasks, got ${train.length} and ${held.length}${settings.limitTasks ? ` (--limit ${settings.limitTasks})` : ''}`);
+        process.stderr.write(`[demo] ${runId}: ${train.length} training tasks, ${held.length} held out, ${experiment.minutes} min of training, ${sandbox} sandboxes\n`);
+        const kafka = createKafka();
+        if (values.dashboard === true) {
+          const names = topicNames(`${runId}.`);
+          const context = { kafka, serde: new TopicSerde(names), names };
+          await prepareTopics(context);
+          dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
+          process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);
+        }
+        const report = await runExperiment({
+          runId,
+          kind: policyKind(settings.policyId, { llm: settings.llm }),
+          train,
+          held,
+          kafka,
+          pool,
+          checkpoints: new LocalCheckpointStore(join(stateDir(), 'checkpoints', runId)),
+          dataDir: settings.dataDir,
+          minutes: experiment.minutes,
+          evalSamples: experiment.evalSamples,
+          evalConcurrency: experiment.evalConcurrency,
+          groupSize: settings.groupSize,
+          batchSize: settings.batchSize,
+          maxTurns: settings.maxTurns,
+          rolloutWorkers: settings.rolloutWorkers,
+          verifiers: settings.verifiers,
+          learningRate: experiment.learningRate,
+          signal: interrupt.signal,
+          label: '[demo]',
+        });
+        process.stdout.write(`${formatExperiment(report, saveExperiment(report, settings.dataDir), sandbox)}\n`);
+        return 0;
+      }
+      const context = await processorContext();
+      const runId = randomUUID();
       if (values.dashboard === true) {
         dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
         process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);

@@ -101,6 +101,15 @@ export interface PolicyVersionRow {
   readonly passRate: number;
 }
 
+/** What one stage of the loop achieved: records it wrote, their rate over the loop's time, and how busy its instances were. */
+export interface StageThroughput {
+  readonly instances: number;
+  readonly records: number;
+  readonly perMinute: number;
+  /** Handling time summed over its instances, in seconds: near instances x elapsed, the stage was the bound. */
+  readonly busySeconds: number;
+}
+
 export interface LoopSummary {
   readonly runId: string;
   readonly tasks: number;
@@ -111,6 +120,12 @@ export interface LoopSummary {
   readonly byPolicyVersion: readonly PolicyVersionRow[];
   readonly checkpoints: number;
   readonly sandboxSeconds: number;
+  /** Per stage: rollout-worker (trajectories), verifier (verifications), reward (rewards), learner (checkpoints). */
+  readonly stages: Readonly<Record<string, StageThroughput>>;
+  /** Rewards by disposition: `learn`, and `no-signal` for members of groups whose rewards were all equal (no gradient). */
+  readonly rewardDispositions: Readonly<Record<string, number>>;
+  /** Trajectories by outcome: `max-turns` ran out of tool calls before submitting. */
+  readonly outcomes: Readonly<Record<string, number>>;
   readonly recordsPerTopic: Readonly<Record<string, number>>;
   readonly deadLetters: number;
   readonly dataDir: string;
@@ -214,6 +229,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
+  let loopMs = 0;
   try {
     // Every processor starts, or none is left running: a refused start (a bad option, a broker that is down)
     // stops the ones that did start, in the finally below.
@@ -253,6 +269,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     }
     options.onProgress?.(progress());
   } finally {
+    loopMs = performance.now() - started;
     await Promise.allSettled(processors.map((p) => p.stop()));
     await Promise.allSettled([tasksTable.close(), policies.close()]);
   }
@@ -266,6 +283,18 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
        FROM trajectories t JOIN verifications v USING (trajectory_id)
        WHERE t.run_id = ${run} GROUP BY 1 ORDER BY 1`,
     );
+    const counts = async (table: string, column: string): Promise<Record<string, number>> =>
+      Object.fromEntries((await catalog.query(`SELECT ${column}, count(*) FROM ${table} WHERE run_id = ${run} GROUP BY 1 ORDER BY 1`)).rows.map(([key, n]) => [String(key), Number(n)]));
+    const stage = (members: readonly { metrics: { busyMs: number; committed: ReadonlyMap<string, number> } }[], key: TopicKey): StageThroughput => {
+      const records = members.reduce((sum, m) => sum + committed(m, key), 0);
+      return { instances: members.length, records, perMinute: records / Math.max(1e-9, loopMs / 60_000), busySeconds: members.reduce((sum, m) => sum + m.metrics.busyMs, 0) / 1000 };
+    };
+    const stages: Record<string, StageThroughput> = {
+      'rollout-worker': stage(workers, 'trajectories'),
+      verifier: stage(verifiers, 'verifications'),
+      reward: stage([reward], 'rewards'),
+      ...(learner ? { learner: stage([learner], 'policyCheckpoints') } : {}),
+    };
     const recordsPerTopic: Record<string, number> = { tasks: tasks.length * epochs };
     for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {
       recordsPerTopic[table === 'checkpoints' ? TOPICS.policyCheckpoints.name : table] = await scalar(`SELECT count(*) FROM ${table} WHERE run_id = ${run}`);
@@ -279,6 +308,9 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       passRate: await scalar(`SELECT avg(CASE WHEN passed THEN 1 ELSE 0 END) FROM verifications WHERE run_id = ${run}`),
       byPolicyVersion: byVersion.rows.map(([version, n, rate]) => ({ policyVersion: Number(version), trajectories: Number(n), passRate: Number(rate) })),
       checkpoints: recordsPerTopic[TOPICS.policyCheckpoints.name] ?? 0,
+      stages,
+      rewardDispositions: await counts('rewards', "coalesce(disposition, 'learn')"),
+      outcomes: await counts('trajectories', 'outcome'),
       sandboxSeconds: (await scalar(`SELECT sum(sandbox_ms) FROM trajectories WHERE run_id = ${run}`)) / 1000 + (await scalar(`SELECT sum(duration_ms) FROM verifications WHERE run_id = ${run}`)) / 1000,
       recordsPerTopic,
       deadLetters: processors.reduce((sum, p) => sum + p.metrics.deadLettered, 0),

@@ -259,6 +259,8 @@ export class ProcessorMetrics {
   retries = 0;
   /** Records being handled right now. */
   inFlight = 0;
+  /** Time spent handling records, retries included, summed over records handled at once (a processor's busy time). */
+  busyMs = 0;
   /** Records in committed transactions, per output topic name (outputs of an aborted transaction are not here). */
   readonly committed = new Map<string, number>();
   private readonly latenciesMs: number[] = [];
@@ -333,6 +335,7 @@ export class ProcessorMetrics {
   }
 
   private finished(latencyMs: number): void {
+    this.busyMs += latencyMs;
     this.inFlight--;
     this.families?.inFlight.dec(this.labels);
     this.families?.latency.observe(this.labels, latencyMs / 1000);

@@ -32,6 +32,13 @@ test('the whole loop over a few tasks lands consistent records in every topic an
   });
   assert.equal(summary.tasks, 3);
   assert.equal(summary.trajectories, 6);
+  // Each stage's throughput counts what it committed; every reward and trajectory is counted once by disposition and outcome.
+  assert.deepEqual([summary.stages['rollout-worker']?.records, summary.stages.verifier?.records, summary.stages.reward?.records], [6, 6, 6]);
+  assert.equal(summary.stages.learner?.records, summary.checkpoints);
+  // The learner may publish nothing (a batch of no-signal groups); a stage that wrote records was busy for them.
+  assert.ok(Object.values(summary.stages).every((stage) => stage.records === 0 || (stage.busySeconds > 0 && stage.perMinute > 0)), JSON.stringify(summary.stages));
+  assert.equal(Object.values(summary.rewardDispositions).reduce((a, b) => a + b, 0), 6);
+  assert.equal(Object.values(summary.outcomes).reduce((a, b) => a + b, 0), 6);
 
   const [tasks, trajectories, verifications, rewards, checkpoints, deadLetters] = await Promise.all([
     readAll(context, 'tasks'),

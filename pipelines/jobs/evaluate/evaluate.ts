@@ -2,7 +2,7 @@ import { inTransaction } from '../../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { ENVIRONMENTS, makeEnv, type RepairObservation } from '../../../envs/index.js';
 import { seededRandom, type Policy } from '../../../policies/index.js';
-import { nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../../schemas/index.js';
+import { ConfigError, nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../../schemas/index.js';
 import { AnalyticsSink } from '../../analytics-sink/index.js';
 import { prepareTopics, type ProcessorContext } from '../../runtime/index.js';
 import { runEpisode } from '../../rollout-worker/index.js';
@@ -23,6 +23,30 @@ export interface EvaluateOptions {
   seed?: string;
   signal?: AbortSignal;
   onProgress?: (done: number, total: number) => void;
+  /**
+   * The verifier that judges the episodes. Give two evaluations of the same tasks one verifier: each task is
+   * admitted (its tests collected, its reference solution run `referenceRuns` times) once, not once per
+   * evaluation; with one episode per task that admission costs four sandbox runs against the episode's one.
+   * @default a new Verifier for `runId`, `pool` and `imageFor` over `tasks`
+   */
+  verifier?: Verifier;
+}
+
+/** One verifier for evaluations over `tasks`: pass it as `EvaluateOptions.verifier` to each, so each task is admitted once. */
+export function evaluationVerifier(tasks: readonly Task[], options: Pick<EvaluateOptions, 'pool' | 'imageFor' | 'runId'>): Verifier {
+  const byId = new Map(tasks.map((task) => [task.taskId, task]));
+  return new Verifier({
+    runId: options.runId ?? 'eval',
+    pool: options.pool,
+    imageFor: options.imageFor,
+    tasks: {
+      get: (id: string) => {
+        const task = byId.get(id);
+        if (!task) throw new ConfigError(`evaluation verifier: task ${id} is not among the ${byId.size} tasks it was made for`);
+        return task;
+      },
+    },
+  });
 }
 
 export interface Evaluation {
@@ -52,8 +76,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const samples = options.samplesPerTask ?? 2;
   const signal = options.signal ?? new AbortController().signal;
   const runId = options.runId ?? 'eval';
-  const byId = new Map(tasks.map((task) => [task.taskId, task]));
-  const verifier = new Verifier({ runId, pool: options.pool, imageFor: options.imageFor, tasks: { get: (id: string) => byId.get(id)! } });
+  const verifier = options.verifier ?? evaluationVerifier(tasks, options);
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
   const byTask: Record<string, { episodes: number; successes: number }> = {};
   const records: EvaluatedEpisode[] = new Array(jobs.length);

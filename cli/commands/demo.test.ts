@@ -1,0 +1,23 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import { ConfigError } from '../../schemas/index.js';
+import { DEMO_EXPERIMENT, resolveDemoSettings } from './demo.js';
+
+test('the default demo is an experiment: onnx-repair, process sandboxes, the HumanEval-derived tasks, its own defaults', () => {
+  const settings = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2' });
+  assert.equal(settings.policyId, 'onnx-repair');
+  assert.equal(settings.sandbox, 'process');
+  assert.equal(settings.taskFile, undefined, 'derived into the data folder on first use');
+  assert.deepEqual([settings.groupSize, settings.batchSize, settings.maxTurns], [DEMO_EXPERIMENT.groupSize, DEMO_EXPERIMENT.batchSize, DEMO_EXPERIMENT.maxTurns]);
+  assert.deepEqual(settings.experiment, { minutes: 10, evalSamples: 2, evalConcurrency: 2, learningRate: 0.1, evalPercent: 25 });
+  const tuned = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2', minutes: '2.5', 'eval-samples': '4', 'batch-size': '16', sandbox: 'docker' });
+  assert.deepEqual([tuned.experiment?.minutes, tuned.experiment?.evalSamples, tuned.batchSize, tuned.sandbox], [2.5, 4, 16, 'docker']);
+});
+
+test('a policy that is not trained runs the plain loop, and refuses the experiment flags', () => {
+  const loop = resolveDemoSettings({ env: 'workspace/v1', workers: '2', verifiers: '2' });
+  assert.equal(loop.experiment, undefined);
+  assert.deepEqual([loop.policyId, loop.sandbox, loop.batchSize, loop.maxTurns], ['llm', 'docker', 16, 14]);
+  assert.throws(() => resolveDemoSettings({ env: 'workspace/v1', workers: '2', verifiers: '2', minutes: '5' }), (error: unknown) => error instanceof ConfigError && /--minutes go with a trainable policy/.test(error.message));
+  assert.throws(() => resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2', minutes: '0' }), (error: unknown) => error instanceof ConfigError && /--minutes must be a number > 0/.test(error.message));
+});

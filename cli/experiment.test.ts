@@ -1,0 +1,33 @@
+import assert from 'node:assert/strict';
+import test from 'node:test';
+import type { LoopSummary } from '../pipelines/loop/index.js';
+import { budgetComparisons, formatBudgets, formatTrainingCounts } from './experiment.js';
+
+// successesWithin[n]: episodes solved within n turns; the scripted repair loop solves at 5 (one try) or 8 (two).
+const within = (atFive: number, atEight: number): number[] => Array.from({ length: 9 }, (_, n) => (n >= 8 ? atEight : n >= 5 ? atFive : 0));
+
+test('budgets are the turn counts where either policy solves more, each with intervals and a verdict', () => {
+  const before = { episodes: 232, successesWithin: within(20, 45) };
+  const after = { episodes: 232, successesWithin: within(60, 95) };
+  const budgets = budgetComparisons(before, after, 8);
+  assert.deepEqual(budgets.map((b) => b.turns), [5, 8]);
+  assert.deepEqual(budgets.map((b) => [b.before.successes, b.after.successes, b.verdict]), [[20, 60, 'improved'], [45, 95, 'improved']]);
+  assert.equal(budgets[0]!.ratio, 3);
+  const lines = formatBudgets({ budgets, trained: { evaluation: { policyVersion: 12 } } as never });
+  assert.match(lines[0]!, /^within  5 turns: 8\.6% \[5\.6%, 12\.9%\] -> v12 25\.9% \[20\.7%, 31\.9%\] \(232 \+ 232 episodes; 3\.00x, difference \+17\.2 points, 95% \+10\.5 to \+23\.9: improved\)$/);
+});
+
+test('a difference inside the noise is called so', () => {
+  const [budget] = budgetComparisons({ episodes: 116, successesWithin: within(10, 10) }, { episodes: 116, successesWithin: within(14, 14) }, 8).slice(-1);
+  assert.equal(budget!.verdict, 'within noise');
+  assert.match(formatBudgets({ budgets: [budget!], trained: { evaluation: { policyVersion: 3 } } as never })[0]!, /within noise\)$/);
+});
+
+test('the training counts explain no-signal groups, max-turn episodes and checkpoints in a line each', () => {
+  const training = { trajectories: 40, epochs: 1, passRate: 0.25, checkpoints: 2, rewardDispositions: { learn: 16, 'no-signal': 24 }, outcomes: { submitted: 12, 'max-turns': 28 } } as unknown as LoopSummary;
+  const lines = formatTrainingCounts(training);
+  assert.equal(lines.length, 4);
+  assert.match(lines[1]!, /^no-signal +24 of 40 rewards \(60\.0%\).*16 carried a gradient$/);
+  assert.match(lines[2]!, /^max-turn episodes 28 of 40 /);
+  assert.match(lines[3]!, /^checkpoints +2: /);
+});

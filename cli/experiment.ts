@@ -1,0 +1,247 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import type { CheckpointStore } from '../connectors/checkpoints/index.js';
+import type { KafkaPort } from '../connectors/kafka/index.js';
+import { TopicSerde } from '../connectors/registry/index.js';
+import type { SandboxPool } from '../connectors/sandbox/index.js';
+import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison } from '../pipelines/jobs/evaluate/index.js';
+import { runLoop, type LoopSummary } from '../pipelines/loop/index.js';
+import type { AnyPolicyKind, ResolvedLlmPolicyOptions } from '../policies/index.js';
+import { topicNames, type Task } from '../schemas/index.js';
+import { imageFor } from '../stack/index.js';
+import { endProgress, printProgress, progressLine } from './progress.js';
+
+/** An experiment: the untrained policy on held-out tasks, the loop on the training tasks, the trained policy on the same held-out episodes. */
+export interface ExperimentOptions {
+  readonly runId: string;
+  readonly kind: AnyPolicyKind<unknown>;
+  readonly train: readonly Task[];
+  readonly held: readonly Task[];
+  readonly kafka: KafkaPort;
+  /** Prefix of the loop's topics. @default `<runId>.` (fresh topics: the run starts from the untrained policy) */
+  readonly topicPrefix?: string;
+  readonly pool: SandboxPool;
+  readonly checkpoints: CheckpointStore;
+  readonly dataDir: string;
+  readonly minutes: number;
+  readonly evalSamples: number;
+  readonly groupSize: number;
+  readonly batchSize: number;
+  readonly maxTurns: number;
+  readonly rolloutWorkers: number;
+  readonly verifiers: number;
+  readonly learningRate?: number;
+  /** Episodes at once in each evaluation. @default 2 (llm: its concurrentEpisodes) */
+  readonly evalConcurrency?: number;
+  readonly llm?: ResolvedLlmPolicyOptions;
+  readonly signal?: AbortSignal;
+  /** Progress lines are labelled with it. @default '' */
+  readonly label?: string;
+}
+
+/** One evaluation's episodes and how fast they went. */
+export interface TimedEvaluation {
+  readonly evaluation: Omit<Evaluation, 'records'>;
+  readonly seconds: number;
+  readonly load: number;
+}
+
+export interface ExperimentReport {
+  readonly runId: string;
+  readonly heldOutRunId: string;
+  readonly policy: string;
+  readonly minutes: number;
+  readonly maxTurns: number;
+  readonly groupSize: number;
+  readonly batchSize: number;
+  readonly trainTasks: number;
+  readonly heldOutTasks: number;
+  readonly evalSamples: number;
+  readonly untrained: TimedEvaluation;
+  readonly trained: TimedEvaluation;
+  /** Held-out success within each turn budget at which some episode was solved (the last is maxTurns), with 95% intervals. */
+  readonly budgets: readonly BudgetComparison[];
+  readonly training: LoopSummary;
+  /** The 1-minute load average at the end of training (the machine is shared: figures are relative to it). */
+  readonly trainingLoad: number;
+}
+
+export interface BudgetComparison extends RateComparison {
+  readonly turns: number;
+}
+
+/** The comparison at each number of turns where either policy's count of solved episodes grows, and at maxTurns. */
+export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'successesWithin'>, after: Pick<Evaluation, 'episodes' | 'successesWithin'>, maxTurns: number): BudgetComparison[] {
+  const within = (e: Pick<Evaluation, 'successesWithin'>, n: number): number => e.successesWithin[n] ?? 0;
+  const grows = (n: number): boolean => within(before, n) !== within(before, n - 1) || within(after, n) !== within(after, n - 1);
+  return Array.from({ length: maxTurns }, (_, i) => i + 1)
+    .filter((n) => n === maxTurns || grows(n))
+    .map((turns) => ({ turns, ...compareRates({ successes: within(before, turns), episodes: before.episodes }, { successes: within(after, turns), episodes: after.episodes }) }));
+}
+
+const load = (): number => loadavg()[0]!;
+
+export async function runExperiment(options: ExperimentOptions): Promise<ExperimentReport> {
+  const { runId, kind, held, dataDir } = options;
+  const label = options.label ? `${options.label} ` : '';
+  const names = topicNames(options.topicPrefix ?? `${runId}.`);
+  const context = { kafka: options.kafka, serde: new TopicSerde(names), names };
+  // Held-out episodes land in the analytics store under a run id of their own, through topics of their own
+  // (the loop's verifier, reward and learner must never see them).
+  const heldOutRunId = `${runId}-heldout`;
+  const heldOutNames = topicNames(`${heldOutRunId}.`);
+  const heldOutContext = { kafka: options.kafka, serde: new TopicSerde(heldOutNames), names: heldOutNames };
+  // One verifier for both evaluations: each held-out task is admitted (collected, its reference run) once.
+  const verifier = evaluationVerifier(held, { pool: options.pool, imageFor, runId: heldOutRunId });
+  const evaluate = async (name: string, version: number, params: unknown): Promise<TimedEvaluation> => {
+    const started = performance.now();
+    const result = await evaluatePolicy(await kind.load(params, version), held, {
+      pool: options.pool,
+      imageFor,
+      runId: heldOutRunId,
+      maxTurns: options.maxTurns,
+      samplesPerTask: options.evalSamples,
+      concurrency: options.evalConcurrency ?? options.llm?.concurrentEpisodes,
+      // The same seed for both evaluations: the two policies meet the same random streams on the same tasks.
+      seed: runId,
+      verifier,
+      signal: options.signal,
+      onProgress: (done, total) => printProgress(progressLine(`${label}[held-out, ${name}]`, done, total, performance.now() - started)),
+    });
+    endProgress();
+    const seconds = (performance.now() - started) / 1000;
+    await landEvaluation(heldOutContext, result.records, { dataDir });
+    const { records, ...evaluation } = result;
+    return { evaluation, seconds, load: load() };
+  };
+
+  const untrained = await evaluate('untrained', 0, kind.initial().params);
+  const training = await runLoop(context, {
+    tasks: options.train,
+    dataDir,
+    pool: options.pool,
+    imageFor,
+    checkpoints: options.checkpoints,
+    policyId: kind.policyId,
+    llm: options.llm,
+    runId,
+    // Training stops at T even mid-epoch; what was rolled out by then is still verified, rewarded and learned.
+    durationMs: options.minutes * 60_000,
+    stopRolloutsAfterMs: options.minutes * 60_000,
+    timeoutMs: options.minutes * 60_000 + 30 * 60_000,
+    groupSize: options.groupSize,
+    batchSize: options.batchSize,
+    learningRate: options.learningRate,
+    maxTurns: options.maxTurns,
+    rolloutWorkers: options.rolloutWorkers,
+    verifiers: options.verifiers,
+    signal: options.signal,
+    onProgress: (p) => printProgress(progressLine(`${label}[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
+  });
+  endProgress();
+  const trainingLoad = load();
+  const newest = (await options.checkpoints.list(kind.policyId)).at(-1);
+  const trainedParams = newest ? kind.decodeParams(await options.checkpoints.get(newest.artifact)) : kind.initial().params;
+  const trained = await evaluate('trained', newest?.version ?? 0, trainedParams);
+  return {
+    runId,
+    heldOutRunId,
+    policy: kind.policyId,
+    minutes: options.minutes,
+    maxTurns: options.maxTurns,
+    groupSize: options.groupSize,
+    batchSize: options.batchSize,
+    trainTasks: options.train.length,
+    heldOutTasks: held.length,
+    evalSamples: options.evalSamples,
+    untrained,
+    trained,
+    budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
+    training,
+    trainingLoad,
+  };
+}
+
+/** Writes the report as JSON under `<data>/experiments/` and returns its path. */
+export function saveExperiment(report: ExperimentReport, dataDir: string): string {
+  const out = join(dataDir, 'experiments');
+  mkdirSync(out, { recursive: true });
+  const file = join(out, `${report.runId}.json`);
+  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  return file;
+}
+
+const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
+const interval = (i: { low: number; high: number }): string => `[${pct(i.low)}, ${pct(i.high)}]`;
+const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
+
+/** One line per turn budget: before -> after, each with its 95% interval, the difference and what it says. */
+export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'trained'>): string[] {
+  return report.budgets.map((b) => {
+    const ratio = b.ratio === null ? '' : ` ${b.ratio.toFixed(2)}x,`;
+    return (
+      `within ${String(b.turns).padStart(2)} turns: ${pct(b.before.rate)} ${interval(b.before.interval)} -> v${report.trained.evaluation.policyVersion} ${pct(b.after.rate)} ${interval(b.after.interval)}` +
+      ` (${b.before.episodes} + ${b.after.episodes} episodes;${ratio} difference ${signed(b.difference.value)} points, 95% ${signed(b.difference.interval.low)} to ${signed(b.difference.interval.high)}: ${b.verdict})`
+    );
+  });
+}
+
+/** Per stage: records written, rate, and busy time against the time its instances had. */
+export function formatThroughput(report: Pick<ExperimentReport, 'training' | 'untrained' | 'trained' | 'trainingLoad'>): string[] {
+  const { training } = report;
+  const minutes = training.elapsedMs / 60_000;
+  const evalLine = (name: string, e: TimedEvaluation): string =>
+    `  held-out ${name.padEnd(9)} ${String(e.evaluation.episodes).padStart(5)} episodes in ${e.seconds.toFixed(0)}s (${(e.evaluation.episodes / Math.max(1e-9, e.seconds)).toFixed(2)}/s, load ${e.load.toFixed(1)}, verification included)`;
+  return [
+    `throughput over ${minutes.toFixed(1)} min of loop (load ${report.trainingLoad.toFixed(1)}; busy = handling time over instances x loop time):`,
+    ...Object.entries(training.stages).map(
+      ([stage, s]) =>
+        `  ${stage.padEnd(16)} ${String(s.records).padStart(5)} records  ${s.perMinute.toFixed(1).padStart(6)}/min  ${s.instances} instance${s.instances === 1 ? ' ' : 's'}  busy ${pct(s.busySeconds / Math.max(1e-9, s.instances * minutes * 60))}`,
+    ),
+    evalLine('untrained', report.untrained),
+    evalLine('trained', report.trained),
+  ];
+}
+
+/** What the training counts mean, a line each. */
+export function formatTrainingCounts(training: LoopSummary): string[] {
+  const rewards = Object.values(training.rewardDispositions).reduce((a, b) => a + b, 0);
+  const noSignal = training.rewardDispositions['no-signal'] ?? 0;
+  const learnt = training.rewardDispositions.learn ?? 0;
+  const maxTurns = training.outcomes['max-turns'] ?? 0;
+  return [
+    `trajectories      ${training.trajectories} (${training.epochs} epoch${training.epochs === 1 ? '' : 's'} begun), training pass rate ${pct(training.passRate)}`,
+    `no-signal         ${noSignal} of ${rewards} rewards (${pct(rewards ? noSignal / rewards : 0)}) are in groups whose members all passed or all failed: their advantage is 0 and the learner skips them; ${learnt} carried a gradient`,
+    `max-turn episodes ${maxTurns} of ${training.trajectories} ran out of tool calls before submitting (the env submits for them; with a scripted policy that is every episode whose last try failed)`,
+    `checkpoints       ${training.checkpoints}: one per batch of learnable samples; the held-out evaluation plays the newest`,
+  ];
+}
+
+/** The whole report: the comparison first, what it means in words, then the counts, the curve and where to look. */
+export function formatExperiment(report: ExperimentReport, file: string, sandbox: string): string {
+  const { training } = report;
+  const last = report.budgets.at(-1);
+  const verdict =
+    last === undefined
+      ? []
+      : last.verdict === 'improved'
+        ? [`verdict: the trained policy solves more held-out episodes within ${last.turns} turns, and the 95% interval of the difference excludes 0: a real improvement, not noise.`]
+        : last.verdict === 'worse'
+          ? [`verdict: the trained policy solves fewer held-out episodes within ${last.turns} turns, beyond noise (the 95% interval of the difference is below 0).`]
+          : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
+  return [
+    `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
+    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after), untrained -> trained, 95% intervals:`,
+    ...formatBudgets(report).map((line) => `  ${line}`),
+    ...verdict,
+    ...formatTrainingCounts(training),
+    'learning curve (training pass rate per policy version, 95% intervals in the notebook):',
+    ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
+    ...formatThroughput(report),
+    'where to look next:',
+    `  trialrun notebook run learning-curve --run ${report.runId} --run ${report.heldOutRunId}   (training and held-out curves with intervals)`,
+    `  trialrun sql "SELECT policy_version, count(*), avg(passed::INT) FROM verifications WHERE run_id = '${report.runId}' GROUP BY 1 ORDER BY 1"`,
+    `  report ${file}; Parquet files in ${training.dataDir}`,
+  ].join('\n');
+}

@@ -1,0 +1,26 @@
+import { DockerSandboxPool, ProcessSandboxPool, type AgentSandboxPool } from '../connectors/sandbox/index.js';
+import { LLM_POLICY } from '../policies/index.js';
+import { choiceOption, type OptionValues } from './options.js';
+
+export const SANDBOX_BACKENDS = ['process', 'docker'] as const;
+export type SandboxBackendName = (typeof SANDBOX_BACKENDS)[number];
+
+export const SANDBOX_HELP =
+  'sandbox backend: process (bubblewrap: namespaces, cgroups, rlimits, sized tmpfs; the default for the scripted repair policies, ' +
+  'whose code under test is the task\'s own with one candidate edit) or docker (adds a seccomp filter; the default for --policy llm, ' +
+  'which runs whatever the model writes). Both pass the same sandbox contract (docs/sandbox.md)';
+
+/**
+ * `--sandbox`, or the cheapest backend that keeps the contract for the policy: the scripted repair policies
+ * only ever pick among candidate edits of the task's own module, which the process backend confines as the
+ * contract asks (about 20x cheaper per sandbox here, docs/learner.md); a model's free-form code keeps Docker's
+ * seccomp filter too.
+ */
+export function sandboxBackend(values: OptionValues, policyId: string): SandboxBackendName {
+  if (values.sandbox === undefined) return policyId === LLM_POLICY ? 'docker' : 'process';
+  return choiceOption(values, 'sandbox', SANDBOX_BACKENDS);
+}
+
+export function openSandboxPool(backend: SandboxBackendName): AgentSandboxPool {
+  return backend === 'process' ? new ProcessSandboxPool() : new DockerSandboxPool();
+}
