@@ -1,0 +1,1 @@
+"""The Python LLM learner of trialrun (see llm-learner/README.md)."""
