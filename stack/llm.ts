@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { IncompatibleAdapterError } from '../connectors/checkpoints/index.js';
-import { servedModelName, servedVersionOf, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
+import { servedModelName, servedVersionOf, type MergeWeights, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
 import { checkoutFile, ConfigError, ConnectionError, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { llmLearnerPython } from './llm-learner.js';
@@ -257,4 +257,17 @@ function modelServerVenv(cacheDir: string, python: string, logFile: string, log:
     logFile,
     log,
   );
+}
+
+/**
+ * SGLang's merged weights (connectors/llm SglangWeightServer): `stack/llm/merge_adapter.py` in the LLM learner's
+ * virtualenv merges the peft folder into the HF base model folder `basePath` and writes the whole model.
+ */
+export function mergeLoraWeights(basePath: string, options: { python?: string; cacheDir?: string; logFile?: string } = {}): MergeWeights {
+  const paths = stackPaths();
+  return async (adapterDir, outDir, signal) => {
+    const logFile = options.logFile ?? daemonFiles(paths.stateDir, 'weight-sync').logFile;
+    const python = options.python ?? (await llmLearnerPython((line) => process.stderr.write(`[weight-sync] ${line}\n`), { cacheDir: options.cacheDir ?? paths.cacheDir, logFile }));
+    await execFileAsync(python, [checkoutFile('stack/llm/merge_adapter.py'), '--base', basePath, '--adapter', adapterDir, '--out', outDir], { signal, maxBuffer: 1 << 22 });
+  };
 }

@@ -10,6 +10,7 @@ import { stackFor } from '../stack-for.js';
 import { workspaceJobTasks } from '../workspace-tasks.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
+import { loopWeightServer } from '../weight-server.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, checkpointStore, dataDir, repoRoot, treeStore } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
@@ -118,6 +119,7 @@ export const demoCommand: Command = {
       const summary = await runLoop(context, {
         ...settings,
         runId,
+        weightServer: loopWeightServer(settings.llm),
         tasks,
         trees: treeStore(),
         pool,

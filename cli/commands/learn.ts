@@ -16,6 +16,7 @@ import type { Command } from '../command.js';
 import { LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
+import { loopWeightServer } from '../weight-server.js';
 
 /** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
 export function splitTasks(tasks: readonly Task[], evalFraction: number): { train: Task[]; held: Task[] } {
@@ -140,6 +141,7 @@ export const learnCommand: Command = {
         checkpoints: store,
         policyId: kind.policyId,
         llm: policy.llm,
+        weightServer: loopWeightServer(policy.llm),
         runId,
         // Training stops at T even mid-epoch (a HumanEval-derived epoch takes longer than 20 minutes here).
         durationMs: minutes * 60_000,

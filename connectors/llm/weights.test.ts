@@ -88,16 +88,15 @@ test('vLLM: the new version is loaded as a peft folder under its name, then the 
 });
 
 test('SGLang: the merged weights are loaded in place with the version as weight_version, which /model_info reports', async () => {
-  const merged: number[] = [];
+  const merged: Array<[string, string]> = [];
   const workDir = mkdtempSync(join(tmpdir(), 'trialrun-sglang-'));
   const sglangServer = new SglangWeightServer({
     rootUrl,
     model: 'base-model',
     workDir,
     basePath: '/models/base',
-    mergedWeights: async (a, dir) => {
-      merged.push(a.version);
-      return join(dir, `merged-v${a.version}`);
+    merge: async (adapterDir, outDir) => {
+      merged.push([await readFile(join(adapterDir, 'adapter_model.safetensors'), 'utf8'), outDir]);
     },
   });
   await sglangServer.serve(adapter(3), signal);
@@ -109,7 +108,7 @@ test('SGLang: the merged weights are loaded in place with the version as weight_
     { model_path: join(workDir, 'merged-v3'), weight_version: '3', abort_all_requests: false },
     { model_path: '/models/base', weight_version: '0', abort_all_requests: false },
   ]);
-  assert.deepEqual(merged, [3]);
+  assert.deepEqual(merged, [['adapter v3', join(workDir, 'merged-v3')]], 'the adapter went to the merge as a peft folder');
   assert.equal(await sglangServer.baseSha256(), null, 'not checked unless configured');
 
   sglang.success = false;

@@ -1,4 +1,4 @@
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ConfigError, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
 import type { LoraArtifactInfo } from '../checkpoints/index.js';
@@ -148,36 +148,43 @@ export class VllmWeightServer extends HttpWeightServer {
   }
 }
 
+/** Writes the base model with the peft adapter at `adapterDir` merged into a whole HF model folder at `outDir`. */
+export type MergeWeights = (adapterDir: string, outDir: string, signal: AbortSignal) => Promise<void>;
+
 /**
  * SGLang: the weights are replaced in place (`POST /update_weights_from_disk {model_path, weight_version}`), so
- * `model_path` must be a whole model folder (the base with the adapter merged, in the HF layout), which
- * `mergedWeights` produces; the version goes as `weight_version`, which `/model_info` reports back.
+ * `model_path` must be a whole model folder: the base with the adapter merged (`merge`, in the HF layout). The
+ * version goes as `weight_version`, which `/model_info` reports back. The merged folder of the version served
+ * before is removed once the new one is served.
  */
 export class SglangWeightServer extends HttpWeightServer {
   readonly kind = 'sglang' as const;
+  private readonly basePath: string;
+  private readonly merge: MergeWeights;
 
-  constructor(
-    options: HttpServerOptions & {
-      /** The base model's own folder (served for version 0). */
-      basePath: string;
-      /** Writes the base with `adapter` merged into a folder under `workDir` and returns its path. */
-      mergedWeights: (adapter: ServedAdapter, workDir: string, signal: AbortSignal) => Promise<string>;
-    },
-  ) {
+  constructor(options: HttpServerOptions & { /** The base model's own folder (served for version 0). */ basePath: string; merge: MergeWeights }) {
     super(options);
-    this.merged = options;
+    this.basePath = options.basePath;
+    this.merge = options.merge;
   }
 
-  private readonly merged: { basePath: string; mergedWeights: (adapter: ServedAdapter, workDir: string, signal: AbortSignal) => Promise<string> };
-
   async serve(adapter: ServedAdapter | null, signal: AbortSignal): Promise<void> {
-    const modelPath = adapter ? await this.merged.mergedWeights(adapter, this.workDir, signal) : this.merged.basePath;
+    let modelPath = this.basePath;
+    if (adapter) {
+      const adapterDir = await this.writePeftFolder(adapter);
+      modelPath = join(this.workDir, `merged-v${adapter.version}`);
+      await this.merge(adapterDir, modelPath, signal);
+      await rm(adapterDir, { recursive: true, force: true });
+    }
     const { value } = await postJson<{ success?: unknown; message?: unknown }>(
       `${this.rootUrl}/update_weights_from_disk`,
       { model_path: modelPath, weight_version: String(adapter?.version ?? 0), abort_all_requests: false },
       { ...this.post, signal },
     );
     if (value.success !== true) throw new ChatRequestError(`SGLang refused the weights at ${modelPath}: ${typeof value.message === 'string' ? value.message : JSON.stringify(value)}`);
+    for (const entry of await readdir(this.workDir).catch(() => [] as string[])) {
+      if (/^merged-v\d+$/.test(entry) && join(this.workDir, entry) !== modelPath) await rm(join(this.workDir, entry), { recursive: true, force: true });
+    }
   }
 
   async servedVersion(signal?: AbortSignal): Promise<number | null> {
