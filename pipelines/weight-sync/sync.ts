@@ -90,8 +90,9 @@ export function createWeightSync(context: ProcessorContext, options: WeightSyncO
       const now = current();
       if (record.topicKey === 'policyCheckpoints') {
         const checkpoint = record.value;
-        // Compaction and replays bring older versions again; they never replace the newest.
-        if (now.newest && checkpoint.version <= now.newest.version) return [];
+        // Compaction and replays bring older versions again; they never replace the newest. The newest itself
+        // goes on (a retry of this record sees its own staged state): serve() restarts nothing if it is served.
+        if (now.newest && checkpoint.version < now.newest.version) return [];
         const verified = checkpoint.version === 0 ? null : await verifiedAdapter(checkpoint, store, server);
         state.put(policyId, { ...now, newest: checkpoint });
         if (!now.pinned) await serve(checkpoint, verified, signal, publishedAt);

@@ -30,8 +30,11 @@ const run = promisify(execFile);
  */
 const PROMPT = '<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n';
 const COMPLETION = 'Berlin, of';
-/** Per token, llama.cpp (Q4_1 weights, Q8 activations) against transformers (the same weights dequantised, float32). */
-const TOLERANCE = 0.25;
+/**
+ * Per token, llama.cpp (Q4_1 weights, Q8 activations) against transformers (the same weights dequantised, float32):
+ * 0.25 nats and 5% of the logprob (an unlikely token's, -10 here, moves most); the adapter moves the completion by more than 5.
+ */
+const tolerance = (expected: number): number => 0.25 + 0.05 * Math.abs(expected);
 
 const stateDir = tempDir('weight-sync-state');
 const storeRoot = tempDir('weight-sync-store');
@@ -75,7 +78,7 @@ const servedModel = async (): Promise<string> => ((await (await fetch(`${url}/mo
 
 function assertClose(actual: number[], expected: number[], what: string): void {
   assert.equal(actual.length, expected.length);
-  for (const [i, value] of actual.entries()) assert.ok(Math.abs(value - expected[i]!) < TOLERANCE, `${what}: token ${i} logprob ${value} vs ${expected[i]} (transformers)`);
+  for (const [i, value] of actual.entries()) assert.ok(Math.abs(value - expected[i]!) < tolerance(expected[i]!), `${what}: token ${i} logprob ${value} vs ${expected[i]} (transformers)`);
 }
 
 async function publish<K extends 'policyCheckpoints' | 'policyPins'>(key: K, value: TopicValue<K>): Promise<void> {
