@@ -7,8 +7,9 @@
  *      the clock runs until the server answers `/v1/models` with that version's name: Kafka, the artifact's
  *      digest and header checks, the GGUF conversion (llm-learner's gguf_lora), the restart with `--lora`;
  *   2. bare restart: the same server stopped and started again (no Kafka, no conversion), until it answers.
- * The adapter is a LoRA with r=4 on every projection from llm-learner/tests/lora_fixture.py (one AdamW step);
- * each round's version is the same tensors with its own `policy_version` in the metadata.
+ * The adapter is a LoRA with r=4 on every projection from llm-learner/tests/lora_fixture.py (one AdamW step), or
+ * the lora-safetensors/v1 file --adapter names (trained on the same GGUF); each round's version is the same
+ * tensors with its own `policy_version` in the metadata.
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -26,7 +27,7 @@ import { ensureStack, freshContext, tempDir } from '../test/integration/harness.
 import { BenchReport, interleave } from './harness.js';
 
 const run = promisify(execFile);
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' } } });
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, adapter: { type: 'string' } } });
 const ROUNDS = Number(values.rounds);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 3) throw new Error(`--rounds must be a whole number >= 3, got ${values.rounds}`);
 
@@ -68,10 +69,13 @@ const waitFor = async (model: string): Promise<void> => {
 };
 
 const props = (await (await fetch(`${url.replace(/\/v1$/, '')}/props`)).json()) as { model_path: string };
-const python = await llmLearnerPython((line) => console.log(`# ${line}`), { logFile: join(stateDir, 'learner-venv.log') });
-const fixtureDir = tempDir('bench-weight-sync-fixture');
-const { stdout } = await run(python, [join(repoRoot(), 'llm-learner', 'tests', 'lora_fixture.py'), '--base', props.model_path, '--prompt-ids', '[1, 520, 9531, 198]', '--completion-ids', '[24726]', '--out-dir', fixtureDir, '--max-steps', '1', '--target-logprob', '0'], { timeout: 900_000, maxBuffer: 1 << 24 });
-const adapter = await readFile((JSON.parse(stdout.trim().split('\n').pop()!) as { artifact: string }).artifact);
+async function fixtureAdapter(): Promise<string> {
+  const python = await llmLearnerPython((line) => console.log(`# ${line}`), { logFile: join(stateDir, 'learner-venv.log') });
+  const args = ['--base', props.model_path, '--prompt-ids', '[1, 520, 9531, 198]', '--completion-ids', '[24726]', '--out-dir', tempDir('bench-weight-sync-fixture'), '--max-steps', '1', '--target-logprob', '0'];
+  const { stdout } = await run(python, [join(repoRoot(), 'llm-learner', 'tests', 'lora_fixture.py'), ...args], { timeout: 1_800_000, maxBuffer: 1 << 24 });
+  return (JSON.parse(stdout.trim().split('\n').pop()!) as { artifact: string }).artifact;
+}
+const adapter = await readFile(values.adapter ?? (await fixtureAdapter()));
 
 const report = new BenchReport('weight-sync', `npm run bench:weight-sync -- --rounds ${ROUNDS}`);
 const context = await freshContext('bench-weight-sync');
