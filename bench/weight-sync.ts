@@ -4,8 +4,9 @@
  * A llama.cpp server of the bench's own (a free port, its own state folder: the stack's shared server is never
  * restarted) and the weight-sync processor on fresh topics. Per round, two sides in turn (interleaved):
  *   1. sync: a new checkpoint version is published to the checkpoint topic (its artifact in the store), and
- *      the clock runs until the server answers `/v1/models` with that version's name: Kafka, the artifact's
- *      digest and header checks, the GGUF conversion (llm-learner's gguf_lora), the restart with `--lora`;
+ *      the clock runs until weight sync reports it served (the restarted server answering `/v1/models` with
+ *      that version's name): Kafka, the artifact's digest and header checks, the GGUF conversion
+ *      (llm-learner's gguf_lora), the restart with `--lora`;
  *   2. bare restart: the same server stopped and started again (no Kafka, no conversion), until it answers.
  * The adapter is a LoRA with r=4 on every projection from llm-learner/tests/lora_fixture.py (one AdamW step), or
  * the lora-safetensors/v1 file --adapter names (trained on the same GGUF); each round's version is the same
@@ -64,9 +65,6 @@ const servedModel = async (): Promise<string> => {
     return '';
   }
 };
-const waitFor = async (model: string): Promise<void> => {
-  while ((await servedModel()) !== model) await new Promise((resolve) => setTimeout(resolve, 100));
-};
 
 const props = (await (await fetch(`${url.replace(/\/v1$/, '')}/props`)).json()) as { model_path: string };
 async function fixtureAdapter(): Promise<string> {
@@ -80,7 +78,10 @@ const adapter = await readFile(values.adapter ?? (await fixtureAdapter()));
 const report = new BenchReport('weight-sync', `npm run bench:weight-sync -- --rounds ${ROUNDS}`);
 const context = await freshContext('bench-weight-sync');
 const store = new LocalCheckpointStore(tempDir('bench-weight-sync-store'));
-const sync = createWeightSync(context, { server: llamaCppWeightServer({ ...serverOptions, workDir: join(stateDir, 'adapters') }), store });
+// Serving is what weight sync reports once the restarted server answers with the version (not the first
+// answer of the new name: the sync may still be checking it, and the restart side must not stop it then).
+const servedWaiters = new Map<number, () => void>();
+const sync = createWeightSync(context, { server: llamaCppWeightServer({ ...serverOptions, workDir: join(stateDir, 'adapters') }), store, onServed: (v) => servedWaiters.get(v)?.() });
 await sync.start();
 const producer = context.kafka.producer();
 await producer.connect();
@@ -97,10 +98,13 @@ try {
           lineage: { taskId: 'all', attempt: 0, runId: 'bench-weight-sync', policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
         };
         const value = await context.serde.encode('policyCheckpoints', checkpoint);
+        const served = new Promise<void>((resolve) => servedWaiters.set(version, resolve));
         const started = performance.now();
         await producer.send({ topic: context.names.name('policyCheckpoints'), messages: [{ key: LLM_POLICY, value }] });
-        await waitFor(`smollm2-135m-instruct@v${version}`);
-        return (performance.now() - started) / 1000;
+        await served;
+        const seconds = (performance.now() - started) / 1000;
+        if ((await servedModel()) !== `smollm2-135m-instruct@v${version}`) throw new Error(`weight sync reported v${version} served, but the server names ${await servedModel()}`);
+        return seconds;
       },
       restart: async () => {
         const started = performance.now();
