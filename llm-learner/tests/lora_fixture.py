@@ -3,7 +3,7 @@
 Loads the GGUF the server serves through transformers (the same weights), puts a peft LoRA on the attention
 and MLP projections, and takes AdamW steps toward a fixed completion of a fixed prompt (token ids as the
 server tokenised them) until the completion's logprob passes --target-logprob. Writes the adapter as a
-`lora-safetensors/v1` artifact (and a copy that names another base, which must be refused), and prints the
+`lora-safetensors/v1` artifact as v1 (and a copy as v2 that names another base, which must be refused), and prints the
 per-token logprobs of the completion under the base model and under base + adapter as JSON: what the server
 must report before and after the sync.
 
@@ -82,7 +82,8 @@ def main(argv: list[str]) -> int:
     artifact = os.path.join(args.out_dir, "adapter.safetensors")
     wrong_base = os.path.join(args.out_dir, "adapter-other-base.safetensors")
     save_file(state, artifact, metadata=metadata)
-    save_file(state, wrong_base, metadata={**metadata, "base_sha256": "0" * 64})
+    # Published as the next version, v2, so that only its base is wrong.
+    save_file(state, wrong_base, metadata={**metadata, "base_sha256": "0" * 64, "policy_version": "2", "parent_version": "1"})
     print(json.dumps({"artifact": artifact, "wrongBase": wrong_base, "steps": steps, "baseLogprobs": base_logprobs.tolist(), "adapterLogprobs": adapter_logprobs.tolist()}))
     return 0
 
