@@ -75,7 +75,7 @@ async function fixtureAdapter(): Promise<string> {
 }
 const adapter = await readFile(values.adapter ?? (await fixtureAdapter()));
 
-const report = new BenchReport('weight-sync', `npm run bench:weight-sync -- --rounds ${ROUNDS}`);
+const report = new BenchReport('weight-sync', `npm run bench:weight-sync -- --rounds ${ROUNDS}${values.adapter ? ` --adapter ${values.adapter}` : ''}`);
 const context = await freshContext('bench-weight-sync');
 const store = new LocalCheckpointStore(tempDir('bench-weight-sync-store'));
 // Serving is what weight sync reports once the restarted server answers with the version (not the first
