@@ -6,7 +6,7 @@ import type { KafkaPort } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
 import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison } from '../pipelines/jobs/evaluate/index.js';
-import { runLoop, type LoopSummary } from '../pipelines/loop/index.js';
+import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import type { AnyPolicyKind, ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { topicNames, type Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
@@ -35,6 +35,8 @@ export interface ExperimentOptions {
   /** Episodes at once in each evaluation. @default 2 (llm: its concurrentEpisodes) */
   readonly evalConcurrency?: number;
   readonly llm?: ResolvedLlmPolicyOptions;
+  /** Where the llm policy's checkpoints are served from during training (weight sync). @default none (no weight sync) */
+  readonly weightServer?: LoopOptions['weightServer'];
   readonly signal?: AbortSignal;
   /** Progress lines are labelled with it. @default '' */
   readonly label?: string;
@@ -125,6 +127,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     checkpoints: options.checkpoints,
     policyId: kind.policyId,
     llm: options.llm,
+    ...(options.weightServer ? { weightServer: options.weightServer } : {}),
     runId,
     // Training stops at T even mid-epoch; what was rolled out by then is still verified, rewarded and learned.
     durationMs: options.minutes * 60_000,

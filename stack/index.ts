@@ -12,7 +12,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 export type { StackComponent, StackLog } from './component.js';
 export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
-export { llmComponent, type LlmServerOptions } from './llm.js';
+export { llamaCppWeightServer, llmComponent, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython } from './llm-learner.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';

@@ -9,9 +9,18 @@
  * With LLM_BASE_URL set (any OpenAI-compatible server: vLLM, SGLang, a hosted API) this component only
  * checks that it answers and starts nothing.
  */
-import { join } from 'node:path';
-import { checkoutFile, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { promisify } from 'node:util';
+import { IncompatibleAdapterError } from '../connectors/checkpoints/index.js';
+import { servedModelName, servedVersionOf, type MergeWeights, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
+import { checkoutFile, ConfigError, ConnectionError, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
+import { llmLearnerPython } from './llm-learner.js';
 import { daemonFiles, httpAnswers, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
 import { stackPaths, type StackPaths } from './state.js';
 import { cachedVenv } from './venv.js';
@@ -41,19 +50,68 @@ export interface LlmServerOptions {
   readonly startTimeoutMs?: number;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
+  /** Names the pid and log files of the started server, so a second server (a test's) has its own. @default 'llm' */
+  readonly daemonName?: string;
 }
 
-const DAEMON = 'llm';
+/** How a started llama.cpp server is launched: its model name and the LoRA adapter it applies (weight sync). */
+interface Launch {
+  readonly alias: string;
+  readonly lora: string | null;
+}
 
-export function llmComponent(options: LlmServerOptions = {}): StackComponent {
+interface LlmServer {
+  readonly url: string;
+  readonly external: boolean;
+  readonly paths: StackPaths;
+  readonly daemon: string;
+  readonly logFile: string;
+  readonly marker: string;
+  readonly model: string;
+  /** Starts the server (it must not run) and waits until it answers. */
+  start(log: StackLog, launch: Launch): Promise<void>;
+}
+
+function llmServer(options: LlmServerOptions): LlmServer {
   const env = options.env ?? process.env;
   const url = (options.url ?? env.LLM_BASE_URL ?? STACK_LLM_URL).replace(/\/+$/, '');
-  const external = options.external ?? env.LLM_BASE_URL !== undefined;
   const paths = options.paths ?? stackPaths(env);
-  const { logFile } = daemonFiles(paths.stateDir, DAEMON);
-  const launcher = checkoutFile('stack/llm/serve.py');
+  const daemon = options.daemonName ?? 'llm';
+  if (!/^[a-z][a-z0-9-]*$/.test(daemon)) throw new ConfigError(`LlmServerOptions.daemonName must be a kebab-case name, got "${daemon}"`);
+  const { logFile } = daemonFiles(paths.stateDir, daemon);
   // On the command line of the server we start (with the state folder), so a reused pid is never mistaken for it.
   const marker = `--state=${paths.stateDir}`;
+  const server = { url, external: options.external ?? env.LLM_BASE_URL !== undefined, paths, daemon, logFile, marker, model: options.model ?? STACK_LLM_MODEL };
+  return {
+    ...server,
+    async start(log, launch) {
+      const { hostname, port } = new URL(url);
+      const python = await modelServerVenv(paths.cacheDir, options.python ?? 'python3', logFile, log);
+      log(`starting llama.cpp (xllamacpp ${XLLAMACPP_VERSION}) with SmolLM2-135M-Instruct${launch.lora ? ` and the adapter ${launch.lora}` : ''} as ${launch.alias} at ${url} (log: ${logFile})`);
+      const { pid } = await startDaemon(paths.stateDir, {
+        name: daemon,
+        command: python,
+        args: [
+          checkoutFile('stack/llm/serve.py'),
+          marker,
+          '--host', hostname === 'localhost' ? '127.0.0.1' : hostname,
+          '--port', port || '80',
+          '--alias', launch.alias,
+          ...(launch.lora ? ['--lora', launch.lora] : []),
+          '--ctx', String(options.contextTokens ?? 8192),
+          '--parallel', String(options.parallel ?? 2),
+          '--threads', String(options.threads ?? 2),
+        ],
+        env,
+      });
+      await waitForHttp(`${url}/models`, { what: `model server at ${url}`, timeoutMs: options.startTimeoutMs ?? 120_000, intervalMs: 500, logFile, pid });
+    },
+  };
+}
+
+export function llmComponent(options: LlmServerOptions = {}): StackComponent {
+  const server = llmServer(options);
+  const { url, external, paths } = server;
   // Any OpenAI-compatible server lists its models; llama.cpp answers 503 there while it loads. Someone else's
   // server may want a key the stack does not hold: a 401 there still says it answers.
   const isUp = async (): Promise<boolean> => (await httpAnswers(`${url}/models`)) || (external && (await httpAnswers(`${url}/models`, 401)));
@@ -68,37 +126,115 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
       if (external) {
         throw new Error(`no model server answers at ${url} (GET ${url}/models); trialrun starts none at a URL other than its own ${STACK_LLM_URL} (given by LLM_BASE_URL or --llm-url; drop it to use the built-in server)`);
       }
-      const { hostname, port } = new URL(url);
-      let pid = runningDaemon(paths.stateDir, DAEMON, marker);
-      if (pid === undefined) {
-        const python = await modelServerVenv(paths.cacheDir, options.python ?? 'python3', logFile, log);
-        log(`starting llama.cpp (xllamacpp ${XLLAMACPP_VERSION}) with SmolLM2-135M-Instruct at ${url} (log: ${logFile})`);
-        ({ pid } = await startDaemon(paths.stateDir, {
-          name: DAEMON,
-          command: python,
-          args: [
-            launcher,
-            marker,
-            '--host', hostname === 'localhost' ? '127.0.0.1' : hostname,
-            '--port', port || '80',
-            '--alias', options.model ?? STACK_LLM_MODEL,
-            '--ctx', String(options.contextTokens ?? 8192),
-            '--parallel', String(options.parallel ?? 2),
-            '--threads', String(options.threads ?? 2),
-          ],
-          env,
-        }));
-      }
-      await waitForHttp(`${url}/models`, { what: `model server at ${url}`, timeoutMs: options.startTimeoutMs ?? 120_000, intervalMs: 500, logFile, pid });
+      const pid = runningDaemon(paths.stateDir, server.daemon, server.marker);
+      if (pid === undefined) await server.start(log, { alias: server.model, lora: null });
+      else await waitForHttp(`${url}/models`, { what: `model server at ${url}`, timeoutMs: options.startTimeoutMs ?? 120_000, intervalMs: 500, logFile: server.logFile, pid });
       return 'started';
     },
 
     async stop(log: StackLog) {
-      if (!external && (await stopDaemon(paths.stateDir, DAEMON, { match: marker })) === 'stopped') {
+      if (!external && (await stopDaemon(paths.stateDir, server.daemon, { match: server.marker })) === 'stopped') {
         log(`stopped the model server at ${url}`);
         return 'stopped';
       }
       return (await isUp()) ? 'not-ours' : 'not-running';
+    },
+  };
+}
+
+const execFileAsync = promisify(execFile);
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  await pipeline(createReadStream(path), hash);
+  return hash.digest('hex');
+}
+
+/** The converter's refusal (exit status 2, `refused: ...` on stderr): the adapter does not fit this model. */
+const CONVERTER_REFUSED = 2;
+
+export interface LlamaCppWeightServerOptions extends LlmServerOptions {
+  /** Where adapters are kept (the artifact and its GGUF form, per version). @default `<stateDir>/weight-sync/<daemonName>` */
+  readonly workDir?: string;
+  /** The python of the LLM learner's venv (torch-free here: gguf, safetensors, numpy). @default llmLearnerPython() */
+  readonly converterPython?: string;
+}
+
+/**
+ * Weight sync for the llama.cpp server the stack started: each version's adapter is converted to a GGUF
+ * LoRA (llm-learner's gguf_lora, which checks the base GGUF's sha256 first) and the server is restarted
+ * with `--lora <file>` and `--alias <model>@v<N>`, since llama.cpp applies only adapters loaded at start.
+ * Replies then name the version in their `model` field. Only a server this state folder started is
+ * restarted (its pid file and marker prove it); any other is refused.
+ */
+export function llamaCppWeightServer(options: LlamaCppWeightServerOptions = {}): WeightServer {
+  const server = llmServer(options);
+  if (server.external) throw new ConfigError(`weight sync restarts a llama.cpp server the stack started; ${server.url} is another's (LLM_BASE_URL / --llm-url)`);
+  const root = server.url.replace(/\/v1$/, '');
+  const workDir = resolve(options.workDir ?? join(server.paths.stateDir, 'weight-sync', server.daemon));
+  let baseModel: Promise<{ path: string; sha256: string }> | null = null;
+  // The GGUF the server loads, as it reports it; hashed once.
+  const base = (): Promise<{ path: string; sha256: string }> => {
+    baseModel ??= (async () => {
+      const response = await fetch(`${root}/props`, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+        throw new ConnectionError(`GET ${root}/props failed: ${String(error)}`, error);
+      });
+      const props = (await response.json().catch(() => ({}))) as { model_path?: unknown };
+      if (!response.ok || typeof props.model_path !== 'string') throw new ConnectionError(`GET ${root}/props: HTTP ${response.status}, no model_path`);
+      return { path: props.model_path, sha256: await sha256File(props.model_path) };
+    })().catch((error: unknown) => {
+      baseModel = null;
+      throw error;
+    });
+    return baseModel;
+  };
+  const servedVersion = async (signal?: AbortSignal): Promise<number | null> => {
+    try {
+      const response = await fetch(`${server.url}/models`, { signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(10_000)]) });
+      const listed = (await response.json()) as { data?: Array<{ id?: unknown }> };
+      const id = response.ok ? listed.data?.[0]?.id : undefined;
+      return typeof id === 'string' ? servedVersionOf(id) : null;
+    } catch {
+      return null;
+    }
+  };
+
+  return {
+    kind: 'llama.cpp',
+    baseSha256: async () => (await base()).sha256,
+    servedVersion,
+    async serve(adapter: ServedAdapter | null, signal: AbortSignal) {
+      const log: StackLog = (line) => process.stderr.write(`[weight-sync] ${line}\n`);
+      const { path: baseGguf } = await base();
+      let lora: string | null = null;
+      if (adapter) {
+        await mkdir(workDir, { recursive: true });
+        const artifact = join(workDir, `v${adapter.version}.safetensors`);
+        lora = join(workDir, `v${adapter.version}.gguf`);
+        await writeFile(artifact, adapter.bytes);
+        const python = options.converterPython ?? (await llmLearnerPython(log, { cacheDir: server.paths.cacheDir, logFile: server.logFile }));
+        try {
+          await execFileAsync(python, ['-m', 'trialrun_llm_learner.gguf_lora', '--adapter', artifact, '--base', baseGguf, '--out', lora], { cwd: checkoutFile('llm-learner'), signal, maxBuffer: 1 << 20 });
+        } catch (error) {
+          const { code, stderr } = error as { code?: unknown; stderr?: string };
+          const reason = (stderr ?? '').trim().split('\n').pop() ?? '';
+          if (code === CONVERTER_REFUSED) throw new IncompatibleAdapterError(`v${adapter.version}: ${reason.replace(/^refused: /, '')}`);
+          throw new Error(`converting v${adapter.version} to a GGUF LoRA failed: ${reason || String(error)}`);
+        } finally {
+          await rm(artifact, { force: true });
+        }
+      }
+      if ((await stopDaemon(server.paths.stateDir, server.daemon, { match: server.marker })) !== 'stopped' && (await servedVersion()) !== null) {
+        throw new ConfigError(`the model server at ${server.url} was not started by the stack of ${server.paths.stateDir}: weight sync restarts only its own`);
+      }
+      const version = adapter?.version ?? 0;
+      await server.start(log, { alias: servedModelName(server.model, version), lora });
+      const serving = await servedVersion(signal);
+      if (serving !== version) throw new ConnectionError(`the restarted model server at ${server.url} serves v${serving ?? '?'}, not v${version}`);
+      // Only the adapter being served is kept (a rollback converts its artifact again).
+      for (const file of await readdir(workDir).catch(() => [] as string[])) {
+        if (/^v\d+\.gguf$/.test(file) && join(workDir, file) !== lora) await rm(join(workDir, file), { force: true });
+      }
     },
   };
 }
@@ -121,4 +257,17 @@ function modelServerVenv(cacheDir: string, python: string, logFile: string, log:
     logFile,
     log,
   );
+}
+
+/**
+ * SGLang's merged weights (connectors/llm SglangWeightServer): `stack/llm/merge_adapter.py` in the LLM learner's
+ * virtualenv merges the peft folder into the HF base model folder `basePath` and writes the whole model.
+ */
+export function mergeLoraWeights(basePath: string, options: { python?: string; cacheDir?: string; logFile?: string } = {}): MergeWeights {
+  const paths = stackPaths();
+  return async (adapterDir, outDir, signal) => {
+    const logFile = options.logFile ?? daemonFiles(paths.stateDir, 'weight-sync').logFile;
+    const python = options.python ?? (await llmLearnerPython((line) => process.stderr.write(`[weight-sync] ${line}\n`), { cacheDir: options.cacheDir ?? paths.cacheDir, logFile }));
+    await execFileAsync(python, [checkoutFile('stack/llm/merge_adapter.py'), '--base', basePath, '--adapter', adapterDir, '--out', outDir], { signal, maxBuffer: 1 << 22 });
+  };
 }

@@ -18,7 +18,8 @@ import { processorContext } from '../context.js';
 import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { bundledTasks, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
 import { splitTasks } from './learn.js';
@@ -215,6 +216,7 @@ export const demoCommand: Command = {
       const summary = await runLoop(context, {
         ...settings,
         runId,
+        weightServer: loopWeightServer(settings.llm),
         tasks,
         trees: treeStore(),
         pool,

@@ -12,6 +12,7 @@ import { formatExperiment, runExperiment, saveExperiment } from '../experiment.j
 import { LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
+import { loopWeightServer } from '../weight-server.js';
 
 /** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
 export function splitTasks(tasks: readonly Task[], evalFraction: number): { train: Task[]; held: Task[] } {
@@ -111,6 +112,7 @@ export const learnCommand: Command = {
         verifiers,
         learningRate,
         llm: policy.llm,
+        weightServer: loopWeightServer(policy.llm),
       });
       const file = saveExperiment(report, data);
       process.stdout.write(`${formatExperiment(report, file, sandbox)}\n`);

@@ -1,3 +1,4 @@
+import { sha256Hex } from '../../connectors/checkpoints/index.js';
 import { readRange } from '../../connectors/kafka/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds } from '../../policies/index.js';
 import { ConfigError, nowIso, type PolicyCheckpoint, type PolicyPin } from '../../schemas/index.js';
@@ -35,12 +36,28 @@ async function publishPin(pin: PolicyPin): Promise<void> {
   }
 }
 
+/** Version 0, the initial policy (for an LLM the base model): no artifact, the digest of no bytes. */
+function initialCheckpoint(policyId: string): PolicyCheckpoint {
+  return {
+    policyId,
+    version: 0,
+    parentVersion: null,
+    featureNames: [],
+    weights: [],
+    sha256: sha256Hex(Buffer.alloc(0)),
+    artifact: null,
+    metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0, extra: {} },
+    lineage: { taskId: 'all', attempt: 0, runId: 'rollback', policyVersion: 0, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
+  };
+}
+
 export const policyCommand: Command = {
   name: 'policy',
   summary:
     'Policy versions.\n' +
     '  list               versions in the checkpoint store and on the checkpoint topic\n' +
-    '  rollback <version> pin rollout workers to an older version (they verify its sha256 and switch between episodes)\n' +
+    '  rollback <version> pin rollout workers to an older version (they verify its sha256 and switch between episodes;\n' +
+    '                     for llm, weight sync serves it); 0 is the initial policy (llm: the base model)\n' +
     '  unpin              let rollout workers follow the newest version again',
   usage: 'list|rollback <version>|unpin',
   options: {
@@ -62,7 +79,12 @@ export const policyCommand: Command = {
     }
     if (action === 'rollback') {
       const wanted = Number(version);
-      if (!/^\d+$/.test(version ?? '') || !Number.isSafeInteger(wanted) || wanted < 1) throw new ConfigError(`rollback needs a version >= 1, got "${version ?? ''}"`);
+      if (!/^\d+$/.test(version ?? '') || !Number.isSafeInteger(wanted)) throw new ConfigError(`rollback needs a version >= 0, got "${version ?? ''}"`);
+      if (wanted === 0) {
+        await publishPin({ policyId, checkpoint: initialCheckpoint(policyId), reason: 'rollback to v0', createdAt: nowIso() });
+        process.stdout.write(`pinned ${policyId} to v0 (the initial policy)\n`);
+        return 0;
+      }
       const versions = await store.list(policyId);
       const entry = versions.find((e) => e.version === wanted);
       if (!entry) {

@@ -8,16 +8,18 @@ import { ENVIRONMENTS, PROGRAM_REPAIR_ENV } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
 import { createVerifierProcessor } from '../../pipelines/verifier/index.js';
-import { ConfigError, TOPICS, type TopicKey } from '../../schemas/index.js';
-import { imageFor, stackUp } from '../../stack/index.js';
+import { createWeightSync } from '../../pipelines/weight-sync/index.js';
+import { ConfigError, STACK_LLM_URL, TOPICS, type TopicKey } from '../../schemas/index.js';
+import { imageFor, stackComponents, stackUp } from '../../stack/index.js';
 import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
 import { checkpointStore, dataDir, treeStore } from '../paths.js';
 import { llmLearnerLaunch, llmLearnerVenv, llmServerRoot, runLlmLearner, servedGguf } from '../llm-learner.js';
+import { WEIGHT_SERVER_HELP, WEIGHT_SERVER_OPTIONS, weightServerChoice, weightServerFor } from '../weight-server.js';
 
-const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'llm-learner', 'analytics-sink'] as const;
+const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'llm-learner', 'analytics-sink', 'weight-sync'] as const;
 
 /** The broker's group.min.session.timeout.ms: a shorter session is refused only when the instance joins. */
 const MIN_SESSION_TIMEOUT_MS = 6000;
@@ -41,6 +43,7 @@ export const runProcessorCommand: Command = {
     env: { type: 'string', default: PROGRAM_REPAIR_ENV },
     gguf: { type: 'string' },
     ...LLM_OPTIONS,
+    ...WEIGHT_SERVER_OPTIONS,
   },
   help: {
     instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',
@@ -52,6 +55,7 @@ export const runProcessorCommand: Command = {
     env: `rollout-worker: the environments whose tasks it rolls out, comma-separated (${ENVIRONMENTS.ids().join(', ')}); the policy must serve each`,
     gguf: 'llm-learner: the GGUF the model server serves (default: the model_path the llama.cpp server at LLM_BASE_URL or the stack\'s reports); flags after -- go to the learner as they are (llm-learner/README.md)',
     ...LLM_HELP,
+    ...WEIGHT_SERVER_HELP,
   },
   async run(values, [name, ...extra]) {
     if (!PROCESSORS.includes(name as (typeof PROCESSORS)[number]) || (extra.length > 0 && name !== 'llm-learner')) {
@@ -68,6 +72,7 @@ export const runProcessorCommand: Command = {
     if (name !== 'rollout-worker' && (policy.policyId !== LINEAR_REPAIR_POLICY || policy.llm)) throw new ConfigError(`--policy and its flags go with run rollout-worker, not run ${name}`);
     const envIds = (stringOption(values, 'env') ?? PROGRAM_REPAIR_ENV).split(',').map((id) => id.trim()).filter(Boolean);
     if (name !== 'rollout-worker' && (envIds.length !== 1 || envIds[0] !== PROGRAM_REPAIR_ENV)) throw new ConfigError(`--env goes with run rollout-worker, not run ${name}`);
+    const weightServer = weightServerChoice(values, name === 'weight-sync');
     // A policy that does not serve an expected environment stops here, before the stack or Kafka is touched.
     if (name === 'rollout-worker') policyKindFor(policy.policyId, envIds.map((id) => ENVIRONMENTS.get(id).id), { llm: policy.llm });
     if (stringOption(values, 'gguf') !== undefined && name !== 'llm-learner') throw new ConfigError(`--gguf goes with run llm-learner, not run ${name}`);
@@ -92,6 +97,10 @@ export const runProcessorCommand: Command = {
       processor = createVerifierProcessor(context, { runId, pool, imageFor, tasks, instanceId, sessionTimeoutMs, trees: treeStore() });
     } else if (name === 'reward') {
       processor = createRewardProcessor(context, { sessionTimeoutMs, instanceId });
+    } else if (name === 'weight-sync') {
+      // The stack's own llama.cpp server is brought up first: weight sync restarts it with each version.
+      if (weightServer!.kind === 'llama.cpp' && weightServer!.url === STACK_LLM_URL) await stackUp((line) => void process.stderr.write(`${line}\n`), stackComponents({ llm: true }).slice(-1));
+      processor = createWeightSync(context, { server: weightServerFor(weightServer!), store: checkpointStore(), sessionTimeoutMs, instanceId, onServed: (version, ms) => process.stderr.write(`[weight-sync] serving v${version} (${(ms / 1000).toFixed(1)} s after it was published)\n`) });
     } else if (name === 'learner') {
       processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs, instanceId });
     } else {

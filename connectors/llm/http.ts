@@ -24,14 +24,29 @@ export interface PostOptions {
  * POSTs JSON to a model server and parses the JSON answer, with a timeout per attempt and retries for network
  * errors, timeouts, 408/409/429 and 5xx (a 503 is what llama.cpp answers while it loads). `attempts` counts them.
  */
-export async function postJson<T>(url: string, body: unknown, options: PostOptions): Promise<{ value: T; attempts: number }> {
+export function postJson<T>(url: string, body: unknown, options: PostOptions): Promise<{ value: T; attempts: number }> {
+  return post(url, body, options, (text) => {
+    try {
+      return JSON.parse(text) as T;
+    } catch {
+      throw new ChatRequestError(`${url} answered with invalid JSON: ${text.slice(0, 200)}`);
+    }
+  });
+}
+
+/** postJson for endpoints that answer in plain text (vLLM's LoRA endpoints), with the same retries. */
+export function postForText(url: string, body: unknown, options: PostOptions): Promise<{ value: string; attempts: number }> {
+  return post(url, body, options, (text) => text);
+}
+
+async function post<T>(url: string, body: unknown, options: PostOptions, parse: (text: string) => T): Promise<{ value: T; attempts: number }> {
   const signal = options.signal ?? new AbortController().signal;
   const text = JSON.stringify(body);
   let attempts = 0;
   const value = await withRetries(
     async () => {
       attempts++;
-      return postOnce<T>(url, text, options, signal);
+      return parse(await postOnce(url, text, options, signal));
     },
     options.retry,
     signal,
@@ -39,7 +54,7 @@ export async function postJson<T>(url: string, body: unknown, options: PostOptio
   return { value, attempts };
 }
 
-async function postOnce<T>(url: string, body: string, options: PostOptions, signal: AbortSignal): Promise<T> {
+async function postOnce(url: string, body: string, options: PostOptions, signal: AbortSignal): Promise<string> {
   let response: Response;
   try {
     response = await fetch(url, {
@@ -54,13 +69,7 @@ async function postOnce<T>(url: string, body: string, options: PostOptions, sign
     throw new ConnectionError(`POST ${url} failed: ${errorMessage(error)}`, error);
   }
   const text = await response.text();
-  if (response.ok) {
-    try {
-      return JSON.parse(text) as T;
-    } catch {
-      throw new ChatRequestError(`${url} answered with invalid JSON: ${text.slice(0, 200)}`);
-    }
-  }
+  if (response.ok) return text;
   const detail = `POST ${url}: HTTP ${response.status} ${text.slice(0, 300)}`;
   if ([408, 409, 429].includes(response.status) || response.status >= 500) {
     const retryAfter = Number(response.headers.get('retry-after'));

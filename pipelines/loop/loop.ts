@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
 import type { TreeStore } from '../../connectors/artifacts/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
+import type { WeightServer } from '../../connectors/llm/index.js';
 import { settledTopicOffsets } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { ENVIRONMENTS } from '../../envs/index.js';
@@ -15,6 +16,7 @@ import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../rollout
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
+import { createWeightSync } from '../weight-sync/index.js';
 
 export interface LoopOptions {
   /** JSON Lines task file (read by the task job); ignored when `tasks` is given. */
@@ -35,6 +37,11 @@ export interface LoopOptions {
    * @default none
    */
   llm?: ResolvedLlmPolicyOptions;
+  /**
+   * The inference server weight sync keeps on the policy's newest (or pinned) checkpoint; with it the loop runs
+   * the weight-sync processor, so rollouts sample the weights the learner trained. @default none (no weight sync)
+   */
+  weightServer?: WeightServer;
   /**
    * The artifact store for trees kept out of records (claim checks): tasks' stored trees are read from it and large
    * final trees written to it. @default none (every tree must be inline)
@@ -209,7 +216,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate, accept: ownRecord })
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
-  const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink];
+  const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId }) : null;
+  const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink, ...(weightSync ? [weightSync] : [])];
   const publishEpoch = async (): Promise<void> => {
     await publishTasks(context.kafka, context.serde, context.names, tasks);
     epochs++;

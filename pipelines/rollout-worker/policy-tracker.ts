@@ -68,6 +68,8 @@ export class PolicyTracker {
   }
 
   private async load(checkpoint: PolicyCheckpoint): Promise<Policy<unknown>> {
+    // Version 0 is the initial policy (for an LLM the base model): a rollback to it pins no artifact.
+    if (checkpoint.version === 0 && !checkpoint.artifact) return this.kind.load(this.kind.initial().params, 0);
     if (!checkpoint.artifact) throw new Error(`checkpoint v${checkpoint.version} has no artifact`);
     if (checkpoint.artifact.sha256 !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version}: record and artifact digests differ`);
     const bytes = await this.options.store.get(checkpoint.artifact);

@@ -1,3 +1,4 @@
+import { IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, readLoraArtifact } from '../../connectors/checkpoints/index.js';
 import type { AgentObservation } from '../../envs/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { PolicyKind } from '../types.js';
@@ -23,11 +24,19 @@ export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<Age
     initial: () => ({ params: { model: options.model }, optimizer: null }),
     encodeParams: (params) => Buffer.from(JSON.stringify({ policyId: LLM_POLICY, model: params.model })),
     decodeParams: (bytes) => {
+      // A trained version is a LoRA adapter (lora-safetensors/v1); the server applies it (weight sync), the
+      // rollout side only needs to know it is one.
+      try {
+        readLoraArtifact(bytes);
+        return { model: options.model };
+      } catch (error) {
+        if (!(error instanceof IncompatibleAdapterError)) throw error;
+      }
       let parsed: { policyId?: unknown; model?: unknown };
       try {
         parsed = JSON.parse(bytes.toString('utf8')) as typeof parsed;
       } catch {
-        throw new ConfigError('an llm artifact is not valid JSON');
+        throw new ConfigError(`an llm artifact is neither a ${LORA_SAFETENSORS_FORMAT} adapter nor JSON naming a model`);
       }
       if (parsed.policyId !== LLM_POLICY || typeof parsed.model !== 'string') throw new ConfigError(`an llm artifact needs policyId "${LLM_POLICY}" and a model name`);
       return { model: parsed.model };

@@ -50,19 +50,23 @@ test('on vLLM a call is required of every reply, token ids are recorded, and a p
   const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', seed: 5 }, {}), 3);
   const actor = policy.startEpisode(PROGRAM_REPAIR);
   const random = seededRandom('x');
-  replies.push(() => ({ model: 'm', prompt_token_ids: [1, 2], choices: [choice([{ name: 'run_tests', arguments: '{}' }], [9])], usage: { prompt_tokens: 2, completion_tokens: 1 } }));
+  // vLLM echoes the model asked for: the adapter weight sync loaded for v3.
+  replies.push((body) => ({ model: body.model, prompt_token_ids: [1, 2], choices: [choice([{ name: 'run_tests', arguments: '{}' }], [9])], usage: { prompt_tokens: 2, completion_tokens: 1 } }));
   const first = await actor.act(observation(4), random);
   assert.deepEqual(first.action, { name: 'run_tests', arguments: {} });
   assert.deepEqual(first.llm!.tokens, { appendedPromptIds: [1, 2], promptLength: 2, extendsPrevious: false, completionIds: [9] });
   assert.deepEqual([first.llm!.constrained, first.llm!.policyVersion, first.llm!.sampling!.seed], [true, 3, 5]);
   const sent = requests.at(-1)!;
+  assert.equal(sent.model, 'm@v3');
   assert.equal(sent.tool_choice, 'required');
   assert.equal(sent.return_token_ids, true);
   assert.equal((sent.tools as unknown[]).length, 7, 'the environment\'s seven tools');
 
-  replies.push(() => ({ model: 'm', prompt_token_ids: [1, 2, 9, 4], choices: [choice([{ name: 'read_file', arguments: '{"path": ' }], [8])] }));
+  // A reply that names another version is stamped with the version it names, whatever was asked for.
+  replies.push(() => ({ model: 'm@v2', prompt_token_ids: [1, 2, 9, 4], choices: [choice([{ name: 'read_file', arguments: '{"path": ' }], [8])] }));
   const second = await actor.act(observation(4, { ok: true, output: '1 passed', truncated: false, exitCode: 0 }), random);
   assert.deepEqual(second.llm!.tokens, { appendedPromptIds: [4], promptLength: 4, extendsPrevious: true, completionIds: [8] });
+  assert.equal(second.llm!.policyVersion, 2);
   // The tool result went back by call id; the broken arguments make a failed turn.
   assert.deepEqual((requests.at(-1)!.messages as Array<Record<string, unknown>>).at(-1), { role: 'tool', content: 'run_tests ok:\n1 passed', tool_call_id: 'c0' });
   assert.equal(second.action.name, INVALID_REPLY);
@@ -86,6 +90,7 @@ test('every reply counts against the turn cap: once it is reached the policy sub
   assert.equal(first.action.name, INVALID_REPLY);
   assert.match(first.invalid!, /called no tool/);
   assert.equal(first.llm!.tokens, null, 'an OpenAI server gives no token ids');
+  assert.equal(first.llm!.policyVersion, 0, 'a model name without @v<N> is the base model');
   assert.equal(requests.at(-1)!.tool_choice, 'auto');
   assert.equal(requests.at(-1)!.return_token_ids, undefined);
   const calls = requests.length;

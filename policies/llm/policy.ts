@@ -1,4 +1,4 @@
-import { ChatClient, LlamaCppClient, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
+import { ChatClient, LlamaCppClient, servedModelName, servedVersionOf, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
 import { envToolSpecs, type AgentObservation, type AnyEnvSpec, type ToolSpec } from '../../envs/index.js';
 import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
@@ -26,7 +26,7 @@ async function answersVllmVersion(rootUrl: string, apiKey: string | null): Promi
   }
 }
 
-async function connect(options: ResolvedLlmPolicyOptions): Promise<Backend> {
+async function connect(options: ResolvedLlmPolicyOptions, version: number): Promise<Backend> {
   const root = rootOf(options.baseUrl);
   let kind = options.server;
   if (kind === 'auto') {
@@ -39,7 +39,8 @@ async function connect(options: ResolvedLlmPolicyOptions): Promise<Backend> {
   }
   const client = new ChatClient({
     baseUrl: options.baseUrl,
-    model: options.model,
+    // vLLM serves each synced version as a LoRA adapter of that name (weight sync); other servers serve one model.
+    model: kind === 'vllm' ? servedModelName(options.model, version) : options.model,
     apiKey: options.apiKey ?? undefined,
     timeoutMs: options.requestTimeoutMs,
     temperature: options.temperature,
@@ -91,7 +92,7 @@ export class LlmPolicy implements Policy<AgentObservation> {
 
   /** The server, probed once per policy; a failed probe is retried by the next episode. */
   connect(): Promise<Backend> {
-    this.backend ??= connect(this.options).catch((error: unknown) => {
+    this.backend ??= connect(this.options, this.version).catch((error: unknown) => {
       this.backend = null;
       throw error;
     });
@@ -185,7 +186,8 @@ export class LlmEpisode implements Policy<AgentObservation> {
       sampling,
       tokenizer: identity.tokenizer,
       chatTemplateSha256: identity.chatTemplateSha256,
-      policyVersion: this.version,
+      // The version the server says produced this reply (weight sync names it in the model), not the one asked for.
+      policyVersion: servedVersionOf(completion.model),
       constrained: options.constrained,
       invalidReply: null,
     };
@@ -235,7 +237,7 @@ export class LlmEpisode implements Policy<AgentObservation> {
       sampling: { ...sampling, seed: kind === 'vllm' ? sampling.seed : null },
       tokenizer: null,
       chatTemplateSha256: null,
-      policyVersion: this.version,
+      policyVersion: servedVersionOf(reply.model),
       constrained: client.options.toolChoice === 'required',
       invalidReply: null,
     };

