@@ -259,6 +259,8 @@ export class ProcessorMetrics {
   retries = 0;
   /** Records being handled right now. */
   inFlight = 0;
+  /** Milliseconds spent handling records, summed over records (handled or failed): how busy the processor was. */
+  busyMs = 0;
   /** Records in committed transactions, per output topic name (outputs of an aborted transaction are not here). */
   readonly committed = new Map<string, number>();
   private readonly latenciesMs: number[] = [];
@@ -334,6 +336,7 @@ export class ProcessorMetrics {
 
   private finished(latencyMs: number): void {
     this.inFlight--;
+    this.busyMs += latencyMs;
     this.families?.inFlight.dec(this.labels);
     this.families?.latency.observe(this.labels, latencyMs / 1000);
   }
