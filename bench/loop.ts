@@ -138,6 +138,8 @@ async function main(): Promise<void> {
         concurrentEpisodes: EPISODES,
         verifiers: VERIFIERS,
         maxStaleness: MAX_STALENESS,
+        // Task admission (the reference solution run 3 times) is once per task, not per sample: it is left out, as in bench:verifier.
+        referenceRuns: 0,
       });
     } finally {
       clearInterval(sampler);

@@ -66,6 +66,8 @@ export interface LoopOptions {
    * stage; one instance per core keeps the rollout workers from waiting on it. @default 2
    */
   verifiers?: number;
+  /** Runs of each task's reference solution before its verifications count (VerifierOptions.referenceRuns; 0 admits every task). @default 3 */
+  referenceRuns?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
   /** The learner's Adam step size. @default the policy kind's own */
@@ -213,7 +215,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
-    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), accept: ownRecord }),
+    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), ...(options.referenceRuns === undefined ? {} : { referenceRuns: options.referenceRuns }), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });
