@@ -73,13 +73,15 @@ const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 const SLOW_TEST = 'test_takes_its_time.py';
 
 /**
- * The long tail: `fraction` of the tasks, spread evenly, get a visible test that sleeps. It runs wherever the
- * visible tests run (the agent's `run_tests`, the verifier's pristine suite) and changes no verdict.
+ * The long tail: `fraction` of the tasks get a visible test that sleeps: the middle one of every 1/fraction
+ * (neither first, which would favour streaming, nor last). It runs wherever the visible tests run (the agent's
+ * `run_tests`, the verifier's pristine suite) and changes no verdict.
  */
 function withLongTail(tasks: readonly Task[], fraction: number, seconds: number): { tasks: Task[]; slow: number } {
+  const period = fraction > 0 ? Math.max(1, Math.round(1 / fraction)) : Number.POSITIVE_INFINITY;
   let slow = 0;
   const shaped = tasks.map((task, i) => {
-    if (Math.floor((i + 1) * fraction) === Math.floor(i * fraction)) return task;
+    if (i % period !== Math.floor(period / 2)) return task;
     slow++;
     return { ...task, visibleTests: { ...task.visibleTests, [SLOW_TEST]: `import time\n\n\ndef test_takes_its_time():\n    time.sleep(${seconds})\n` } };
   });
