@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { ConfigError } from '../schemas/index.js';
 import type { StackComponent } from './component.js';
 import { dockerClient, findExecutable, pingDocker, probeStorageDriver, requireRoot } from './docker.js';
 import { imagesComponent } from './images.js';
-import { daemonFiles, startDaemon, stopDaemon, waitUntil } from './process.js';
+import { daemonFiles, isPidAlive, startDaemon, stopDaemon, waitUntil } from './process.js';
 import { ensureDir, stackPaths } from './state.js';
 
 /** The most engines `stack up --engines N` runs on one machine. */
@@ -49,6 +50,9 @@ export function extraEngineComponent(options: ExtraEngineOptions): StackComponen
       const dockerd = findExecutable('dockerd');
       requireRoot('start another Docker engine', 'Run stack up --engines as root on a machine with dockerd (trialrun stack up installs it).', { apt: false });
       if (dockerd === undefined) throw new ConfigError('another Docker engine needs dockerd; run trialrun stack up first, which installs it');
+      // An engine killed without a goodbye leaves its own pid file, and dockerd refuses to start over one.
+      const stale = existsSync(paths.pidFile) ? Number(readFileSync(paths.pidFile, 'utf8').trim()) : undefined;
+      if (stale !== undefined && !isPidAlive(stale, 'dockerd')) rmSync(paths.pidFile, { force: true });
       const storageDriver = probeStorageDriver(ensureDir(paths.dataRoot), log);
       const args = [
         `--host=${paths.host}`,
