@@ -118,7 +118,7 @@ export function dockerComponent(options: DockerOptions = {}): StackComponent {
  * data root is itself on overlayfs (the usual case when this machine is a container) and on some network or
  * FUSE file systems, so we try a real mount there instead of guessing from /proc/filesystems.
  */
-function probeStorageDriver(dataRoot: string, log: StackLog): 'overlay2' | 'vfs' {
+export function probeStorageDriver(dataRoot: string, log: StackLog): 'overlay2' | 'vfs' {
   const probe = mkdtempSync(join(ensureDir(dataRoot), 'overlay-probe-'));
   try {
     for (const dir of ['lower', 'upper', 'work', 'merged']) ensureDir(probe, dir);

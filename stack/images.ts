@@ -36,6 +36,14 @@ export interface ImagesOptions {
   docker?: Docker;
   /** Where the output of debootstrap, apt and image builds goes. @default `setupLogFile(stackPaths().stateDir, 'sandbox-images')` */
   setupLog?: string;
+  /**
+   * An engine that has the images already (the first of several local engines): missing ones are copied from it
+   * (`docker save | docker load`) instead of built, so every engine runs the very same image digests.
+   * @default none: missing images are built on `docker`
+   */
+  copyFrom?: Docker;
+  /** The component's name (`stack status`). @default 'sandbox-images' */
+  name?: string;
 }
 
 interface Recipe {
@@ -226,7 +234,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
       );
 
   return {
-    name: 'sandbox-images',
+    name: options.name ?? 'sandbox-images',
     endpoint: () =>
       planned()
         .map((p) => p.tag)
@@ -239,6 +247,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
     },
 
     async ensure(log) {
+      if (options.copyFrom) return copyImages(options.copyFrom, docker, planned().map((p) => p.tag), exists, setupLog, log);
       let built = false;
       for (const { recipe, tag, buildargs } of planned()) {
         if (await exists(tag)) continue;
@@ -255,6 +264,26 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
       return 'not-running';
     },
   };
+}
+
+/** Copies the images among `tags` that `exists` says are missing from `from` to `to`, one `docker save` stream each. */
+async function copyImages(from: Docker, to: Docker, tags: readonly string[], exists: (tag: string) => Promise<boolean>, setupLog: string, log: StackLog): Promise<'reused' | 'started'> {
+  const missing: string[] = [];
+  for (const tag of tags) if (!(await exists(tag))) missing.push(tag);
+  if (missing.length === 0) return 'reused';
+  for (const tag of missing) {
+    const present = await from.getImage(tag).inspect().then(() => true, () => false);
+    if (!present) throw new SandboxError(`cannot copy sandbox image ${tag}: the engine it is copied from does not have it (run trialrun stack up first)`);
+  }
+  const started = Date.now();
+  log(`copying ${missing.join(', ')} (docker save | docker load)`);
+  for (const tag of missing) {
+    await followJsonStream(await to.loadImage(await from.getImage(tag).get()), setupLog);
+    const [repo] = splitTag(tag);
+    await to.getImage(tag).tag({ repo, tag: 'latest' });
+  }
+  log(`copied ${missing.length} images in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return 'started';
 }
 
 async function importRootfs(docker: Docker, recipe: Recipe, tag: string, cacheDir: string, setupLog: string, log: StackLog): Promise<void> {

@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import { errorMessage, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
+import { extraEngineComponents } from './engines.js';
 import { imagesComponent, resolveImageTag } from './images.js';
 import { kafkaClusterComponent, kafkaComponent } from './kafka.js';
 import { llmComponent } from './llm.js';
@@ -11,6 +12,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
 export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
+export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython } from './llm-learner.js';
@@ -28,6 +30,12 @@ export interface StackSelection {
    * schemas in; other commands reach it through KAFKA_BROKERS. @default 1
    */
   readonly brokers?: number;
+  /**
+   * Docker engines: 1 is the stack's own; more adds engines 2..N on this machine, each with its own socket, data
+   * root, exec root and pid file and the sandbox images copied in, standing for further hosts (processes pick
+   * one with DOCKER_HOST; `enginePaths`). @default 1
+   */
+  readonly engines?: number;
   /** Include every optional part, so that `stack down` and `stack status` see them. @default false */
   readonly all?: boolean;
 }
@@ -41,7 +49,9 @@ export function stackComponents(selection: StackSelection = {}): StackComponent[
   const cluster = brokers > 1 || selection.all ? kafkaClusterComponent({ nodes: brokers > 1 ? brokers : 3 }) : null;
   const kafka = brokers > 1 ? [cluster!, registryComponent({ brokers: cluster!.brokers.join(',') })] : [kafkaComponent(), registryComponent(), ...(selection.all ? [cluster!] : [])];
   const llm = selection.llm || selection.all ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [];
-  return [...kafka, dockerComponent(), imagesComponent(), ...llm];
+  const engines = selection.engines ?? 1;
+  const extraEngines = extraEngineComponents(selection.all ? Math.max(engines, 2) : engines);
+  return [...kafka, dockerComponent(), imagesComponent(), ...extraEngines, ...llm];
 }
 
 export interface StackReport {

@@ -1,4 +1,4 @@
-import { stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
+import { MAX_ENGINES, stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { llmLearnerVenv } from '../llm-learner.js';
@@ -12,15 +12,17 @@ export const stackCommand: Command = {
     'Manage the local stack: Kafka (KRaft), the schema registry, the Docker engine, the sandbox images, and (with --llm) a model server.\n' +
     '  up      install what is missing, start what is not running, wait until each part answers (idempotent);\n' +
     '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set);\n' +
-    '          --brokers 3 a three-broker KRaft cluster (localhost:19092-19094) instead of the single node\n' +
+    '          --brokers 3 a three-broker KRaft cluster (localhost:19092-19094) instead of the single node;\n' +
+    '          --engines 2 a second Docker engine on this machine (own socket, data root, exec root; images copied in)\n' +
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
     '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)\n' +
     '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)',
   usage: 'up|down|status|python llm-learner',
-  options: { llm: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' } },
+  options: { llm: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' }, engines: { type: 'string', default: '1' } },
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
     brokers: 'up: 1 for the single local node, 3 (up to 9) for a KRaft cluster on this machine, replication factor 3',
+    engines: `up: Docker engines on this machine, 1 (the stack's own) to ${MAX_ENGINES}; engine N answers at DOCKER_HOST=unix://<state>/engines/N/docker.sock`,
   },
   async run(values, [action, ...extra]) {
     if (action === 'python') {
@@ -33,12 +35,16 @@ export const stackCommand: Command = {
     const brokers = requiredInt(values, 'brokers', 1);
     if (brokers > 9) throw new ConfigError(`--brokers must be at most 9, got ${brokers}`);
     if (brokers !== 1 && action !== 'up') throw new ConfigError(`--brokers goes with stack up; stack ${action ?? ''} always includes the cluster`);
+    const engines = requiredInt(values, 'engines', 1);
+    if (engines > MAX_ENGINES) throw new ConfigError(`--engines must be at most ${MAX_ENGINES}, got ${engines}`);
+    if (engines !== 1 && action !== 'up') throw new ConfigError(`--engines goes with stack up; stack ${action ?? ''} always includes the second engine`);
     if (action === 'up') {
       const started = performance.now();
-      const components = stackComponents({ llm: values.llm === true, brokers });
+      const components = stackComponents({ llm: values.llm === true, brokers, engines });
       await stackUp(log, components); // one line per component
       log(`stack up in ${((performance.now() - started) / 1000).toFixed(1)}s`);
       if (brokers > 1) log(`other commands use the cluster with KAFKA_BROKERS=${components[0]!.endpoint()}`);
+      for (const engine of components.filter((c) => /^docker-\d+$/.test(c.name))) log(`processes use ${engine.name} with DOCKER_HOST=${engine.endpoint()}`);
       return 0;
     }
     if (action === 'down') {

@@ -84,6 +84,14 @@ test("each client's errors map to ours: unreachable brokers are a ConnectionErro
   assert.ok(moving instanceof KafkaError && moving.retriable && moving.code === 'NOT_COORDINATOR');
   const epoch = fromKafkajsError(clientError({ name: 'KafkaJSProtocolError', message: 'Producer attempted an operation with an old epoch', type: 'INVALID_PRODUCER_EPOCH', retriable: false }), resolved);
   assert.ok(epoch instanceof KafkaError && !epoch.retriable);
+  // A leader fail-over: the broker's "does not host this topic-partition", after kafkajs spent its own retries on it.
+  const failover = clientError({ name: 'KafkaJSProtocolError', message: 'This server does not host this topic-partition', type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: true });
+  const spent = fromKafkajsError(Object.assign(clientError({ name: 'KafkaJSNumberOfRetriesExceeded', message: failover.message, retriable: false }), { cause: failover }), resolved);
+  assert.ok(spent instanceof KafkaError && spent.retriable && spent.code === 'UNKNOWN_TOPIC_OR_PARTITION', 'retriable with our bounded retry');
+  const unwrapped = fromKafkajsError(clientError({ name: 'KafkaJSProtocolError', message: failover.message, type: 'UNKNOWN_TOPIC_OR_PARTITION', retriable: false }), resolved);
+  assert.ok(unwrapped instanceof KafkaError && unwrapped.retriable);
+  const fencedAfterRetries = fromKafkajsError(Object.assign(clientError({ name: 'KafkaJSNonRetriableError', message: 'old epoch', retriable: false }), { cause: clientError({ name: 'KafkaJSProtocolError', message: 'old epoch', type: 'INVALID_PRODUCER_EPOCH', retriable: false }) }), resolved);
+  assert.ok(fencedAfterRetries instanceof KafkaError && !fencedAfterRetries.retriable && fencedAfterRetries.code === 'INVALID_PRODUCER_EPOCH');
   // Not a client error: unchanged, so a handler's own error keeps its class.
   const own = new TypeError('x is not a function');
   assert.equal(fromConfluentError(own, resolved), own);

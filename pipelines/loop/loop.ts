@@ -57,16 +57,30 @@ export interface LoopOptions {
   maxTurns?: number;
   /** Rollout worker instances (each a group member with its own transactional producer). @default 2 */
   rolloutWorkers?: number;
+  /** Episodes of one task (of its G samples) a rollout worker runs at once. @default the llm policy's concurrentEpisodes, else 1 */
+  concurrentEpisodes?: number;
+  /**
+   * How rollouts and learning interleave. 'streaming': every stage runs at once, tasks flow as fast as the
+   * in-flight bound lets them, and the learner trains on each batch as it completes. 'synchronous': the seed's
+   * batch loop, driven through the same processors: publish one batch of tasks (batchSize / groupSize), roll it
+   * all out, verify, reward, train, wait until the rollout workers serve the new policy, then the next batch.
+   * @default 'streaming'
+   */
+  schedule?: 'streaming' | 'synchronous';
   /**
    * Verifier instances (group members, each with its own transactional producer, splitting the trajectory
    * partitions). Verification runs the hidden tests several times per trajectory and is the loop's slowest
    * stage; one instance per core keeps the rollout workers from waiting on it. @default 2
    */
   verifiers?: number;
+  /** Runs of each task's reference solution before its verifications count (VerifierOptions.referenceRuns; 0 admits every task). @default 3 */
+  referenceRuns?: number;
   /** Samples per learner update. @default 16 */
   batchSize?: number;
   /** The learner's Adam step size. @default the policy kind's own */
   learningRate?: number;
+  /** Samples whose policy version lags the learner's by more than this are dropped (LearnerOptions.maxStaleness). @default 4 */
+  maxStaleness?: number;
   /**
    * Trajectories rolled out but not yet rewarded, at most: a rollout worker waits before its next task while
    * this many are in flight. Rollouts outpace verification here, and without a bound the backlog grows until
@@ -138,6 +152,10 @@ export interface LoopSummary {
   readonly dataDir: string;
   readonly rejectsFile: string | null;
   readonly elapsedMs: number;
+  /** From the first task published to the last record landed: the loop's working time, start-up left out. */
+  readonly activeMs: number;
+  /** Time the learner spent handling records (joining and training), summed. */
+  readonly learnerBusyMs: number;
 }
 
 /** The offset the next record of each partition of a topic will get (its settled last stable offset). */
@@ -179,16 +197,27 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   // Every environment the tasks name must be registered and served by the policy, before anything starts.
   const envIds = [...new Set(tasks.map((task) => ENVIRONMENTS.get(task.envId).id))];
   const trainable = policyKindFor(policyId, envIds, settings).trainable !== false;
+  const schedule = options.schedule ?? 'streaming';
+  if (schedule !== 'streaming' && schedule !== 'synchronous') throw new ConfigError(`LoopOptions.schedule must be 'streaming' or 'synchronous', got ${String(schedule)}`);
+  const batchSize = options.batchSize ?? 16;
+  if (schedule === 'synchronous' && (!trainable || batchSize % groupSize !== 0)) {
+    throw new ConfigError(`LoopOptions.schedule 'synchronous' needs a trainable policy and a batchSize (${batchSize}) that is a multiple of groupSize (${groupSize})`);
+  }
+  const concurrentEpisodes = options.concurrentEpisodes ?? options.llm?.concurrentEpisodes ?? 1;
+  if (!Number.isInteger(concurrentEpisodes) || concurrentEpisodes < 1) throw new ConfigError(`LoopOptions.concurrentEpisodes must be a whole number >= 1, got ${concurrentEpisodes}`);
   await prepareTopics(context);
   let epochs = 0;
-  const expected = (): number => epochs * tasks.length * groupSize;
+  /** Tasks published so far (all epochs), and where the synchronous schedule's next batch starts in `tasks`. */
+  let published = 0;
+  let cursor = 0;
+  const expected = (): number => published * groupSize;
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const rolloutWorkers = options.rolloutWorkers ?? 2;
   const verifierCount = options.verifiers ?? 2;
   if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
-  const maxInFlight = options.maxInFlight ?? Math.max(2 * (options.batchSize ?? 16), groupSize * rolloutWorkers);
+  const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers);
   if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
   // Called by the workers only once every processor below exists and runs.
@@ -205,23 +234,37 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: options.llm?.concurrentEpisodes ?? 1, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
+    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   );
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
-    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), accept: ownRecord }),
+    createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), ...(options.referenceRuns === undefined ? {} : { referenceRuns: options.referenceRuns }), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });
   const learner = trainable
-    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize: options.batchSize, learningRate: options.learningRate, accept: ownRecord })
+    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, maxStaleness: options.maxStaleness, accept: ownRecord })
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId }) : null;
   const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink, ...(weightSync ? [weightSync] : [])];
+  let firstPublished: number | null = null;
+  const publish = async (batch: readonly Task[]): Promise<void> => {
+    firstPublished ??= performance.now();
+    await publishTasks(context.kafka, context.serde, context.names, batch);
+    published += batch.length;
+  };
   const publishEpoch = async (): Promise<void> => {
-    await publishTasks(context.kafka, context.serde, context.names, tasks);
+    await publish(tasks);
     epochs++;
   };
+  // The synchronous schedule's unit: one learner batch of tasks, published once the previous one is learned from.
+  const publishBatch = async (): Promise<void> => {
+    if (cursor === 0) epochs++;
+    const batch = tasks.slice(cursor, cursor + batchSize / groupSize);
+    cursor = (cursor + batch.length) % tasks.length;
+    await publish(batch);
+  };
+  let versionAtStart = 0;
 
   const progress = (): LoopProgress => ({
     expected: expected(),
@@ -233,35 +276,59 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     elapsedMs: performance.now() - started,
   });
   const landed = (table: string): number => sink.rowsLanded(table, runId);
+  /**
+   * The synchronous barrier: every published task rolled out, every sample verified and rewarded, the learner has
+   * handled them all, and the rollout workers serve every version it published.
+   */
+  const batchLearned = (tasksHandled: number): boolean => {
+    if (tasksHandled < published) return false;
+    const trajectoriesDue = expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
+    const rewardsDue = trajectoriesDue - verifiersDeadLettered() - reward.metrics.deadLettered;
+    if (rolledOut() < trajectoriesDue || committed(reward, 'rewards') < rewardsDue || learner === null) return false;
+    if (learner.metrics.handled < trajectoriesDue + rewardsDue) return false;
+    return policies.current().version - versionAtStart >= committed(learner, 'policyCheckpoints');
+  };
   let rolloutsStopped = false;
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
   let loopMs = 0;
+  let activeMs = 0;
   try {
     // Every processor starts, or none is left running: a refused start (a bad option, a broker that is down)
     // stops the ones that did start, in the finally below.
     const starts = await Promise.allSettled(processors.map((p) => p.start()));
     const refused = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected');
     if (refused) throw refused.reason;
-    await publishEpoch();
+    versionAtStart = policies.current().version;
+    if (schedule === 'streaming') await publishEpoch();
+    else await publishBatch();
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
       const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.handled, 0);
       const elapsed = performance.now() - started;
+      if (schedule === 'synchronous' && batchLearned(tasksHandled)) {
+        // The next batch, while the epoch has tasks left or the run's time does.
+        if (cursor !== 0 || elapsed < (options.durationMs ?? 0)) {
+          await publishBatch();
+          continue;
+        }
+      }
       if (!rolloutsStopped && elapsed >= (options.stopRolloutsAfterMs ?? Number.POSITIVE_INFINITY)) {
         await Promise.all(workers.map((w) => w.stop()));
         rolloutsStopped = true;
       }
       // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
-      if (!rolloutsStopped && tasksHandled >= epochs * tasks.length && elapsed < (options.durationMs ?? 0)) await publishEpoch();
+      if (schedule === 'streaming' && !rolloutsStopped && tasksHandled >= published && elapsed < (options.durationMs ?? 0)) await publishEpoch();
       // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
       const trajectoriesDue = rolloutsStopped
         ? rolledOut()
         : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
       const verificationsDue = trajectoriesDue - verifiersDeadLettered();
       const rewardsDue = verificationsDue - reward.metrics.deadLettered;
+      const batchesLeft = schedule === 'synchronous' && (cursor !== 0 || elapsed < (options.durationMs ?? 0));
       if (
+        !batchesLeft &&
         landed('trajectories') >= trajectoriesDue &&
         landed('verifications') >= verificationsDue &&
         landed('rewards') >= rewardsDue &&
@@ -273,9 +340,11 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         lastReport = performance.now();
         options.onProgress(progress());
       }
-      await sleep(250, signal);
+      // The synchronous schedule waits on every batch: a coarse poll would be its own idle time.
+      await sleep(schedule === 'synchronous' ? 25 : 250, signal);
     }
     options.onProgress?.(progress());
+    activeMs = performance.now() - (firstPublished ?? started);
   } finally {
     loopMs = performance.now() - started;
     await Promise.allSettled(processors.map((p) => p.stop()));
@@ -303,7 +372,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       reward: stage([reward], 'rewards'),
       ...(learner ? { learner: stage([learner], 'policyCheckpoints') } : {}),
     };
-    const recordsPerTopic: Record<string, number> = { tasks: tasks.length * epochs };
+    const recordsPerTopic: Record<string, number> = { tasks: published };
     for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {
       recordsPerTopic[table === 'checkpoints' ? TOPICS.policyCheckpoints.name : table] = await scalar(`SELECT count(*) FROM ${table} WHERE run_id = ${run}`);
     }
@@ -325,6 +394,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       dataDir: options.dataDir,
       rejectsFile,
       elapsedMs: performance.now() - started,
+      activeMs,
+      learnerBusyMs: learner?.metrics.busyMs ?? 0,
     };
   } finally {
     catalog.close();

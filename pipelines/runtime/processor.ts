@@ -1,7 +1,7 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, errorMessage, resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
@@ -106,6 +106,8 @@ export class StreamProcessor<K extends TopicKey> {
   private readonly topicKeys: Map<string, K>;
   private consumer: KafkaConsumer | undefined;
   private producer: KafkaProducer | undefined;
+  /** Set when a transaction could neither commit nor abort: the next commit starts on a new producer. */
+  private producerBroken = false;
   /** Reads committed offsets and their metadata back, for priority order. */
   private admin: KafkaAdmin | undefined;
 
@@ -194,10 +196,7 @@ export class StreamProcessor<K extends TopicKey> {
     const { kafka, names } = this.context;
     this.activation = new AbortController();
     for (const store of this.options.stores) await store.restore(kafka);
-    // Stable per instance: a restarted instance aborts what its predecessor left open at once. With the
-    // confluent client this is not what fences a zombie (its group generation is), so any ids will do.
-    this.producer = kafka.producer({ transactionalId: `${this.groupId}-${this.options.instanceId}` });
-    await this.producer.connect();
+    this.producer = await this.newProducer();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
       fromBeginning: this.options.fromBeginning,
@@ -215,6 +214,17 @@ export class StreamProcessor<K extends TopicKey> {
     await this.consumer.run({
       eachBatch: (payload) => (this.options.priority ? this.handleByPriority(payload, this.options.priority) : this.handleInOrder(payload)),
     });
+  }
+
+  /**
+   * The transactional producer. Its id is stable per instance: a new one (a restarted instance, or a
+   * replacement below) aborts what the previous left open when it connects. With the confluent client this is
+   * not what fences a zombie (its group generation is), so any ids will do.
+   */
+  private async newProducer(): Promise<KafkaProducer> {
+    const producer = this.context.kafka.producer({ transactionalId: `${this.groupId}-${this.options.instanceId}` });
+    await producer.connect();
+    return producer;
   }
 
   private async deactivate(): Promise<void> {
@@ -342,6 +352,13 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string, metadata: string | null = null): Promise<void> {
+    // A transaction that could neither commit nor abort (a broker fail-over outlasting both calls) leaves its
+    // producer in a state no later transaction can start from: it is replaced first, which aborts the old one.
+    if (this.producerBroken) {
+      await this.producer!.disconnect().catch(() => undefined);
+      this.producer = await this.newProducer();
+      this.producerBroken = false;
+    }
     const transaction = await this.producer!.transaction();
     try {
       const records = [...outputs, ...this.options.stores.flatMap((store) => store.changelog())];
@@ -356,7 +373,11 @@ export class StreamProcessor<K extends TopicKey> {
       await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
       await transaction.commit();
     } catch (error) {
-      await transaction.abort().catch(() => undefined);
+      await transaction.abort().catch((abortError: unknown) => {
+        // Said once per transaction: the consumer's client logs the error eachBatch then throws only at a level we mute.
+        process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: a transaction could neither commit (${errorMessage(error)}) nor abort (${errorMessage(abortError)}); its producer is replaced before the next one\n`);
+        this.producerBroken = true;
+      });
       throw error;
     }
     for (const store of this.options.stores) store.commit();

@@ -11,7 +11,7 @@ import { TopicSerde } from '../../connectors/registry/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
 import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
-import { topicNames } from '../../schemas/index.js';
+import { isRetriable, topicNames } from '../../schemas/index.js';
 import { imageFor, kafkaClusterComponent } from '../../stack/index.js';
 import { ensureStack, eventually, readAll, tempDir } from './harness.js';
 
@@ -29,11 +29,12 @@ after(async () => {
   await cluster.stop(log);
 });
 
-test('a broker SIGKILLed mid-run and restarted: every sample still ends with exactly one trajectory, verification and reward', { timeout: 900_000 }, async () => {
+// kafkajs only: with the confluent client the loop stalls after the killed broker came back (no rollout resumes
+// within ten minutes; docs/kafka.md, Known limits, says what was seen). Until that is understood the confluent
+// case is not registered here.
+async function brokerKilledMidRun(client: 'confluent' | 'kafkajs'): Promise<void> {
   const names = topicNames(`it-fault-${randomUUID().slice(0, 8)}.`);
-  // kafkajs: with the confluent client the loop stalled after the killed broker came back (no rollout
-  // resumed within ten minutes); until that is understood this test pins the client that rides it out.
-  const context: ProcessorContext = { kafka: createKafka({ clientId: 'it-fault', brokers: [...cluster.brokers], client: 'kafkajs' }), serde: new TopicSerde(names), names };
+  const context: ProcessorContext = { kafka: createKafka({ clientId: 'it-fault', brokers: [...cluster.brokers], client }), serde: new TopicSerde(names), names };
   await prepareTopics(context);
   // Replica placement is not part of the Kafka port (no processor needs it): the test asks the brokers itself.
   const metadataAdmin = new Kafka({ brokers: [...cluster.brokers], clientId: 'it-fault-metadata', logLevel: logLevel.NOTHING }).admin();
@@ -62,8 +63,12 @@ test('a broker SIGKILLed mid-run and restarted: every sample still ends with exa
   let seen = 0;
   await eventually('the first trajectories', async () => {
     seen = 0;
-    await readTopic(context.kafka, { topic: names.name('trajectories'), onRecord: () => void seen++ });
-    return seen >= 2;
+    // A loaded machine can time a read out (retriable): that is "not yet", not a failure.
+    const read = await readTopic(context.kafka, { topic: names.name('trajectories'), onRecord: () => void seen++ }).then(() => true, (error: unknown) => {
+      if (isRetriable(error)) return false;
+      throw error;
+    });
+    return read && seen >= 2;
   }, 600_000, 1000);
   const leader = (await partitionsOf(names.name('trajectories')))[0]!.leader;
   const pid = cluster.nodePid(leader);
@@ -103,4 +108,6 @@ test('a broker SIGKILLed mid-run and restarted: every sample still ends with exa
   } finally {
     catalog.close();
   }
-});
+}
+
+test('a broker SIGKILLed mid-run and restarted: every sample still ends with exactly one trajectory, verification and reward (kafkajs)', { timeout: 900_000 }, () => brokerKilledMidRun('kafkajs'));

@@ -58,10 +58,28 @@ export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions)
     if (current.name === 'KafkaJSConnectionError') return unreachable(resolved, current.message, error);
   }
   if (!error.name.startsWith('KafkaJS')) return error;
-  const { type, retriable } = error as Error & { type?: string; retriable?: boolean };
+  const { retriable } = error as Error & { retriable?: boolean };
+  // kafkajs wraps the broker's error once its own retries are spent (KafkaJSNumberOfRetriesExceeded, KafkaJSNonRetriableError): the type is the innermost's.
+  const type = errorTypeIn(error);
   // A fenced or aborted transaction stays fenced however often it is retried.
   const fenced = /PRODUCER_FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION|INVALID_TXN_STATE/.test(type ?? '');
-  return new KafkaError(`kafka (kafkajs): ${error.message}`, type ?? error.name, { retriable: retriable === true && !fenced, cause: error });
+  // Stale metadata while a partition's leader moves: every topic we use was checked at start, so this passes once
+  // the metadata catches up, however kafkajs labelled it after its own retries.
+  const leaderMoving = type !== undefined && LEADER_MOVING.has(type);
+  return new KafkaError(`kafka (kafkajs): ${error.message}`, type ?? error.name, { retriable: (retriable === true || leaderMoving) && !fenced, cause: error });
+}
+
+/** Broker errors of a leader fail-over ("This server does not host this topic-partition" among them). */
+const LEADER_MOVING = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);
+
+/** The broker error type of `error` or of the errors it wraps (kafkajs's `type`), innermost first. */
+function errorTypeIn(error: Error): string | undefined {
+  const chain: Error[] = [];
+  for (let current: unknown = error; chain.length < 5 && current instanceof Error; current = current.cause) chain.push(current);
+  return chain
+    .reverse()
+    .map((e) => (e as Error & { type?: string }).type)
+    .find((type) => type !== undefined);
 }
 
 export const unreachable = (resolved: ResolvedKafkaOptions, reason: string, cause?: unknown): ConnectionError =>
