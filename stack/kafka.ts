@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { probeBrokers } from '../connectors/kafka/index.js';
 import { checkoutFile, ConfigError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
-import { daemonFiles, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
+import { daemonFiles, portAccepts, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
 import { ensureDir, stackPaths, type StackPaths } from './state.js';
 
 /** The Kafka release `stack up` runs; stack/kafka/pom.xml's default `kafka.version` matches it. */
@@ -70,8 +70,15 @@ export function kafkaComponent(options: KafkaOptions = {}): StackComponent {
       }
       // A broker we started earlier may still be booting: wait for it instead of starting a second.
       let pid = runningDaemon(paths.stateDir, DAEMON, serverProperties);
+      const [host, port] = splitHostPort(brokerList[0] ?? '');
+      // Something already listens on the port (another checkout's broker, slow to answer under load): a second
+      // broker would only die on "address in use", so wait for that one to answer instead.
+      if (pid === undefined && (await portAccepts(host, port))) {
+        log(`${host}:${port} is taken by a process this checkout did not start; waiting for it to answer as Kafka`);
+        await waitUntil(isUp, { what: `Kafka at ${brokers} (the process on its port)`, timeoutMs: options.startTimeoutMs ?? 120_000 });
+        return 'reused';
+      }
       if (pid === undefined) {
-        const [host, port] = splitHostPort(brokerList[0] ?? '');
         const libs = await fetchJars(paths.cacheDir, version, logFile, log);
         const controllerPort = options.controllerPort ?? 9093;
         writeConfig(kafkaDir, { id: 1, host, port, controllerPort, voters: `1@${host === 'localhost' ? '127.0.0.1' : host}:${controllerPort}`, replication: 1 });
