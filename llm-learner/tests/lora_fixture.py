@@ -23,7 +23,7 @@ from safetensors.torch import save_file
 from transformers import AutoModelForCausalLM
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from trialrun_llm_learner.gguf_lora import ARTIFACT_FORMAT, sha256_file  # noqa: E402
+from trialrun_llm_learner.gguf_lora import ARTIFACT_FORMAT, file_sha256  # noqa: E402
 
 
 def completion_logprobs(model, prompt: list[int], completion: list[int]) -> torch.Tensor:
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
 
-    base_sha256 = sha256_file(args.base)
+    base_sha256 = file_sha256(args.base)
     model = AutoModelForCausalLM.from_pretrained(os.path.dirname(os.path.abspath(args.base)), gguf_file=os.path.basename(args.base), torch_dtype=torch.float32)
     model.eval()
     with torch.no_grad():

@@ -58,7 +58,7 @@ def write_adapter(path, base_path, tensors=None, **overrides) -> str:
         "format": "lora-safetensors/v1",
         "peft_config": json.dumps({"r": RANK, "lora_alpha": ALPHA, "lora_dropout": 0.0, "target_modules": ["q_proj", "k_proj", "v_proj", "down_proj"]}),
         "base_model": "tiny",
-        "base_sha256": gguf_lora.sha256_file(base_path),
+        "base_sha256": gguf_lora.file_sha256(base_path),
         "policy_version": "3",
         "parent_version": "2",
     }

@@ -17,6 +17,8 @@ from urllib.parse import unquote, urlparse
 
 import torch
 
+from .digest import file_sha256
+
 #: CheckpointArtifact.format of a LoRA adapter (schemas/policy-checkpoint.ts).
 LORA_FORMAT = "lora-safetensors/v1"
 STATE_FOLDER = "llm-learner-state"
@@ -28,14 +30,6 @@ class ArtifactIntegrityError(RuntimeError):
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def file_sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def put_bytes(root: str, folder: str, version: int, data: bytes, suffix: str = ".bin") -> tuple[Path, str]:

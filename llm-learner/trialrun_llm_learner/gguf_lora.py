@@ -19,7 +19,6 @@ exist in it with matching shapes. Anything else is refused (exit status 2, one l
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -27,6 +26,8 @@ import sys
 from dataclasses import dataclass
 
 import numpy as np
+
+from .digest import file_sha256
 
 ARTIFACT_FORMAT = "lora-safetensors/v1"
 PEFT_PREFIX = "base_model.model."
@@ -56,14 +57,6 @@ class ConvertedAdapter:
     alpha: float
     base_sha256: str
     policy_version: str | None
-
-
-def sha256_file(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def read_base(path: str) -> BaseModel:
@@ -175,7 +168,7 @@ def convert(adapter_path: str, base_path: str, out_path: str) -> ConvertedAdapte
     if metadata.get("format") != ARTIFACT_FORMAT:
         raise AdapterRefused(f"the artifact's format is {metadata.get('format')!r}, not {ARTIFACT_FORMAT!r}")
     expected = metadata.get("base_sha256", "")
-    actual = sha256_file(base_path)
+    actual = file_sha256(base_path)
     if expected != actual:
         raise AdapterRefused(f"the adapter was trained on base sha256 {expected or '(none)'}, but {base_path} is {actual}")
     rank, alpha = lora_config(metadata)

@@ -12,8 +12,12 @@ test('the Wilson interval matches the textbook values and stays inside [0, 1]', 
   const b = wilsonInterval(0, 10);
   assert.equal(b.low, 0);
   close(b.high, 0.2775);
-  assert.deepEqual(wilsonInterval(0, 0), { low: 0, high: 1 });
+  const all = wilsonInterval(4, 4);
+  close(all.low, 0.5101);
+  assert.equal(all.high, 1);
+  assert.deepEqual(wilsonInterval(0, 0), { low: 0, high: 1 }, 'no episodes: nothing known');
   assert.throws(() => wilsonInterval(3, 2), /0 <= passes <= n/);
+  assert.throws(() => wilsonInterval(1.5, 2), RangeError);
 });
 
 test("the difference interval is Newcombe's hybrid score interval", () => {
