@@ -3,7 +3,7 @@ import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { ConfigError } from '../schemas/index.js';
-import type { StackComponent } from './component.js';
+import type { StackComponent, StackLog } from './component.js';
 import { dockerClient, findExecutable, pingDocker, probeStorageDriver, requireRoot } from './docker.js';
 import { imagesComponent } from './images.js';
 import { daemonFiles, isPidAlive, startDaemon, stopDaemon, waitUntil } from './process.js';
@@ -50,9 +50,13 @@ export function extraEngineComponent(options: ExtraEngineOptions): StackComponen
       const dockerd = findExecutable('dockerd');
       requireRoot('start another Docker engine', 'Run stack up --engines as root on a machine with dockerd (trialrun stack up installs it).', { apt: false });
       if (dockerd === undefined) throw new ConfigError('another Docker engine needs dockerd; run trialrun stack up first, which installs it');
-      // An engine killed without a goodbye leaves its own pid file, and dockerd refuses to start over one.
+      // An engine killed without a goodbye leaves its own pid file (dockerd refuses to start over one), and may
+      // leave its containerd running.
       const stale = existsSync(paths.pidFile) ? Number(readFileSync(paths.pidFile, 'utf8').trim()) : undefined;
-      if (stale !== undefined && !isPidAlive(stale, 'dockerd')) rmSync(paths.pidFile, { force: true });
+      if (stale === undefined || !isPidAlive(stale, 'dockerd')) {
+        rmSync(paths.pidFile, { force: true });
+        await stopOrphanedContainerd(paths.execRoot, log);
+      }
       const storageDriver = probeStorageDriver(ensureDir(paths.dataRoot), log);
       const args = [
         `--host=${paths.host}`,
@@ -88,4 +92,20 @@ export function extraEngineComponents(count: number, primary: Docker = dockerCli
     extraEngineComponent({ index, stateDir }),
     imagesComponent({ docker: dockerClient(enginePaths(index, stateDir).host), copyFrom: primary, name: `sandbox-images-${index}` }),
   ]);
+}
+
+/**
+ * The containerd a killed dockerd started can outlive it (it is not in dockerd's process group). A new dockerd
+ * finds its pid file, waits on it ("containerd is still running") and gives up; so it is killed first. Its
+ * shims keep the containers, which the new containerd finds again and dockerd then cleans up.
+ */
+async function stopOrphanedContainerd(execRoot: string, log: StackLog): Promise<void> {
+  const pidFile = join(execRoot, 'containerd', 'containerd.pid');
+  const pid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : undefined;
+  if (pid !== undefined && Number.isInteger(pid) && isPidAlive(pid, 'containerd')) {
+    log(`killing containerd (pid ${pid}), left running by the engine's killed dockerd`);
+    process.kill(pid, 'SIGKILL');
+    await waitUntil(async () => !isPidAlive(pid, 'containerd'), { what: `containerd (pid ${pid}) to exit`, timeoutMs: 30_000 });
+  }
+  rmSync(pidFile, { force: true });
 }
