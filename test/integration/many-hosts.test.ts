@@ -152,6 +152,8 @@ test('a rollout worker killed mid-episode: the other host redoes its tasks, acco
     await stopAndAssertNoLeaks(hosts);
   } finally {
     for (const child of [...Object.values(hosts.workers), ...Object.values(hosts.verifiers)]) child.kill('SIGKILL');
+    // The in-process reward's consumer would keep this file's process alive after a failure (stopping twice is harmless).
+    await hosts.stopReward();
   }
 });
 
@@ -171,5 +173,7 @@ test('a whole engine killed mid-episode and brought back: accounting stays exact
     await stopAndAssertNoLeaks(hosts);
   } finally {
     for (const child of [...Object.values(hosts.workers), ...Object.values(hosts.verifiers)]) child.kill('SIGKILL');
+    // The in-process reward's consumer would keep this file's process alive after a failure (stopping twice is harmless).
+    await hosts.stopReward();
   }
 });
