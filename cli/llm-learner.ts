@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveKafkaOptions } from '../connectors/kafka/index.js';
 import { resolveRegistryUrl } from '../connectors/registry/index.js';
+import { servedModelPath } from '../connectors/llm/index.js';
 import { checkoutFile, ConfigError, errorMessage, STACK_LLM_URL } from '../schemas/index.js';
 import { llmLearnerPython, stackPaths } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
@@ -51,17 +52,12 @@ export function localCheckpointRoot(location: string): string {
 
 /** The GGUF file the llama.cpp server at `rootUrl` serves (its /props `model_path`), so the learner trains those weights. */
 export async function servedGguf(rootUrl: string): Promise<string> {
-  let props: { model_path?: unknown };
-  try {
-    const response = await fetch(`${rootUrl.replace(/\/+$/, '')}/props`, { signal: AbortSignal.timeout(10_000) });
-    if (!response.ok) throw new Error(`HTTP ${response.status}`);
-    props = (await response.json()) as { model_path?: unknown };
-  } catch (error) {
+  const path = await servedModelPath(rootUrl).catch((error: unknown) => {
     throw new ConfigError(`cannot ask the model server at ${rootUrl} which GGUF it serves (${errorMessage(error)}); start it with \`trialrun stack up --llm\` or name the file with --gguf`);
-  }
-  if (typeof props.model_path !== 'string') throw new ConfigError(`the model server at ${rootUrl} names no model_path in /props (not llama.cpp?); name the GGUF with --gguf`);
-  if (!existsSync(props.model_path)) throw new ConfigError(`the model server at ${rootUrl} serves ${props.model_path}, which is not a file on this machine; name the GGUF with --gguf`);
-  return props.model_path;
+  });
+  if (path === null) throw new ConfigError(`the model server at ${rootUrl} names no model_path in /props (not llama.cpp?); name the GGUF with --gguf`);
+  if (!existsSync(path)) throw new ConfigError(`the model server at ${rootUrl} serves ${path}, which is not a file on this machine; name the GGUF with --gguf`);
+  return path;
 }
 
 /** The root of the stack's model server (LLM_BASE_URL, else the built-in one), without its OpenAI `/v1`. */

@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { promisify } from 'node:util';
 import { IncompatibleAdapterError } from '../connectors/checkpoints/index.js';
-import { servedModelName, servedVersionOf, type MergeWeights, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
+import { servedModelName, servedModelPath, servedVersionOf, type MergeWeights, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
 import { checkoutFile, ConfigError, ConnectionError, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { llmLearnerPython } from './llm-learner.js';
@@ -176,12 +176,9 @@ export function llamaCppWeightServer(options: LlamaCppWeightServerOptions = {}):
   // The GGUF the server loads, as it reports it; hashed once.
   const base = (): Promise<{ path: string; sha256: string }> => {
     baseModel ??= (async () => {
-      const response = await fetch(`${root}/props`, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-        throw new ConnectionError(`GET ${root}/props failed: ${String(error)}`, error);
-      });
-      const props = (await response.json().catch(() => ({}))) as { model_path?: unknown };
-      if (!response.ok || typeof props.model_path !== 'string') throw new ConnectionError(`GET ${root}/props: HTTP ${response.status}, no model_path`);
-      return { path: props.model_path, sha256: await sha256File(props.model_path) };
+      const path = await servedModelPath(root);
+      if (path === null) throw new ConnectionError(`GET ${root}/props: no model_path`);
+      return { path, sha256: await sha256File(path) };
     })().catch((error: unknown) => {
       baseModel = null;
       throw error;

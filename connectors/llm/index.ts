@@ -1,6 +1,7 @@
 export * from './chat-client.js';
 export {
   LlamaCppClient,
+  servedModelPath,
   type LlamaCppClientOptions,
   type SamplingParams,
   type ServerIdentity,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
 import { ChatRequestError, postJson } from './http.js';
 
 /**
@@ -178,4 +178,18 @@ export class LlamaCppClient {
       attempts,
     };
   }
+}
+
+/**
+ * The GGUF file a llama.cpp server loads, as its `/props` reports it (`model_path`); null when the server
+ * answers without one (not llama.cpp). An unreachable server or an HTTP error is a ConnectionError.
+ */
+export async function servedModelPath(rootUrl: string): Promise<string | null> {
+  const root = rootUrl.replace(/\/+$/, '');
+  const response = await fetch(`${root}/props`, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
+    throw new ConnectionError(`GET ${root}/props failed: ${errorMessage(error)}`, error);
+  });
+  if (!response.ok) throw new ConnectionError(`GET ${root}/props: HTTP ${response.status}`);
+  const props = (await response.json().catch(() => ({}))) as { model_path?: unknown };
+  return typeof props.model_path === 'string' ? props.model_path : null;
 }
