@@ -4,7 +4,7 @@ import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { limitsForWorkspace, type SandboxPool } from '../../../connectors/sandbox/index.js';
 import { checkoutFile, ConfigError, describeIssues, errorMessage, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
-import { readTree } from './workspace-trees.js';
+import { readTree, treeChanges } from './workspace-trees.js';
 
 /**
  * Harbor / Terminal-Bench task folders (`format: harbor` in a workspace job file):
@@ -200,9 +200,7 @@ export async function applySolveScript(folder: HarborFolder, image: string, hook
       throw new ConfigError(`${where} failed (${exec.status}${exec.exitCode === null ? '' : `, exit ${exec.exitCode}`}): ${exec.stderr.trim().slice(-400) || 'no stderr'}`);
     }
     const after = await sandbox.snapshot();
-    const changed: FileTree = {};
-    for (const [path, text] of Object.entries(after.files)) if (!path.startsWith(`${HARBOR_DIR}/`) && folder.files[path] !== text) changed[path] = text;
-    const deleted = Object.keys(folder.files).filter((path) => !(path in after.files));
+    const { changed, deleted } = treeChanges(folder.files, Object.fromEntries(Object.entries(after.files).filter(([path]) => !path.startsWith(`${HARBOR_DIR}/`))));
     const links = after.extras.symlinks.map((link) => link.path);
     const problems = [
       ...(deleted.length ? [`it deletes ${deleted.slice(0, 5).join(', ')}`] : []),

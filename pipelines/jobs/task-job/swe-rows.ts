@@ -6,7 +6,7 @@ import { SOURCE_FORMATS, TabularFiles, type RejectsFile } from '../../../connect
 import { MAX_WORKSPACE_FILE_BYTES } from '../../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage, VerificationSpec, type FileTree } from '../../../schemas/index.js';
 import { MissingColumn, Template } from './template.js';
-import { gitSnapshot, readTree, runTool, type LocatedTask, type TaskTrees } from './workspace-trees.js';
+import { gitSnapshot, readTree, runTool, treeChanges, type LocatedTask, type TaskTrees } from './workspace-trees.js';
 
 /**
  * SWE-bench-style rows as workspace tasks. Each row names a repository on this machine and a commit in it; the
@@ -111,9 +111,9 @@ export function parseSweRow(value: unknown): { row: SweRow } | { problem: string
 
 /** The files `after` adds or changes relative to `before`; a removed file is an error (an overlay cannot delete). */
 export function changedFiles(before: FileTree, after: FileTree, what: string): FileTree {
-  const removed = Object.keys(before).filter((path) => !(path in after));
-  if (removed.length > 0) throw new ConfigError(`${what} deletes ${removed.slice(0, 3).join(', ')}${removed.length > 3 ? ` and ${removed.length - 3} more` : ''}; a task's files can only be added or changed over its tree`);
-  return Object.fromEntries(Object.entries(after).filter(([path, text]) => before[path] !== text));
+  const { changed, deleted } = treeChanges(before, after);
+  if (deleted.length > 0) throw new ConfigError(`${what} deletes ${deleted.slice(0, 3).join(', ')}${deleted.length > 3 ? ` and ${deleted.length - 3} more` : ''}; a task's files can only be added or changed over its tree`);
+  return changed;
 }
 
 /**

@@ -130,3 +130,11 @@ export function runTool(command: string, args: readonly string[], what: string, 
     child.stdin.end(options.stdin ?? '');
   });
 }
+
+/** What `after` adds or changes relative to `before` (whole files), and what it deletes. */
+export function treeChanges(before: FileTree, after: FileTree): { readonly changed: FileTree; readonly deleted: string[] } {
+  return {
+    changed: Object.fromEntries(Object.entries(after).filter(([path, text]) => before[path] !== text)),
+    deleted: Object.keys(before).filter((path) => !(path in after)),
+  };
+}
