@@ -1,5 +1,5 @@
 import type { KafkaAdmin } from './port.js';
-import { ConfigError, TOPICS, type TopicKey, type TopicNames } from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, TOPICS, withRetries, type TopicKey, type TopicNames } from '../../schemas/index.js';
 
 export interface TopicSpec {
   readonly topic: string;
@@ -13,18 +13,27 @@ export function catalogTopics(names: TopicNames, keys: readonly TopicKey[] = Obj
 }
 
 /**
- * Creates the topics that do not exist yet; existing ones are left as they are (idempotent).
- * Waits for leaders so producers can write as soon as this returns.
+ * A leader fail-over (a broker killed while a processor starts) answers metadata and CreateTopics with
+ * retriable errors for a few seconds: ride it out, 10-20 s in all, rather than refuse the start.
  */
-export async function ensureTopics(admin: KafkaAdmin, specs: readonly TopicSpec[]): Promise<string[]> {
-  const existing = new Set(await admin.listTopics());
-  const missing = specs.filter((spec) => !existing.has(spec.topic));
-  if (missing.length === 0) return [];
-  // Three replicas where the cluster has them (one broker may die without losing an acknowledged record;
-  // the brokers' min.insync.replicas says how many must confirm a write), else one per broker.
-  const replicationFactor = Math.min(3, await admin.brokerCount());
-  await admin.createTopics(missing.map((spec) => ({ topic: spec.topic, partitions: spec.partitions, replicationFactor, config: spec.config })));
-  return missing.map((spec) => spec.topic);
+const FAIL_OVER_RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 500, maxDelayMs: 5000 });
+
+/**
+ * Creates the topics that do not exist yet; existing ones are left as they are (idempotent).
+ * Waits for leaders so producers can write as soon as this returns. Each try lists the topics again, so a
+ * try that failed after creating some of them goes on with the rest.
+ */
+export async function ensureTopics(admin: KafkaAdmin, specs: readonly TopicSpec[], signal: AbortSignal = new AbortController().signal): Promise<string[]> {
+  return withRetries(async () => {
+    const existing = new Set(await admin.listTopics());
+    const missing = specs.filter((spec) => !existing.has(spec.topic));
+    if (missing.length === 0) return [];
+    // Three replicas where the cluster has them (one broker may die without losing an acknowledged record;
+    // the brokers' min.insync.replicas says how many must confirm a write), else one per broker.
+    const replicationFactor = Math.min(3, await admin.brokerCount());
+    await admin.createTopics(missing.map((spec) => ({ topic: spec.topic, partitions: spec.partitions, replicationFactor, config: spec.config })));
+    return missing.map((spec) => spec.topic);
+  }, FAIL_OVER_RETRY, signal);
 }
 
 /**

@@ -57,11 +57,15 @@ async function brokerKilledMidRun(client: 'confluent' | 'kafkajs'): Promise<void
     maxTurns: 6,
     rolloutWorkers: 2,
   });
+  // A loop that fails while the test waits fails the test at once with its own error, not as an unhandled rejection.
+  let loopFailure: unknown;
+  loop.catch((error: unknown) => void (loopFailure = error));
 
   // Mid-run: once the first trajectories are committed, the broker leading the trajectories topic's first
   // partition (so a write path is hit, not an idle follower) dies without a goodbye, and comes back later.
   let seen = 0;
   await eventually('the first trajectories', async () => {
+    if (loopFailure !== undefined) throw loopFailure;
     seen = 0;
     // A loaded machine can time a read out (retriable): that is "not yet", not a failure.
     const read = await readTopic(context.kafka, { topic: names.name('trajectories'), onRecord: () => void seen++ }).then(() => true, (error: unknown) => {
