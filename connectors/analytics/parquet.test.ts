@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JsonRowEncoder } from './parquet.js';
+import { JsonRowEncoder, ParquetWriter } from './parquet.js';
 import type { CellValue, Column } from './tables.js';
 
 type R = Record<string, CellValue>;
@@ -56,4 +56,9 @@ test('a struct field may be a list of scalars (a sample\'s token ids); int32 tak
   });
   assert.throws(() => new JsonRowEncoder(columns).encode({ samples: [{ ids: [2 ** 31] }] }), /column "samples\[\]\.ids\[\]": 2147483648 is not a 32-bit whole number/);
   assert.throws(() => new JsonRowEncoder(columns).encode({ samples: [{ ids: 3 }] }), /column "samples\[\]\.ids": expected a list/);
+});
+
+test('a writer refuses a thread count that is not a whole number >= 1, naming the option', async () => {
+  await assert.rejects(ParquetWriter.open({ threads: 0 }), /ParquetWriterOptions\.threads must be a whole number >= 1, got 0/);
+  await assert.rejects(ParquetWriter.open({ threads: 1.5 }), /ParquetWriterOptions\.threads must be a whole number >= 1, got 1.5/);
 });

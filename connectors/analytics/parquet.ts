@@ -2,7 +2,7 @@ import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmS
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { errorMessage } from '../../schemas/index.js';
+import { ConfigError, errorMessage } from '../../schemas/index.js';
 import { sqlString } from './sql.js';
 import { duckdbType, type Column, type ColumnType, type ScalarType } from './tables.js';
 
@@ -121,6 +121,15 @@ export class JsonRowEncoder<R> {
   }
 }
 
+export interface ParquetWriterOptions {
+  /**
+   * DuckDB threads that read the staged rows and encode Parquet. The sink writes in the background while
+   * its consumer decodes on: one thread leaves the consumer its core.
+   * @default DuckDB's own: one per core
+   */
+  threads?: number;
+}
+
 /**
  * The analytics store's one Parquet writer, for the sink's row batches and compaction's merges alike:
  * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose encoder runs natively, on its own
@@ -141,8 +150,10 @@ export class ParquetWriter {
   /** Row batches staged so far: names each staging file. */
   private staged = 0;
 
-  static async open(): Promise<ParquetWriter> {
-    const instance = await DuckDBInstance.create(':memory:');
+  static async open(options: ParquetWriterOptions = {}): Promise<ParquetWriter> {
+    const threads = options.threads ?? null;
+    if (threads !== null && (!Number.isInteger(threads) || threads < 1)) throw new ConfigError(`ParquetWriterOptions.threads must be a whole number >= 1, got ${threads}`);
+    const instance = await DuckDBInstance.create(':memory:', threads === null ? {} : { threads: String(threads) });
     const connection = await instance.connect();
     return new ParquetWriter(instance, connection, mkdtempSync(join(tmpdir(), 'trialrun-parquet-')));
   }

@@ -47,6 +47,8 @@ export interface AnalyticsSinkOptions extends MembershipOptions {
   rollAgeMs?: number;
   /** Bound on all buffers together; past it the largest buffer is written early. @default 134217728 (128 MiB) */
   maxBufferedBytes?: number;
+  /** DuckDB threads writing Parquet in the background, beside the consumer's own thread. @default 1 */
+  writerThreads?: number;
   /** Retries of retriable decode failures (registry unreachable). @default the runtime's { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2 } */
   retry?: RetryOptions;
   /** Called for every dead letter. @default logs one line to stderr */
@@ -59,6 +61,7 @@ interface ResolvedSinkOptions extends ResolvedMembership {
   readonly rollBytes: number;
   readonly rollAgeMs: number;
   readonly maxBufferedBytes: number;
+  readonly writerThreads: number;
   readonly retry: RetryOptions;
   readonly onDeadLetter: (letter: DeadLetter) => void;
 }
@@ -71,6 +74,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
     rollBytes: options.rollBytes ?? 32 * MiB,
     rollAgeMs: options.rollAgeMs ?? 5000,
     maxBufferedBytes: options.maxBufferedBytes ?? 128 * MiB,
+    writerThreads: options.writerThreads ?? 1,
     ...resolveMembership(options, 'AnalyticsSinkOptions.sessionTimeoutMs'),
     retry: options.retry ?? {},
     onDeadLetter:
@@ -79,7 +83,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
   };
   if (resolved.topics.length === 0) throw new ConfigError('AnalyticsSinkOptions.topics: at least one topic is required');
   for (const topic of resolved.topics) if (!tableForTopic(topic)) throw new ConfigError(`AnalyticsSinkOptions.topics: no analytics table is fed by ${topic}`);
-  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes'] as const) {
+  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes', 'writerThreads'] as const) {
     if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`AnalyticsSinkOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
   }
   if (resolved.maxBufferedBytes < resolved.rollBytes) {
@@ -196,7 +200,7 @@ export class AnalyticsSink {
 
   async start(): Promise<void> {
     const { kafka } = this.context;
-    this.writer = await ParquetWriter.open();
+    this.writer = await ParquetWriter.open({ threads: this.options.writerThreads });
     this.admin = kafka.admin();
     await this.admin.connect();
     this.producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
