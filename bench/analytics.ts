@@ -1,5 +1,5 @@
 /**
- * Analytics benchmark: `npm run bench:analytics [-- --sink-records 20000 --trajectories 1000000 --steps 10 --runs 5 --dir /tmp/trialrun-bench-analytics]`.
+ * Analytics benchmark: `npm run bench:analytics [-- --sink-records 20000 --trajectories 1000000 --steps 10 --runs 5 --writer-threads 1 --dir /tmp/trialrun-bench-analytics]`.
  *
  * Every figure stands beside a baseline measured in the same run, the two sides alternating over --runs
  * rounds (at least 3) after one warm-up round of each, printed as median (min to max) with the load
@@ -7,7 +7,8 @@
  *   1. sink throughput: rows per second from a Kafka topic of trajectories to Parquet (decode, validate,
  *      zstd Parquet by DuckDB, transactional commit), with the sink's default roll settings, against a
  *      bare kafkajs consume loop over the same topic that only counts the records; and where the sink's
- *      time goes per record (its stage timers, and the decode taken apart on the same records);
+ *      time goes per record (its stage timers, and JSON parsing, the zod check, the row's JSON line and
+ *      DuckDB's Parquet writing taken apart on the same records);
  *   2. DuckDB on --trajectories trajectories (x --steps steps each) and their verifications, laid out as
  *      the sink lays them out (run and hour folders, one file per topic partition and offset range): the
  *      pass-rate-by-policy-version query over the Parquet views, against the same query on DuckDB tables
@@ -23,7 +24,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import '../envs/index.js';
-import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, ParquetWriter, readLedger, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, JsonRowEncoder, listDataFiles, ParquetWriter, readLedger, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
 import { parseContract, TopicSerde } from '../connectors/registry/index.js';
 import { AnalyticsSink, type SinkStageTimes } from '../pipelines/analytics-sink/index.js';
@@ -38,9 +39,10 @@ const { values } = parseArgs({
     steps: { type: 'string', default: '10' },
     runs: { type: 'string', default: '5' },
     dir: { type: 'string', default: '/tmp/trialrun-bench-analytics' },
+    'writer-threads': { type: 'string', default: '1' },
   },
 });
-const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs', min: number): number => {
+const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs' | 'writer-threads', min: number): number => {
   const value = Number(values[name]);
   if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
   return value;
@@ -50,6 +52,8 @@ const TRAJECTORIES_N = count('trajectories', 0);
 const STEPS = count('steps', 1);
 const RUNS = count('runs', 3);
 const DIR = values.dir!;
+/** AnalyticsSinkOptions.writerThreads of the sink measured (its default, 1), and of the Parquet part measured apart. */
+const SINK_WRITER_THREADS = count('writer-threads', 1);
 
 const fmt = (n: number, digits = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
@@ -149,7 +153,7 @@ async function sinkThroughput(): Promise<SinkFigures> {
    */
   const sinkRound = async (): Promise<{ seconds: number; cpu: number; stageMs: SinkStageTimes }> => {
     const dataDir = join(DIR, `sink-${randomUUID().slice(0, 8)}`);
-    const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'] });
+    const sink = new AnalyticsSink(context, { dataDir, topics: ['trajectories'], writerThreads: SINK_WRITER_THREADS });
     await sink.start();
     await waitFor(() => sink.metrics.processed > 0);
     const first = performance.now();
@@ -167,15 +171,19 @@ async function sinkThroughput(): Promise<SinkFigures> {
   };
 
   /**
-   * The decode stage taken apart on the same records, outside Kafka: the whole of serde.decode, and what
-   * JSON parsing and the zod contract check each cost of it. Timed record by record, keeping nothing, so
-   * the garbage collector works as it does in the sink.
+   * The sink's work taken apart on the same records, outside Kafka: the whole of serde.decode, and what
+   * JSON parsing and the zod contract check each cost of it; the row's JSON line; and DuckDB reading the
+   * lines and writing them as zstd Parquet, with the sink's writer settings. Decoding is timed record by
+   * record, keeping nothing, so the garbage collector works as it does in the sink.
    */
-  const decodeParts = async (): Promise<Record<string, number>> => {
+  const workParts = async (): Promise<Record<string, number>> => {
     let decode = 0;
     let jsonParse = 0;
     let contract = 0;
-    for (const bytes of encoded) {
+    let rowLine = 0;
+    const encoder = new JsonRowEncoder(TRAJECTORIES.columns);
+    const lines: string[] = [];
+    for (const [offset, bytes] of encoded.entries()) {
       let started = performance.now();
       await serde.decode('trajectories', bytes);
       decode += performance.now() - started;
@@ -183,11 +191,27 @@ async function sinkThroughput(): Promise<SinkFigures> {
       const raw = JSON.parse(bytes.toString('utf8', 5)) as unknown;
       jsonParse += performance.now() - started;
       started = performance.now();
-      parseContract('trajectories', raw);
+      const record = parseContract('trajectories', raw);
       contract += performance.now() - started;
+      started = performance.now();
+      lines.push(encoder.encode({ record, meta: { topic, partition: 0, offset: String(offset) } }));
+      rowLine += performance.now() - started;
     }
+    const writer = await ParquetWriter.open({ threads: SINK_WRITER_THREADS });
+    const path = join(DIR, `parts-${randomUUID().slice(0, 8)}.parquet`);
+    const started = performance.now();
+    await writer.writeJsonRows(path, TRAJECTORIES.columns, lines);
+    const parquet = performance.now() - started;
+    writer.close();
+    rmSync(path, { force: true });
     const perRecord = (ms: number): number => (ms * 1000) / encoded.length;
-    return { 'serde.decode, all of it': perRecord(decode), '  of which JSON.parse': perRecord(jsonParse), '  of which the zod contract check': perRecord(contract) };
+    return {
+      'serde.decode, all of it': perRecord(decode),
+      '  of which JSON.parse': perRecord(jsonParse),
+      '  of which the zod contract check': perRecord(contract),
+      'row as a JSON line (JsonRowEncoder)': perRecord(rowLine),
+      'Parquet from the lines (DuckDB, one file)': perRecord(parquet),
+    };
   };
 
   const figures: SinkFigures = { sink: [], bare: [], load: [], sinkCpu: [], bareCpu: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
@@ -212,7 +236,7 @@ async function sinkThroughput(): Promise<SinkFigures> {
     addStage('  the rest (consumer: fetch, framing)', us(seconds * 1000 - stageMs.decode - stageMs.waiting));
     addStage('  behind: Parquet files (DuckDB, fsync)', us(stageMs.write));
     addStage('  behind: commit (transaction, ledger)', us(stageMs.commit));
-    for (const [name, value] of Object.entries(await decodeParts())) addStage(name, value);
+    for (const [name, value] of Object.entries(await workParts())) addStage(name, value);
     log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s (${fmt(figures.bareCpu[run]!, 1)} CPU µs/record), sink ${fmt(figures.sink[run]!)} rows/s (${fmt(figures.sinkCpu[run]!, 1)} CPU µs/record), ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
   }
   await admin.deleteTopics(catalogTopics(names).map((t) => t.topic)).catch(() => undefined);
@@ -395,7 +419,7 @@ function sinkMarkdown(figures: SinkFigures, ratios: readonly number[]): string {
 
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
-  const report = new BenchReport('analytics', `npm run bench:analytics -- --sink-records ${SINK_RECORDS} --trajectories ${TRAJECTORIES_N} --steps ${STEPS} --runs ${RUNS}`);
+  const report = new BenchReport('analytics', `npm run bench:analytics -- --sink-records ${SINK_RECORDS} --trajectories ${TRAJECTORIES_N} --steps ${STEPS} --runs ${RUNS}${SINK_WRITER_THREADS === 1 ? '' : ` --writer-threads ${SINK_WRITER_THREADS}`}`);
   console.log(`trialrun analytics benchmark (${RUNS} interleaved rounds per figure; ${new Date().toISOString()}, load average ${loadavg().map((l) => fmt(l, 1)).join(' ')})\n`);
 
   if (SINK_RECORDS > 0) {
