@@ -182,6 +182,12 @@ export function lshParameters(threshold: number, signatureSize: number): { bands
 
 /** Bits of each MinHash value an LshIndex keeps (b-bit minwise hashing). */
 const KEPT_BITS = 8;
+/** The bits of each value of `signature` an LshIndex keeps, into `out` (what a spill file stores, 1 byte a value). */
+export function keptBits(signature: Uint32Array, out: Uint8Array = new Uint8Array(signature.length)): Uint8Array {
+  for (let i = 0; i < signature.length; i++) out[i] = signature[i]! >>> (32 - KEPT_BITS);
+  return out;
+}
+
 /** The chance that two different values agree in their kept bits: what the estimate is corrected by. */
 const CHANCE_AGREEMENT = 2 ** -KEPT_BITS;
 
@@ -242,10 +248,15 @@ export class LshIndex {
 
   /** Adds a signature; returns its item id. */
   add(signature: Uint32Array): number {
+    return this.addKept(keptBits(signature, this.scratch));
+  }
+
+  /** Adds a signature already cut to its kept bits (`keptBits`); returns its item id. */
+  addKept(kept: Uint8Array): number {
     if (this.size === this.capacity) this.grow();
     const id = this.size++;
     const base = id * this.signatureSize;
-    for (let i = 0; i < this.signatureSize; i++) this.signatures[base + i] = signature[i]! >>> (32 - KEPT_BITS);
+    this.signatures.set(kept.subarray(0, this.signatureSize), base);
     for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(this.signatures, base, band), id);
     return id;
   }
@@ -268,10 +279,13 @@ export class LshIndex {
    * each once, most similar first.
    */
   similar(signature: Uint32Array, threshold: number): Array<{ id: number; similarity: number }> {
+    return this.similarKept(keptBits(signature, this.scratch), threshold);
+  }
+
+  /** `similar` for a signature already cut to its kept bits (`keptBits`). */
+  similarKept(kept: Uint8Array, threshold: number): Array<{ id: number; similarity: number }> {
     const found: Array<{ id: number; similarity: number }> = [];
     const k = this.signatureSize;
-    const kept = this.scratch;
-    for (let i = 0; i < k; i++) kept[i] = signature[i]! >>> (32 - KEPT_BITS);
     this.query = (this.query + 1) >>> 0 || 1;
     for (let band = 0; band < this.bands; band++) {
       const key = this.bandKey(kept, 0, band);
