@@ -18,7 +18,9 @@ export class SpillFile<T> {
   private pending: string[] = [];
   private pendingBytes = 0;
   private written = 0;
-  private scratch = Buffer.alloc(64 << 10);
+  private window = Buffer.alloc(1 << 20);
+  private windowStart = 0;
+  private windowBytes = 0;
 
   constructor(readonly path: string) {
     this.fd = openSync(path, 'w+');
@@ -49,14 +51,23 @@ export class SpillFile<T> {
     return this.size++;
   }
 
+  /**
+   * Value `index`. Reads go through a window of the file read ahead, so reading values in file order (what
+   * build does with the rows dedup kept) costs one system call per window, not one per value.
+   */
   read(index: number): T {
     if (!(index >= 0 && index < this.size)) throw new RangeError(`no value ${index} in a spill file of ${this.size}`);
     if (this.pendingBytes > 0) this.flush();
+    const offset = this.offsets[index]!;
     const length = this.lengths[index]!;
-    if (length > this.scratch.length) this.scratch = Buffer.alloc(length);
-    const got = readSync(this.fd, this.scratch, 0, length, this.offsets[index]!);
-    if (got !== length) throw new Error(`spill file ${this.path}: value ${index} is cut short (${got} of ${length} bytes)`);
-    return JSON.parse(this.scratch.toString('utf8', 0, length)) as T;
+    if (offset < this.windowStart || offset + length > this.windowStart + this.windowBytes) {
+      if (length > this.window.length) this.window = Buffer.alloc(length);
+      this.windowStart = offset;
+      this.windowBytes = readSync(this.fd, this.window, 0, this.window.length, offset);
+      if (this.windowBytes < length) throw new Error(`spill file ${this.path}: value ${index} is cut short (${this.windowBytes} of ${length} bytes)`);
+    }
+    const start = offset - this.windowStart;
+    return JSON.parse(this.window.toString('utf8', start, start + length)) as T;
   }
 
   close(): void {
@@ -67,6 +78,7 @@ export class SpillFile<T> {
     const bytes = Buffer.from(this.pending.join(''));
     for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done, this.written + done);
     this.written += bytes.length;
+    this.windowBytes = 0; // the window may end where the file did
     this.pending = [];
     this.pendingBytes = 0;
   }
