@@ -7,8 +7,10 @@ export type Split = 'train' | 'eval';
 export interface SignatureStore {
   /** Appends row `index`'s signature (rows come in order 0, 1, 2, ...). */
   append(index: number, kept: Uint8Array): void;
-  /** Row `index`'s signature into `out`. */
+  /** Row `index`'s signature into `out`, for reads in row order (a file store reads a block ahead). */
   read(index: number, out: Uint8Array): Uint8Array;
+  /** Row `index`'s signature into `out`, for reads in no order (an LSH index's candidates). */
+  readAt(index: number, out: Uint8Array): Uint8Array;
   close(): void;
 }
 
@@ -31,6 +33,10 @@ export class MemorySignatures implements SignatureStore {
   read(index: number, out: Uint8Array): Uint8Array {
     out.set(this.bytes.subarray(index * this.signatureSize, (index + 1) * this.signatureSize));
     return out;
+  }
+
+  readAt(index: number, out: Uint8Array): Uint8Array {
+    return this.read(index, out);
   }
 
   close(): void {
@@ -77,6 +83,15 @@ export class FileSignatures implements SignatureStore {
     }
     const start = (index % BLOCK_ROWS) * this.signatureSize;
     out.set(this.block.subarray(start, start + this.signatureSize));
+    return out;
+  }
+
+  readAt(index: number, out: Uint8Array): Uint8Array {
+    if (index >= this.written) this.flush();
+    if (Math.floor(index / BLOCK_ROWS) === this.blockIndex) return this.read(index, out);
+    const record = Buffer.from(out.buffer, out.byteOffset, this.signatureSize);
+    const got = readSync(this.fd, record, 0, this.signatureSize, index * this.signatureSize);
+    if (got !== this.signatureSize) throw new Error(`signature file ${this.path}: signature ${index} is cut short`);
     return out;
   }
 

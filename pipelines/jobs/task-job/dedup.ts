@@ -89,12 +89,13 @@ export function deduplicateColumns(columns: DedupColumns, idOf: (index: number) 
   if (!(threshold > 0 && threshold <= 1)) throw new ConfigError(`dedup threshold must be in (0, 1], got ${threshold}`);
   const signatureSize = columns.signatureSize;
   const rowCount = columns.count;
-  const indexes: Record<Split, LshIndex> = {
-    train: new LshIndex(signatureSize, threshold, rowCount),
-    eval: new LshIndex(signatureSize, threshold, 1024),
-  };
   // LSH item id -> row index, per split.
   const rowOf: Record<Split, number[]> = { train: [], eval: [] };
+  // The indexes read their items' signatures from the columns' store rather than holding a copy.
+  const indexes: Record<Split, LshIndex> = {
+    train: new LshIndex(signatureSize, threshold, rowCount, (id, out) => columns.signatures.readAt(rowOf.train[id]!, out)),
+    eval: new LshIndex(signatureSize, threshold, 1024, (id, out) => columns.signatures.readAt(rowOf.eval[id]!, out)),
+  };
   const order = new Int32Array(rowCount);
   for (let i = 0; i < rowCount; i++) order[i] = i;
   order.sort((a, b) => columns.priority(b) - columns.priority(a) || a - b);
@@ -110,7 +111,6 @@ export function deduplicateColumns(columns: DedupColumns, idOf: (index: number) 
   let exactDuplicates = 0;
   let nearDuplicates = 0;
   const kept = new Uint8Array(signatureSize);
-  const signature = new Uint32Array(signatureSize);
 
   for (const index of order) {
     let slot = columns.exactHash(index) & (slots - 1);
@@ -141,7 +141,7 @@ export function deduplicateColumns(columns: DedupColumns, idOf: (index: number) 
   if (indexes.eval.count > 0) {
     for (let item = 0; item < indexes.train.count; item++) {
       const trainRow = rowOf.train[item]!;
-      const hits = indexes.eval.similar(indexes.train.signatureOf(item, signature), threshold);
+      const hits = indexes.eval.similarKept(columns.signatures.read(trainRow, kept), threshold);
       if (hits.length === 0) continue;
       contaminationHits += hits.length;
       const evalRows = hits.map((hit) => rowOf.eval[hit.id]!);
