@@ -101,8 +101,9 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const run: JobRun = { job, jobRunId, rejects, progress: options.onProgress ?? (() => undefined), stages: [] };
   const workDir = mkdtempSync(join(options.tempDir ?? tmpdir(), 'trialrun-task-job-'));
-  const validated = new ValidatedRows(run, workDir);
+  let validated: ValidatedRows | undefined;
   try {
+    const spilled = (validated = new ValidatedRows(run, workDir));
     // Rows stream from the read straight into validation unless their tests must be converted first (a
     // Python helper over all of them: solution rows, a data set sized by its sandboxes).
     const streams = job.mapping.kind === 'repair' || job.mapping.tests.style === 'pytest';
@@ -115,7 +116,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
     let derivation: DerivationReport | null = null;
     if (spec.derive) {
       // Derivation runs in sandboxes, a few thousand problems at most: its survivors are read back into memory.
-      const result = await deriveTasks(run, kept.map((index) => validated.item(index)), options.pool!, options.imageFor!('python-repair'));
+      const result = await deriveTasks(run, kept.map((index) => spilled.item(index)), options.pool!, options.imageFor!('python-repair'));
       derived = taskRowsOf(result.derived);
       derivation = result.derivation;
     } else {
@@ -151,7 +152,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
     };
   } finally {
     rejects.close();
-    validated.close();
+    validated?.close();
     rmSync(workDir, { recursive: true, force: true });
   }
 }
