@@ -14,7 +14,8 @@
  *      already there) against a bare producer loop sending the same encoded payloads;
  *   4. the job's own peak resident memory and CPU seconds: one dry run in a fresh process (this script
  *      with --job-alone), so neither DuckDB's copy nor the other measurements count, at --rows and at
- *      each size of --rss-rows (comma-separated, generated like the rest; 0 skips).
+ *      each size of --rss-rows (comma-separated, generated like the rest; 0 skips). It runs as a job over
+ *      a data set too large to hold does: keepTasks false, each task written to a file as it is built.
  * Needs the stack (Kafka, registry) for part 3; `--publish 0` skips it.
  */
 import { randomUUID } from 'node:crypto';
@@ -318,7 +319,10 @@ interface JobAlone {
 /** The child side of --job-alone: one dry run, its figures as one JSON line on stdout. */
 async function jobAlone(file: string, rows: number): Promise<void> {
   const cpu = process.cpuUsage();
-  const report = await runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), dryRun: true });
+  // As a job over a data set too large to hold as tasks runs: each task written to a file as it is built.
+  const tasksFile = join(DIR, `tasks-alone-${rows}.jsonl`);
+  const report = await runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), dryRun: true, keepTasks: false, tasksFile, tempDir: DIR });
+  rmSync(tasksFile, { force: true });
   const used = process.cpuUsage(cpu);
   const figures: JobAlone = {
     rows,

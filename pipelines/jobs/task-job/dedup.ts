@@ -1,8 +1,9 @@
 import { ConfigError } from '../../../schemas/index.js';
+import { DedupColumns, type Split } from './columns.js';
 import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
-import { LshIndex, MinHasher } from './minhash.js';
+import { keptBits, LshIndex, MinHasher } from './minhash.js';
 
-export type Split = 'train' | 'eval';
+export type { Split } from './columns.js';
 
 /** What deduplication needs to know about one row. */
 export interface DedupKey {
@@ -54,54 +55,84 @@ export interface DedupResult {
  * split and across families), then contamination: any eval row that is a near-duplicate of a train row,
  * whatever the family. Linear in rows: every row is tokenized once and looked up once per pass.
  * `contentOf` gives a row's prose and code; it is called once per row and not kept, so a million rows never
- * hold a second copy of their text.
+ * hold a second copy of their text. The work is `deduplicateColumns`'s; this fingerprints the rows for it.
  */
 export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, contentOf: (row: T) => ComparableRow, options: DedupOptions = {}): DedupResult {
+  const hasher = new MinHasher({ shingleTokens: options.shingleTokens, signatureSize: options.signatureSize });
+  const columns = new DedupColumns(hasher.signatureSize);
+  const fingerprinter = new RowFingerprinter();
+  const signature = new Uint32Array(hasher.signatureSize);
+  const kept = new Uint8Array(hasher.signatureSize);
+  const ids: string[] = [];
+  for (const row of rows) {
+    const key = keyOf(row);
+    const fingerprint = fingerprinter.fingerprint(contentOf(row));
+    hasher.signatureOfTokens(fingerprinter.tokens.buffer, fingerprint.tokenCount, signature);
+    columns.add(key, fingerprint.digest, keptBits(signature, kept));
+    ids.push(key.id);
+  }
+  try {
+    return deduplicateColumns(columns, (index) => ids[index]!, options);
+  } finally {
+    columns.close();
+  }
+}
+
+/**
+ * `deduplicate` over rows already fingerprinted into columns (priority, split, family hash, exact key,
+ * signature): what the task job runs, its rows' text on disk. `idOf` names a row in reject reasons. Of
+ * two duplicates the one with the higher priority stays, then the earlier one.
+ */
+export function deduplicateColumns(columns: DedupColumns, idOf: (index: number) => string, options: DedupOptions = {}): DedupResult {
   const threshold = options.threshold ?? 0.8;
   const contamination = options.contamination ?? 'drop-train';
   if (!(threshold > 0 && threshold <= 1)) throw new ConfigError(`dedup threshold must be in (0, 1], got ${threshold}`);
-  const hasher = new MinHasher({ shingleTokens: options.shingleTokens, signatureSize: options.signatureSize });
-  const indexes: Record<Split, LshIndex> = {
-    train: new LshIndex(hasher.signatureSize, threshold, rows.length),
-    eval: new LshIndex(hasher.signatureSize, threshold, 1024),
-  };
+  const signatureSize = columns.signatureSize;
+  const rowCount = columns.count;
   // LSH item id -> row index, per split.
   const rowOf: Record<Split, number[]> = { train: [], eval: [] };
-  const keys = rows.map(keyOf);
-  const order = keys.map((_, i) => i).sort((a, b) => keys[b]!.priority - keys[a]!.priority || a - b);
-  const firstByHash = new Map<string, number>();
-  const rejected = new Uint8Array(rows.length);
+  // The indexes read their items' signatures from the columns' store rather than holding a copy.
+  const indexes: Record<Split, LshIndex> = {
+    train: new LshIndex(signatureSize, threshold, rowCount, (id, out) => columns.signatures.readAt(rowOf.train[id]!, out)),
+    eval: new LshIndex(signatureSize, threshold, 1024, (id, out) => columns.signatures.readAt(rowOf.eval[id]!, out)),
+  };
+  const order = new Int32Array(rowCount);
+  for (let i = 0; i < rowCount; i++) order[i] = i;
+  order.sort((a, b) => columns.priority(b) - columns.priority(a) || a - b);
+  // Exact keys: an open-addressing table of the first row with each key (load factor <= 0.5).
+  const slots = 1 << Math.max(4, Math.ceil(Math.log2(2 * rowCount + 1)));
+  const firstByHash = new Int32Array(slots).fill(-1);
+  const rejected = new Uint8Array(rowCount);
   const rejects: DedupReject[] = [];
   const reject = (index: number, category: DedupCategory, reason: string, of: number, similarity: number): void => {
     rejected[index] = 1;
     rejects.push({ index, category, reason, of, similarity });
   };
-  const fingerprinter = new RowFingerprinter();
   let exactDuplicates = 0;
   let nearDuplicates = 0;
-  const signature = new Uint32Array(hasher.signatureSize);
+  const kept = new Uint8Array(signatureSize);
 
   for (const index of order) {
-    const key = keys[index]!;
-    const fingerprint = fingerprinter.fingerprint(contentOf(rows[index]!));
-    const hash = `${key.split}:${fingerprint.exact}`;
-    const first = firstByHash.get(hash);
-    if (first !== undefined) {
+    let slot = columns.exactHash(index) & (slots - 1);
+    while (firstByHash[slot] !== -1 && !columns.sameExact(firstByHash[slot]!, index)) slot = (slot + 1) & (slots - 1);
+    const first = firstByHash[slot]!;
+    if (first !== -1) {
       exactDuplicates++;
-      reject(index, 'exact duplicate', `exact duplicate of ${keys[first]!.id} (the same content up to whitespace the code does not care about)`, first, 1);
+      reject(index, 'exact duplicate', `exact duplicate of ${idOf(first)} (the same content up to whitespace the code does not care about)`, first, 1);
       continue;
     }
-    firstByHash.set(hash, index);
-    hasher.signatureOfTokens(fingerprinter.tokens.buffer, fingerprint.tokenCount, signature);
-    const index_ = indexes[key.split];
-    const twin = index_.similar(signature, threshold).find((hit) => keys[rowOf[key.split][hit.id]!]!.family !== key.family);
+    firstByHash[slot] = index;
+    const split = columns.split(index);
+    columns.signatures.read(index, kept);
+    const index_ = indexes[split];
+    const twin = index_.similarKept(kept, threshold).find((hit) => !columns.sameFamily(rowOf[split][hit.id]!, index));
     if (twin) {
       nearDuplicates++;
-      const original = rowOf[key.split][twin.id]!;
-      reject(index, 'near duplicate', `near-duplicate of ${keys[original]!.id} (estimated similarity ${twin.similarity.toFixed(2)}, identifiers renamed alike)`, original, twin.similarity);
+      const original = rowOf[split][twin.id]!;
+      reject(index, 'near duplicate', `near-duplicate of ${idOf(original)} (estimated similarity ${twin.similarity.toFixed(2)}, identifiers renamed alike)`, original, twin.similarity);
       continue;
     }
-    rowOf[key.split][index_.add(signature)] = index;
+    rowOf[split][index_.addKept(kept)] = index;
   }
 
   // Contamination: every surviving train row against the surviving eval rows.
@@ -110,19 +141,19 @@ export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, 
   if (indexes.eval.count > 0) {
     for (let item = 0; item < indexes.train.count; item++) {
       const trainRow = rowOf.train[item]!;
-      const hits = indexes.eval.similar(indexes.train.signatureOf(item, signature), threshold);
+      const hits = indexes.eval.similarKept(columns.signatures.read(trainRow, kept), threshold);
       if (hits.length === 0) continue;
       contaminationHits += hits.length;
       const evalRows = hits.map((hit) => rowOf.eval[hit.id]!);
-      const pair = `train ${keys[trainRow]!.id} ~ eval ${keys[evalRows[0]!]!.id} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`;
+      const pair = `train ${idOf(trainRow)} ~ eval ${idOf(evalRows[0]!)} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`;
       if (contamination === 'fail') {
         if (examples.length < 10) examples.push(pair);
       } else if (contamination === 'drop-train') {
-        reject(trainRow, 'contamination', `contaminates the eval split: near-duplicate of eval task ${keys[evalRows[0]!]!.id} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`, evalRows[0]!, hits[0]!.similarity);
+        reject(trainRow, 'contamination', `contaminates the eval split: near-duplicate of eval task ${idOf(evalRows[0]!)} (estimated similarity ${hits[0]!.similarity.toFixed(2)})`, evalRows[0]!, hits[0]!.similarity);
       } else {
         hits.forEach((hit, i) => {
           indexes.eval.remove(hit.id);
-          reject(evalRows[i]!, 'contamination', `contaminated: near-duplicate of train task ${keys[trainRow]!.id} (estimated similarity ${hit.similarity.toFixed(2)})`, trainRow, hit.similarity);
+          reject(evalRows[i]!, 'contamination', `contaminated: near-duplicate of train task ${idOf(trainRow)} (estimated similarity ${hit.similarity.toFixed(2)})`, trainRow, hit.similarity);
         });
       }
     }
@@ -130,7 +161,7 @@ export function deduplicate<T>(rows: readonly T[], keyOf: (row: T) => DedupKey, 
   if (contamination === 'fail' && contaminationHits > 0) {
     throw new ConfigError(`${contaminationHits} eval task(s) are near-duplicates of train tasks (dedup.contamination is 'fail'):\n  ${examples.join('\n  ')}`);
   }
-  const kept: number[] = [];
-  for (let i = 0; i < rows.length; i++) if (!rejected[i]) kept.push(i);
-  return { kept, rejects, exactDuplicates, nearDuplicates, contaminationHits };
+  const keptRows: number[] = [];
+  for (let i = 0; i < rowCount; i++) if (!rejected[i]) keptRows.push(i);
+  return { kept: keptRows, rejects, exactDuplicates, nearDuplicates, contaminationHits };
 }

@@ -16,6 +16,8 @@ export interface RowFingerprint {
    * within a line and continuations do not count, while indentation, names, literals and comments do.
    */
   readonly exact: string;
+  /** The same sha256, as bytes (what dedup's columns keep 128 bits of). */
+  readonly digest: Buffer;
   /** Token hashes for near-duplicate shingles, in `RowFingerprinter.tokens` (valid until the next call). */
   readonly tokenCount: number;
 }
@@ -25,7 +27,22 @@ const INDENT_HASH = hashText('\u0001indent');
 const DEDENT_HASH = hashText('\u0001dedent');
 const NEWLINE_HASH = hashText('\u0001newline');
 /** The hash of the n-th distinct renamed identifier of a row: its own domain, no token text hashes like it. */
-const placeholderHash = (n: number): number => hashText(`\u0002${n}`);
+const placeholderHashes: number[] = [];
+const placeholderHash = (n: number): number => {
+  while (placeholderHashes.length <= n) placeholderHashes.push(hashText(`\u0002${placeholderHashes.length}`));
+  return placeholderHashes[n]!;
+};
+/** Hashes of kept names and of operators, computed once per distinct text (a small vocabulary; the cache is capped all the same). */
+const tokenHashCache = new Map<string, number>();
+const TOKEN_CACHE_LIMIT = 1 << 16;
+function cachedHash(text: string): number {
+  let hash = tokenHashCache.get(text);
+  if (hash === undefined) {
+    hash = hashText(text);
+    if (tokenHashCache.size < TOKEN_CACHE_LIMIT) tokenHashCache.set(text, hash);
+  }
+  return hash;
+}
 
 /** Python reads identifiers in NFKC; names that differ only in compatibility forms are one name. */
 const canonicalName = (name: string): string => (NON_ASCII.test(name) ? name.normalize('NFKC') : name);
@@ -54,16 +71,17 @@ export class RowFingerprinter {
     const placeholders = new Map<string, number>();
     for (const code of row.code) {
       const tokens: string[] = [];
+      const ascii = !NON_ASCII.test(code);
       let attribute = false; // the previous token was a "."
       scanPython(code, (kind, text) => {
         const afterDot = attribute;
         attribute = kind === TokenKind.Op && text === '.';
         switch (kind) {
           case TokenKind.Name: {
-            const name = canonicalName(text);
+            const name = ascii ? text : canonicalName(text);
             tokens.push(name);
             let hash: number;
-            if (KEPT_NAMES.has(name) || (afterDot && KEPT_ATTRIBUTES.has(name)) || (name.startsWith('__') && name.endsWith('__'))) hash = hashText(name);
+            if (KEPT_NAMES.has(name) || (afterDot && KEPT_ATTRIBUTES.has(name)) || (name.startsWith('__') && name.endsWith('__'))) hash = cachedHash(name);
             else {
               let n = placeholders.get(name);
               if (n === undefined) placeholders.set(name, (n = placeholders.size));
@@ -93,12 +111,13 @@ export class RowFingerprinter {
             return;
           default:
             tokens.push(text);
-            count = pushToken(this.tokens, count, hashText(text));
+            count = pushToken(this.tokens, count, kind === TokenKind.Op ? cachedHash(text) : hashText(text));
         }
       });
       const joined = tokens.join(' ');
       pieces.push(`c${joined.length}:${joined}`);
     }
-    return { exact: createHash('sha256').update(pieces.join('\u0000')).digest('hex'), tokenCount: count };
+    const digest = createHash('sha256').update(pieces.join('\u0000')).digest();
+    return { exact: digest.toString('hex'), digest, tokenCount: count };
   }
 }

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { RejectsFile } from '../../../connectors/files/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
@@ -8,7 +10,7 @@ import type { BucketCounts } from './difficulty.js';
 import { publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
-import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, validateRows, type DerivationReport, type DuplicateRecord, type JobRun, type RepairItem, type StageReport } from './stages.js';
+import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, spilledTaskRows, taskRowsOf, ValidatedRows, type DerivationReport, type DuplicateRecord, type JobRun, type StageReport, type TaskRows } from './stages.js';
 
 export type { DerivationReport, DuplicateRecord, KindSurvival, StageReport } from './stages.js';
 
@@ -31,6 +33,18 @@ export interface TaskJobOptions {
   imageFor?: (recipe: string) => string;
   /** Progress lines for a terminal (derivation and publishing take a while). @default none */
   onProgress?: (line: string) => void;
+  /**
+   * Keep the selected tasks in the report (`tasks`, `rows`). False bounds the job's memory on data sets
+   * too large to hold as tasks (write them with tasksFile or rowsFile instead); it needs dryRun, since
+   * publishing sends the batch from memory in one transaction. @default true
+   */
+  keepTasks?: boolean;
+  /** Write each selected task as a JSON line to this file as it is built. @default none */
+  tasksFile?: string;
+  /** Write each selected task's repair row (a rows file that reproduces the tasks) to this file as it is built. @default none */
+  rowsFile?: string;
+  /** Folder for the job's spill files (the valid rows' text, their signatures), removed when the job ends. @default the system's temporary folder */
+  tempDir?: string;
 }
 
 export interface TaskJobReport {
@@ -55,7 +69,9 @@ export interface TaskJobReport {
   /** Null on a dry run. */
   readonly publish: { readonly topic: string; readonly added: number; readonly updated: number; readonly unchanged: number } | null;
   readonly rejectsFile: string;
-  /** The tasks the job selected (published, or would publish on a dry run). */
+  /** How many tasks the job selected (published, or would publish on a dry run). */
+  readonly taskCount: number;
+  /** The tasks the job selected; empty when keepTasks is false. */
   readonly tasks: readonly Task[];
   /**
    * The same tasks as finished repair rows with their family, split and priority: written to a file
@@ -79,20 +95,35 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const dryRun = options.dryRun ?? false;
   if (!dryRun && !options.context) throw new ConfigError('TaskJobOptions.context is required unless dryRun is set');
   if (spec.derive && !(options.pool && options.imageFor)) throw new ConfigError(`job ${spec.name} derives repair tasks: TaskJobOptions.pool and imageFor are required`);
+  const keepTasks = options.keepTasks ?? true;
+  if (!keepTasks && !dryRun) throw new ConfigError('TaskJobOptions.keepTasks: false needs dryRun: publishing sends the selected tasks from memory in one transaction');
   const jobRunId = options.jobRunId ?? randomUUID();
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
   const run: JobRun = { job, jobRunId, rejects, progress: options.onProgress ?? (() => undefined), stages: [] };
+  const workDir = mkdtempSync(join(options.tempDir ?? tmpdir(), 'trialrun-task-job-'));
+  let validated: ValidatedRows | undefined;
   try {
-    const read = await readSources(run);
+    const spilled = (validated = new ValidatedRows(run, workDir));
+    // Rows stream from the read straight into validation unless their tests must be converted first (a
+    // Python helper over all of them: solution rows, a data set sized by its sandboxes).
+    const streams = job.mapping.kind === 'repair' || job.mapping.tests.style === 'pytest';
+    const read = await readSources(run, streams ? validated : undefined);
     const { rowsRead, datasetHash } = read;
-    // The mapped rows are garbage once validated (the valid ones are copied, normalised): let them go.
-    const validated = validateRows(run, await convertTests(run, read.items.splice(0)));
-    const { survivors, dedup, duplicates } = dedupRows(run, validated);
-    const { derived, derivation } = spec.derive
-      ? await deriveTasks(run, survivors, options.pool!, options.imageFor!('python-repair'))
-      : { derived: survivors.filter((item): item is RepairItem => 'task' in item), derivation: null };
+    if (!streams) validated.accept(await convertTests(run, read.items.splice(0)));
+    validated.finish();
+    const { kept, dedup, duplicates } = dedupRows(run, validated);
+    let derived: TaskRows;
+    let derivation: DerivationReport | null = null;
+    if (spec.derive) {
+      // Derivation runs in sandboxes, a few thousand problems at most: its survivors are read back into memory.
+      const result = await deriveTasks(run, kept.map((index) => spilled.item(index)), options.pool!, options.imageFor!('python-repair'));
+      derived = taskRowsOf(result.derived);
+      derivation = result.derivation;
+    } else {
+      derived = job.mapping.kind === 'repair' ? spilledTaskRows(validated, kept) : taskRowsOf([]);
+    }
     const plan = await planTasks(run, derived, options.analyticsDir);
-    const { tasks, rows } = buildTasks(run, derived, plan, datasetHash);
+    const { tasks, rows, count } = buildTasks(run, derived, plan, datasetHash, { keep: keepTasks, tasksFile: options.tasksFile, rowsFile: options.rowsFile });
     const publish = dryRun ? null : await publishStage(run, options.context!, tasks);
     rejects.close();
     return {
@@ -114,12 +145,15 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       deferred: plan.deferred.length,
       publish,
       rejectsFile: rejects.path,
+      taskCount: count,
       tasks,
       rows,
       seconds: (performance.now() - started) / 1000,
     };
   } finally {
     rejects.close();
+    validated?.close();
+    rmSync(workDir, { recursive: true, force: true });
   }
 }
 

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { estimateSimilarity, LshIndex, lshParameters, MinHasher, tokenHashes } from './minhash.js';
+import { estimateSimilarity, keptBits, LshIndex, lshParameters, MinHasher, tokenHashes } from './minhash.js';
 
 /** Exact Jaccard similarity of two texts' token shingles, the quantity MinHash estimates. */
 function jaccard(a: string, b: string, width: number): number {
@@ -116,8 +116,29 @@ describe('LshIndex', () => {
       assert.ok(kept && Math.abs(kept.similarity - whole) < 0.05, `variant ${id}: whole-signature estimate ${whole.toFixed(3)}, 8-bit ${kept?.similarity.toFixed(3)}`);
     }
     assert.equal(held.similar(train.signatureOf(0), 0.99)[0]!.similarity, 1, 'identical signatures estimate exactly 1');
-    // At the default threshold (9 bands of 14): 128 signature bytes, 36 of chains, 144 of tables, 5 of flags; whole values alone took 512.
+    // At the default threshold (9 bands of 14): 128 signature bytes, 36 of band keys, 36 of chains, 72 of tables, 5 of flags; whole values alone took 512.
     const index = new LshIndex(128, 0.8, 1024);
-    assert.equal(index.bytesPerItem, 313);
+    assert.equal(index.bytesPerItem, 277);
+    // With the signatures kept outside it (the task job's signature file), the 128 bytes are not held.
+    assert.equal(new LshIndex(128, 0.8, 1024, (_, out) => out).bytesPerItem, 149);
+  });
+
+  it('reads candidates from outside when told to, with the same results as holding the signatures', () => {
+    const hasher = new MinHasher({ signatureSize: 128 });
+    const outside: Uint8Array[] = [];
+    const inner = new LshIndex(128, 0.8, 16);
+    const outer = new LshIndex(128, 0.8, 16, (id, out) => {
+      out.set(outside[id]!);
+      return out;
+    });
+    const texts = Array.from({ length: 300 }, (_, i) => pseudoRandomWords(i % 150, 120));
+    for (const text of texts) {
+      const signature = hasher.signature(text);
+      assert.deepEqual(outer.similar(signature, 0.8), inner.similar(signature, 0.8));
+      inner.add(signature);
+      outside.push(keptBits(signature));
+      outer.add(signature);
+    }
+    for (let id = 0; id < texts.length; id += 37) assert.deepEqual(outer.signatureOf(id), inner.signatureOf(id));
   });
 });

@@ -182,6 +182,12 @@ export function lshParameters(threshold: number, signatureSize: number): { bands
 
 /** Bits of each MinHash value an LshIndex keeps (b-bit minwise hashing). */
 const KEPT_BITS = 8;
+/** The bits of each value of `signature` an LshIndex keeps, into `out` (what a spill file stores, 1 byte a value). */
+export function keptBits(signature: Uint32Array, out: Uint8Array = new Uint8Array(signature.length)): Uint8Array {
+  for (let i = 0; i < signature.length; i++) out[i] = signature[i]! >>> (32 - KEPT_BITS);
+  return out;
+}
+
 /** The chance that two different values agree in their kept bits: what the estimate is corrected by. */
 const CHANCE_AGREEMENT = 2 ** -KEPT_BITS;
 
@@ -202,11 +208,14 @@ export class LshIndex {
   readonly rows: number;
   private size = 0;
   private capacity: number;
-  /** The kept bits of every item's signature, signatureSize bytes per item. */
+  /** The kept bits of every item's signature, signatureSize bytes per item; empty when they live outside (`signatureAt`). */
   private signatures: Uint8Array;
   /** A query's kept bits. */
   private readonly scratch: Uint8Array;
-  private tableKeys: Uint32Array;
+  /** A candidate's kept bits, read from outside. */
+  private readonly candidate: Uint8Array;
+  /** Each item's key in each band: what the tables are probed by, and rebuilt from when they grow. */
+  private itemKeys: Uint32Array;
   private tableHeads: Int32Array;
   private tableSlots: number;
   private next: Int32Array;
@@ -214,48 +223,68 @@ export class LshIndex {
   private stamp: Uint32Array;
   private query = 0;
 
+  /**
+   * `signatureAt`, when given, reads item `id`'s kept bits from where the caller keeps them (a file of
+   * signatures, say) into `out`, and the index holds none itself: 128 bytes an item less, a read per candidate.
+   */
   constructor(
     readonly signatureSize: number,
     threshold: number,
     initialCapacity = 1024,
+    private readonly signatureAt?: (id: number, out: Uint8Array) => Uint8Array,
   ) {
     ({ bands: this.bands, rows: this.rows } = lshParameters(threshold, signatureSize));
     this.capacity = Math.max(16, initialCapacity);
-    this.signatures = new Uint8Array(this.capacity * signatureSize);
+    this.signatures = new Uint8Array(signatureAt ? 0 : this.capacity * signatureSize);
     this.scratch = new Uint8Array(signatureSize);
-    this.tableSlots = 1 << Math.ceil(Math.log2(this.capacity * 2));
-    this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
+    this.candidate = new Uint8Array(signatureSize);
+    this.tableSlots = LshIndex.slotsFor(this.capacity);
+    this.itemKeys = new Uint32Array(this.capacity * this.bands);
     this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
     this.next = new Int32Array(this.capacity * this.bands).fill(-1);
     this.removed = new Uint8Array(this.capacity);
     this.stamp = new Uint32Array(this.capacity);
   }
 
+  /** Table slots per band for `capacity` items: a power of two, at most 80% full, so probes stay short. */
+  private static slotsFor(capacity: number): number {
+    return 1 << Math.ceil(Math.log2(capacity * 1.25));
+  }
+
   get count(): number {
     return this.size;
   }
 
-  /** Bytes the index holds per item it has room for (signature, band chains, tables, flags). */
+  /** Bytes the index holds per item it has room for (signature, band keys and chains, tables, flags). */
   get bytesPerItem(): number {
-    return (this.signatures.byteLength + this.tableKeys.byteLength + this.tableHeads.byteLength + this.next.byteLength + this.removed.byteLength + this.stamp.byteLength) / this.capacity;
+    return (this.signatures.byteLength + this.itemKeys.byteLength + this.tableHeads.byteLength + this.next.byteLength + this.removed.byteLength + this.stamp.byteLength) / this.capacity;
   }
 
   /** Adds a signature; returns its item id. */
   add(signature: Uint32Array): number {
+    return this.addKept(keptBits(signature, this.scratch));
+  }
+
+  /** Adds a signature already cut to its kept bits (`keptBits`); returns its item id. */
+  addKept(kept: Uint8Array): number {
     if (this.size === this.capacity) this.grow();
     const id = this.size++;
-    const base = id * this.signatureSize;
-    for (let i = 0; i < this.signatureSize; i++) this.signatures[base + i] = signature[i]! >>> (32 - KEPT_BITS);
-    for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(this.signatures, base, band), id);
+    if (!this.signatureAt) this.signatures.set(kept.subarray(0, this.signatureSize), id * this.signatureSize);
+    for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(kept, 0, band), id);
     return id;
   }
 
   /** Item `id`'s signature as this index keeps it (its kept bits in place, the rest zero), into `out`. */
   signatureOf(id: number, out: Uint32Array = new Uint32Array(this.signatureSize)): Uint32Array {
     if (!(id >= 0 && id < this.size)) throw new RangeError(`no item ${id} in an index of ${this.size}`);
-    const base = id * this.signatureSize;
-    for (let i = 0; i < this.signatureSize; i++) out[i] = (this.signatures[base + i]! << (32 - KEPT_BITS)) >>> 0;
+    const [kept, base] = this.keptOf(id);
+    for (let i = 0; i < this.signatureSize; i++) out[i] = (kept[base + i]! << (32 - KEPT_BITS)) >>> 0;
     return out;
+  }
+
+  /** Where item `id`'s kept bits are: this index's array and their offset, or the candidate buffer read from outside. */
+  private keptOf(id: number): [Uint8Array, number] {
+    return this.signatureAt ? [this.signatureAt(id, this.candidate), 0] : [this.signatures, id * this.signatureSize];
   }
 
   /** Takes an item out of future query results (its slots stay, it is skipped). */
@@ -268,10 +297,13 @@ export class LshIndex {
    * each once, most similar first.
    */
   similar(signature: Uint32Array, threshold: number): Array<{ id: number; similarity: number }> {
+    return this.similarKept(keptBits(signature, this.scratch), threshold);
+  }
+
+  /** `similar` for a signature already cut to its kept bits (`keptBits`). */
+  similarKept(kept: Uint8Array, threshold: number): Array<{ id: number; similarity: number }> {
     const found: Array<{ id: number; similarity: number }> = [];
     const k = this.signatureSize;
-    const kept = this.scratch;
-    for (let i = 0; i < k; i++) kept[i] = signature[i]! >>> (32 - KEPT_BITS);
     this.query = (this.query + 1) >>> 0 || 1;
     for (let band = 0; band < this.bands; band++) {
       const key = this.bandKey(kept, 0, band);
@@ -280,8 +312,8 @@ export class LshIndex {
         this.stamp[id] = this.query;
         // Sharing one band is only a candidate; the whole signature decides.
         let equal = 0;
-        const base = id * k;
-        for (let i = 0; i < k; i++) if (kept[i] === this.signatures[base + i]) equal++;
+        const [other, base] = this.keptOf(id);
+        for (let i = 0; i < k; i++) if (kept[i] === other[base + i]) equal++;
         const similarity = Math.max(0, (equal / k - CHANCE_AGREEMENT) / (1 - CHANCE_AGREEMENT));
         if (similarity >= threshold) found.push({ id, similarity });
       }
@@ -300,7 +332,7 @@ export class LshIndex {
     const mask = this.tableSlots - 1;
     const base = band * this.tableSlots;
     let slot = key & mask;
-    while (this.tableHeads[base + slot] !== -1 && this.tableKeys[base + slot] !== key) slot = (slot + 1) & mask;
+    for (let head = this.tableHeads[base + slot]!; head !== -1 && this.itemKeys[head * this.bands + band] !== key; head = this.tableHeads[base + slot]!) slot = (slot + 1) & mask;
     return base + slot;
   }
 
@@ -310,30 +342,30 @@ export class LshIndex {
 
   private link(band: number, key: number, id: number): void {
     const slot = this.slotOf(band, key);
+    this.itemKeys[id * this.bands + band] = key;
     this.next[id * this.bands + band] = this.tableHeads[slot]!;
-    this.tableKeys[slot] = key;
     this.tableHeads[slot] = id;
   }
 
   private grow(): void {
     const capacity = this.capacity * 2;
-    const signatures = new Uint8Array(capacity * this.signatureSize);
-    signatures.set(this.signatures);
-    this.signatures = signatures;
-    const removed = new Uint8Array(capacity);
-    removed.set(this.removed);
-    this.removed = removed;
-    const stamp = new Uint32Array(capacity);
-    stamp.set(this.stamp);
-    this.stamp = stamp;
+    const grown = <T extends Uint8Array | Uint32Array>(array: T, length: number, make: (length: number) => T): T => {
+      const bigger = make(length);
+      bigger.set(array);
+      return bigger;
+    };
+    if (!this.signatureAt) this.signatures = grown(this.signatures, capacity * this.signatureSize, (n) => new Uint8Array(n));
+    this.removed = grown(this.removed, capacity, (n) => new Uint8Array(n));
+    this.stamp = grown(this.stamp, capacity, (n) => new Uint32Array(n));
+    const keys = this.itemKeys;
+    this.itemKeys = new Uint32Array(capacity * this.bands);
     this.capacity = capacity;
-    // Rebuild the tables at the larger size (load factor <= 0.5 keeps probes short).
-    this.tableSlots = 1 << Math.ceil(Math.log2(capacity * 2));
-    this.tableKeys = new Uint32Array(this.tableSlots * this.bands);
+    // Rebuild the tables at the larger size from the items' band keys.
+    this.tableSlots = LshIndex.slotsFor(capacity);
     this.tableHeads = new Int32Array(this.tableSlots * this.bands).fill(-1);
     this.next = new Int32Array(capacity * this.bands).fill(-1);
     for (let id = 0; id < this.size; id++) {
-      for (let band = 0; band < this.bands; band++) this.link(band, this.bandKey(this.signatures, id * this.signatureSize, band), id);
+      for (let band = 0; band < this.bands; band++) this.link(band, keys[id * this.bands + band]!, id);
     }
   }
 }

@@ -37,10 +37,18 @@ const isNameStart = (code: number): boolean => (code >= 65 && code <= 90) || (co
 const isNameChar = (code: number): boolean => isNameStart(code) || isDigit(code);
 const STRING_PREFIX = /^(?:[rRuUbBfF]|[bB][rR]|[rR][bB]|[fF][rR]|[rR][fF])$/;
 
-const OPERATORS_3 = new Set(['**=', '//=', '>>=', '<<=', '...']);
-const OPERATORS_2 = new Set(['**', '//', '<<', '>>', '<=', '>=', '==', '!=', '->', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=', '@=', ':=', '<>']);
-const OPENING = new Set(['(', '[', '{']);
-const CLOSING = new Set([')', ']', '}']);
+/** Operators of two and three characters, keyed by their character codes (no substring is made to look one up). */
+const opKey = (op: string): number => [...op].reduce((key, char) => key * 256 + char.charCodeAt(0), 0);
+const OPERATORS_3 = new Map(['**=', '//=', '>>=', '<<=', '...'].map((op) => [opKey(op), op]));
+const OPERATORS_2 = new Map(['**', '//', '<<', '>>', '<=', '>=', '==', '!=', '->', '+=', '-=', '*=', '/=', '%=', '&=', '|=', '^=', '@=', ':=', '<>'].map((op) => [opKey(op), op]));
+/** Every single character as a string, for the ASCII ones made once. */
+const CHARS = Array.from({ length: 128 }, (_, code) => String.fromCharCode(code));
+const OPEN_PAREN = 40;
+const CLOSE_PAREN = 41;
+const OPEN_BRACKET = 91;
+const CLOSE_BRACKET = 93;
+const OPEN_BRACE = 123;
+const CLOSE_BRACE = 125;
 
 /** Calls `onToken` with each token of `source`, in order. CR and CRLF are read as LF, as Python does. */
 export function scanPython(source: string, onToken: (kind: TokenKind, text: string) => void): void {
@@ -140,11 +148,12 @@ export function scanPython(source: string, onToken: (kind: TokenKind, text: stri
       i = end;
       continue;
     }
-    const three = text.slice(i, i + 3);
-    const two = three.slice(0, 2);
-    const op = OPERATORS_3.has(three) ? three : OPERATORS_2.has(two) ? two : text[i]!;
-    if (OPENING.has(op)) depth++;
-    else if (CLOSING.has(op) && depth > 0) depth--;
+    // Character codes past the end are NaN, so no operator key matches there.
+    const second = text.charCodeAt(i + 1);
+    const twoKey = code * 256 + second;
+    const op = OPERATORS_3.get(twoKey * 256 + text.charCodeAt(i + 2)) ?? OPERATORS_2.get(twoKey) ?? (code < 128 ? CHARS[code]! : text[i]!);
+    if (code === OPEN_PAREN || code === OPEN_BRACKET || code === OPEN_BRACE) depth++;
+    else if ((code === CLOSE_PAREN || code === CLOSE_BRACKET || code === CLOSE_BRACE) && depth > 0) depth--;
     emit(TokenKind.Op, op);
     i += op.length;
   }

@@ -49,7 +49,7 @@ export function formatReport(report: TaskJobReport): string {
   lines.push(
     report.publish
       ? `published    ${report.publish.added} new, ${report.publish.updated} updated, ${report.publish.unchanged} unchanged (already on ${report.publish.topic})`
-      : `published    nothing (dry run); ${report.tasks.length} task(s) would be offered`,
+      : `published    nothing (dry run); ${report.taskCount} task(s) would be offered`,
   );
   lines.push(`rejects      ${report.rejected} row(s) in ${report.rejectsFile}`);
   lines.push(`total        ${report.seconds.toFixed(1)} s`);

@@ -1,17 +1,21 @@
 import { createHash } from 'node:crypto';
+import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../../connectors/analytics/index.js';
 import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../../connectors/files/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { PROGRAM_REPAIR_ENV } from '../../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../../schemas/index.js';
-import { deduplicate, type DedupCategory, type DedupResult, type Split } from './dedup.js';
+import { DedupColumns, FileSignatures } from './columns.js';
+import { deduplicateColumns, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
 import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
+import { keptBits, MinHasher } from './minhash.js';
 import { normaliseCode, normaliseProse } from './normalise.js';
 import { runHelperLines } from './python.js';
 import { RepairTaskRow, RowMapper, SolutionRow, type TestsRequest } from './rows.js';
 import { MUTATION_KINDS, type ResolvedJob } from './spec.js';
+import { JsonLinesWriter, SpillFile } from './spill.js';
 
 /** What one stage did. */
 export interface StageReport {
@@ -172,8 +176,8 @@ function mapRow(mapper: RowMapper, value: Readonly<Record<string, unknown>>): Re
 }
 const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
 
-/** read + map: every row of every source through DuckDB, then the column mapping. */
-export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; rowsRead: number; datasetHash: string }> {
+/** read + map: every row of every source through DuckDB, then the column mapping; each batch to `validated` when given (nothing is collected), else into `items`. */
+export async function readSources(run: JobRun, validated?: ValidatedRows): Promise<{ items: MappedItem[]; rowsRead: number; datasetHash: string }> {
   const { job, rejects } = run;
   const { spec, mapping } = job;
   const mapper = new RowMapper(mapping);
@@ -183,6 +187,7 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
   const items: MappedItem[] = [];
   let rowsRead = 0;
   let delivered = 0;
+  let mapped_ = 0;
   const files: Array<{ file: string; format?: SourceFormat }> = [];
   const tables = await TabularFiles.open();
   try {
@@ -203,7 +208,8 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
           read.count(reason.startsWith('not valid JSON') ? 'not valid JSON' : reason.replace(/[:(].*$/, '').trim());
           rejects.add({ source: file, row, stage: 'read', reason });
         },
-        onRows: (rows) =>
+        onRows: (rows) => {
+          const batch = validated ? [] : items;
           mapStage.time(() => {
             delivered += rows.length;
             for (const { row, value } of rows) {
@@ -213,9 +219,12 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
                 rejects.add({ source: file, row, stage: 'map', reason: `${mapped.reason} (mapping of ${spec.importer ? `importer ${spec.importer}` : 'the job'})` });
                 continue;
               }
-              items.push({ source: file, row, fields: mapped.fields, tests: mapped.tests });
+              mapped_++;
+              batch.push({ source: file, row, fields: mapped.fields, tests: mapped.tests });
             }
-          }),
+          });
+          validated?.accept(batch);
+        },
       });
       rowsRead += report.rows + report.rejects;
     }
@@ -224,8 +233,9 @@ export async function readSources(run: JobRun): Promise<{ items: MappedItem[]; r
   }
   read.notes.push(`${files.length} file(s)`);
   read.lend(mapStage);
+  if (validated) read.lend(validated.stage);
   run.stages.push(read.end(delivered, rowsRead));
-  run.stages.push(mapStage.end(items.length, delivered));
+  run.stages.push(mapStage.end(mapped_, delivered));
   const datasetHash = await hashFiles(files.map((f) => f.file));
   return { items, rowsRead, datasetHash };
 }
@@ -258,22 +268,89 @@ export async function convertTests(run: JobRun, items: readonly MappedItem[]): P
   return kept;
 }
 
-/** validate: zod on every row, the job's filters and unique ids; then normalisation and split assignment. */
-export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidItem[] {
-  const { job, rejects } = run;
-  const { spec, mapping } = job;
-  const validate = new Stage('validate', items.length);
-  const idPattern = spec.filters.idPattern === undefined ? null : new RegExp(spec.filters.idPattern);
-  const excluded = new Set(spec.filters.excludeTags);
-  // First row of each id, and its comparable text once a second row claims the id.
-  const seenIds = new Map<string, { row: number; text: () => string }>();
-  const fingerprinter = new RowFingerprinter();
-  const repairItems: RepairItem[] = [];
-  const solutionItems: SolutionItem[] = [];
-  let beyondLimit = 0;
-  for (const item of items) {
+/** Bytes of JSON Lines held before they are written out. */
+const OUTPUT_BUFFER_BYTES = 4 << 20;
+
+/**
+ * validate: zod on every row, the job's filters and unique ids; then normalisation and split assignment.
+ * Rows come in batches as they are read; each valid row is written to a spill file in the job's folder
+ * and keeps in memory only what dedup and the curriculum need (`DedupColumns`, its id and first tag), so
+ * memory grows by a few hundred bytes a row, not by the row's text.
+ */
+export class ValidatedRows {
+  readonly stage: Stage;
+  readonly columns: DedupColumns;
+  private readonly spill: SpillFile<ValidItem>;
+  /** Id of each valid row, by index. */
+  readonly ids: string[] = [];
+  private readonly firstTags: Array<string | undefined> = [];
+  private readonly tagNames = new Map<string, string>();
+  /** Index of the first valid row with each id. */
+  private readonly firstById = new Map<string, number>();
+  private readonly fingerprinter = new RowFingerprinter();
+  private readonly hasher: MinHasher;
+  private readonly signature: Uint32Array;
+  private readonly kept: Uint8Array;
+  private readonly idPattern: RegExp | null;
+  private readonly excluded: ReadonlySet<string>;
+  private beyondLimit = 0;
+  private rowsIn = 0;
+  private readonly splits = { train: 0, eval: 0 };
+
+  constructor(
+    private readonly run: JobRun,
+    dir: string,
+  ) {
+    const { spec } = run.job;
+    this.stage = new Stage('validate', 0);
+    this.hasher = new MinHasher({ shingleTokens: spec.dedup.shingleTokens, signatureSize: spec.dedup.signatureSize });
+    this.signature = new Uint32Array(this.hasher.signatureSize);
+    this.kept = new Uint8Array(this.hasher.signatureSize);
+    this.columns = new DedupColumns(this.hasher.signatureSize, new FileSignatures(join(dir, 'signatures.bin'), this.hasher.signatureSize));
+    this.spill = new SpillFile(join(dir, 'rows.jsonl'));
+    this.idPattern = spec.filters.idPattern === undefined ? null : new RegExp(spec.filters.idPattern);
+    this.excluded = new Set(spec.filters.excludeTags);
+  }
+
+  get count(): number {
+    return this.spill.count;
+  }
+
+  /** Valid row `index`, read back from the spill file. */
+  item(index: number): ValidItem {
+    return this.spill.read(index);
+  }
+
+  /** What the curriculum needs of valid row `index`, without reading it back. */
+  entry(index: number): TaskEntry {
+    return { id: this.ids[index]!, tag: this.firstTags[index], priority: this.columns.priority(index) };
+  }
+
+  accept(items: readonly MappedItem[]): void {
+    this.stage.time(() => {
+      for (const item of items) this.acceptOne(item);
+    });
+  }
+
+  /** The stage's report; call once every row is in. */
+  finish(): void {
+    const { stage } = this;
+    if (this.beyondLimit > 0) stage.notes.push(`${this.beyondLimit} valid row(s) beyond limits.maxRows not used`);
+    stage.notes.push(`split: ${this.splits.train} train, ${this.splits.eval} eval`);
+    this.run.stages.push(stage.end(this.count, this.rowsIn));
+  }
+
+  close(): void {
+    this.spill.close();
+    this.columns.close();
+  }
+
+  private acceptOne(item: MappedItem): void {
+    const { job, rejects } = this.run;
+    const { spec, mapping } = job;
+    this.rowsIn++;
     const fail = (category: string, reason: string): void => {
-      validate.count(category);
+      this.stage.count(category);
       rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
     };
     try {
@@ -281,102 +358,141 @@ export function validateRows(run: JobRun, items: readonly MappedItem[]): ValidIt
       if (!parsed.success) {
         const issues = describeIssues(parsed.error);
         fail(`invalid ${firstIssue(issues)}`, issues.join('; '));
-        continue;
+        return;
       }
       const row = parsed.data;
       const code = 'buggy_source' in row ? row.buggy_source : row.source;
       const description = normaliseProse(row.description);
       if (description.length < spec.filters.minDescriptionChars) {
         fail('description too short', `description has ${description.length} characters, fewer than filters.minDescriptionChars (${spec.filters.minDescriptionChars}): too vague to reward fairly`);
-        continue;
+        return;
       }
       if (lineCount(code) > spec.filters.maxModuleLines) {
         fail('module too long', `module has ${lineCount(code)} lines, more than filters.maxModuleLines (${spec.filters.maxModuleLines})`);
-        continue;
+        return;
       }
       if (hiddenTestCount(row.hidden_tests) < spec.filters.minHiddenTests) {
         fail('too few hidden tests', `hidden tests define ${hiddenTestCount(row.hidden_tests)} test function(s), fewer than filters.minHiddenTests (${spec.filters.minHiddenTests})`);
-        continue;
+        return;
       }
-      if (idPattern && !idPattern.test(row.id)) {
+      if (this.idPattern && !this.idPattern.test(row.id)) {
         fail('id not matched', `id ${row.id} does not match filters.idPattern ${spec.filters.idPattern}`);
-        continue;
+        return;
       }
-      const tag = row.tags.find((t) => excluded.has(t));
+      const tag = row.tags.find((t) => this.excluded.has(t));
       if (tag !== undefined) {
         fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
-        continue;
+        return;
       }
-      const rowText = (): string => fingerprinter.fingerprint(comparableOf(row)).exact;
-      const first = seenIds.get(row.id);
-      // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
-      if (first !== undefined && first.text() !== rowText()) {
-        fail('duplicate id', `task id ${row.id} is already used by row ${first.row}, with different content`);
-        continue;
+      const first = this.firstById.get(row.id);
+      if (first === undefined && spec.limits.maxRows !== undefined && this.firstById.size >= spec.limits.maxRows) {
+        this.beyondLimit++;
+        return;
       }
-      if (first === undefined && spec.limits.maxRows !== undefined && seenIds.size >= spec.limits.maxRows) {
-        beyondLimit++;
-        continue;
-      }
-      if (first === undefined) seenIds.set(row.id, { row: item.row, text: rowText });
       const family = row.family ?? row.id;
       const split = row.split ?? assignedSplit(spec.split.by === 'family' ? family : row.id, spec.split.seed, spec.split.evalFraction);
       const priority = row.priority ?? spec.priority.default;
       const prose = { title: normaliseProse(row.title), description };
-      if ('buggy_source' in row) {
-        const task: RepairTaskRow = {
-          ...row,
-          ...prose,
-          buggy_source: normaliseCode(row.buggy_source),
-          fixed_source: normaliseCode(row.fixed_source),
-          visible_tests: normaliseCode(row.visible_tests),
-          hidden_tests: normaliseCode(row.hidden_tests),
-        };
-        repairItems.push({ source: item.source, row: item.row, task, family, split, priority });
-      } else {
-        const solution: SolutionRow = { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) };
-        solutionItems.push({ source: item.source, row: item.row, solution, family, split, priority });
+      const valid: ValidItem =
+        'buggy_source' in row
+          ? {
+              source: item.source,
+              row: item.row,
+              family,
+              split,
+              priority,
+              task: {
+                ...row,
+                ...prose,
+                buggy_source: normaliseCode(row.buggy_source),
+                fixed_source: normaliseCode(row.fixed_source),
+                visible_tests: normaliseCode(row.visible_tests),
+                hidden_tests: normaliseCode(row.hidden_tests),
+              },
+            }
+          : {
+              source: item.source,
+              row: item.row,
+              family,
+              split,
+              priority,
+              solution: { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) },
+            };
+      // Normalising changes only what the fingerprint ignores, so the valid row's fingerprint is the row's.
+      const fingerprint = this.fingerprinter.fingerprint(comparableOf('task' in valid ? valid.task : valid.solution));
+      // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
+      if (first !== undefined && !this.columns.hasContent(first, fingerprint.digest)) {
+        fail('duplicate id', `task id ${row.id} is already used by row ${this.spill.read(first).row}, with different content`);
+        return;
       }
+      this.hasher.signatureOfTokens(this.fingerprinter.tokens.buffer, fingerprint.tokenCount, this.signature);
+      const index = this.spill.add(valid);
+      this.columns.add({ priority, split, family }, fingerprint.digest, keptBits(this.signature, this.kept));
+      this.ids.push(row.id);
+      const firstTag = row.tags[0];
+      let interned = firstTag === undefined ? undefined : this.tagNames.get(firstTag);
+      if (firstTag !== undefined && interned === undefined) this.tagNames.set(firstTag, (interned = firstTag));
+      this.firstTags.push(interned);
+      if (first === undefined) this.firstById.set(row.id, index);
+      this.splits[split]++;
     } catch (error) {
       // A row is data: whatever its content makes a check throw is that row's reject, and the job goes on.
       fail('cannot be validated', `cannot be validated: ${errorMessage(error).slice(0, 500)}`);
     }
   }
-  if (beyondLimit > 0) validate.notes.push(`${beyondLimit} valid row(s) beyond limits.maxRows not used`);
-  const validated = repairItems.length + solutionItems.length;
-  const splits = { train: 0, eval: 0 };
-  for (const item of [...repairItems, ...solutionItems]) splits[item.split]++;
-  validate.notes.push(`split: ${splits.train} train, ${splits.eval} eval`);
-  run.stages.push(validate.end(validated));
-  return repairItems.length > 0 ? repairItems : solutionItems;
 }
 
-/** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation). */
-export function dedupRows(run: JobRun, candidates: readonly ValidItem[]): { survivors: ValidItem[]; dedup: DedupResult; duplicates: DuplicateRecord[] } {
+/** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation), from their columns. */
+export function dedupRows(run: JobRun, rows: ValidatedRows): { kept: number[]; dedup: DedupResult; duplicates: DuplicateRecord[] } {
   const { job, rejects } = run;
   const { spec } = job;
-  const dedupStage = new Stage('dedup', candidates.length);
-  const idOf = (item: ValidItem): string => ('task' in item ? item.task.id : item.solution.id);
-  const dedup = deduplicate(candidates, (item) => ({ id: idOf(item), family: item.family, split: item.split, priority: item.priority }), (item) => comparableOf('task' in item ? item.task : item.solution), {
+  const dedupStage = new Stage('dedup', rows.count);
+  const dedup = deduplicateColumns(rows.columns, (index) => rows.ids[index]!, {
     threshold: spec.dedup.nearDuplicateThreshold,
     shingleTokens: spec.dedup.shingleTokens,
     signatureSize: spec.dedup.signatureSize,
     contamination: spec.dedup.contamination,
   });
-  for (const reject of dedup.rejects) {
-    const item = candidates[reject.index]!;
-    dedupStage.count(reject.category);
-    rejects.add({ source: item.source, row: item.row, stage: 'dedup', reason: reject.reason, taskId: idOf(item) });
-  }
-  const survivors = dedup.kept.map((index) => candidates[index]!);
-  dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
-  run.stages.push(dedupStage.end(survivors.length));
   const duplicates = dedup.rejects.map((reject): DuplicateRecord => {
-    const item = candidates[reject.index]!;
-    const other = candidates[reject.of]!;
-    return { category: reject.category, source: item.source, row: item.row, taskId: idOf(item), of: { source: other.source, row: other.row, taskId: idOf(other) }, similarity: reject.similarity };
+    const item = rows.item(reject.index);
+    const other = rows.item(reject.of);
+    dedupStage.count(reject.category);
+    rejects.add({ source: item.source, row: item.row, stage: 'dedup', reason: reject.reason, taskId: rows.ids[reject.index] });
+    return { category: reject.category, source: item.source, row: item.row, taskId: rows.ids[reject.index]!, of: { source: other.source, row: other.row, taskId: rows.ids[reject.of]! }, similarity: reject.similarity };
   });
-  return { survivors, dedup, duplicates };
+  dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
+  run.stages.push(dedupStage.end(dedup.kept.length));
+  return { kept: dedup.kept, dedup, duplicates };
+}
+
+/** What the curriculum needs of a task to build: its id, first tag and priority. */
+export interface TaskEntry {
+  readonly id: string;
+  readonly tag: string | undefined;
+  readonly priority: number;
+}
+
+/** The tasks the curriculum plans and build builds, by index: in memory (derived tasks) or read back from the spill file. */
+export interface TaskRows {
+  readonly length: number;
+  entry(index: number): TaskEntry;
+  item(index: number): RepairItem;
+}
+
+export function taskRowsOf(items: readonly RepairItem[]): TaskRows {
+  return {
+    length: items.length,
+    entry: (index) => {
+      const item = items[index]!;
+      return { id: item.task.id, tag: item.task.tags[0], priority: item.priority };
+    },
+    item: (index) => items[index]!,
+  };
+}
+
+/** The rows dedup kept, read back from the spill file as build needs them. */
+export function spilledTaskRows(rows: ValidatedRows, kept: readonly number[]): TaskRows {
+  return { length: kept.length, entry: (index) => rows.entry(kept[index]!), item: (index) => rows.item(kept[index]!) as RepairItem };
 }
 
 /** derive: validated single-site mutants of each solution become repair tasks. */
@@ -468,7 +584,7 @@ export async function deriveTasks(run: JobRun, survivors: readonly ValidItem[], 
 }
 
 /** curriculum: observed pass rates -> Beta-smoothed difficulty -> parking -> buckets -> target mix. */
-export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[], analyticsDir: string | undefined): Promise<Curriculum> {
+export async function planTasks(run: JobRun, tasksToBuild: TaskRows, analyticsDir: string | undefined): Promise<Curriculum> {
   const { job, rejects } = run;
   const { spec } = job;
   const curriculumStage = new Stage('curriculum', tasksToBuild.length);
@@ -484,8 +600,10 @@ export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[]
   } else {
     curriculumStage.notes.push('no analytics store: every task starts from the cold-start estimate');
   }
+  const entries: TaskEntry[] = [];
+  for (let index = 0; index < tasksToBuild.length; index++) entries.push(tasksToBuild.entry(index));
   const plan = planCurriculum(
-    tasksToBuild.map((item) => ({ id: item.task.id, tag: item.task.tags[0], priority: item.priority })),
+    entries,
     observed,
     {
       priorStrength: spec.difficulty.priorStrength,
@@ -499,12 +617,12 @@ export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[]
   );
   plan.estimates.forEach((estimate, index) => {
     if (!estimate.parked) return;
-    const item = tasksToBuild[index]!;
+    const item = tasksToBuild.item(index);
     curriculumStage.count('parked: no learning signal');
     rejects.add({ source: item.source, row: item.row, stage: 'curriculum', reason: `parked: ${estimate.parked}`, taskId: item.task.id });
   });
   for (const { index, reason } of plan.deferred) {
-    const item = tasksToBuild[index]!;
+    const item = tasksToBuild.item(index);
     curriculumStage.count('deferred by the target mix');
     rejects.add({ source: item.source, row: item.row, stage: 'curriculum', reason, taskId: item.task.id });
   }
@@ -514,15 +632,19 @@ export async function planTasks(run: JobRun, tasksToBuild: readonly RepairItem[]
 }
 
 /** build: the Task records, with lineage; a record too large for the broker is rejected here, not mid-transaction. */
-export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], plan: Curriculum, datasetHash: string): { tasks: Task[]; rows: RepairTaskRow[] } {
+export function buildTasks(run: JobRun, tasksToBuild: TaskRows, plan: Curriculum, datasetHash: string, output: TaskOutput): { tasks: Task[]; rows: RepairTaskRow[]; count: number } {
   const { job, rejects, jobRunId } = run;
   const { spec } = job;
   const build = new Stage('build', plan.selected.length);
   const tasks: Task[] = [];
   const rows: RepairTaskRow[] = [];
+  let count = 0;
+  const tasksFile = output.tasksFile === undefined ? null : new JsonLinesWriter(output.tasksFile, OUTPUT_BUFFER_BYTES);
+  const rowsFile = output.rowsFile === undefined ? null : new JsonLinesWriter(output.rowsFile, OUTPUT_BUFFER_BYTES);
   const createdAt = nowIso();
+  try {
   for (const index of plan.selected) {
-    const item = tasksToBuild[index]!;
+    const item = tasksToBuild.item(index);
     const estimate = plan.estimates[index]!;
     const row = item.task;
     const parsed = Task.safeParse({
@@ -555,9 +677,30 @@ export function buildTasks(run: JobRun, tasksToBuild: readonly RepairItem[], pla
       rejects.add({ source: item.source, row: item.row, stage: 'build', reason: `the task record would be ${recordBytes} bytes, over publish.maxRecordBytes (${spec.publish.maxRecordBytes})`, taskId: row.id });
       continue;
     }
-    tasks.push(parsed.data);
-    rows.push({ ...row, family: item.family, split: item.split, priority: item.priority });
+    const built = { ...row, family: item.family, split: item.split, priority: item.priority };
+    count++;
+    tasksFile?.add(parsed.data);
+    rowsFile?.add(built);
+    if (output.keep) {
+      tasks.push(parsed.data);
+      rows.push(built);
+    }
   }
-  run.stages.push(build.end(tasks.length));
-  return { tasks, rows };
+  } finally {
+    tasksFile?.close();
+    rowsFile?.close();
+  }
+  if (output.tasksFile !== undefined) build.notes.push(`tasks written to ${output.tasksFile}`);
+  run.stages.push(build.end(count));
+  return { tasks, rows, count };
+}
+
+/** Where build puts the tasks it builds. */
+export interface TaskOutput {
+  /** Keep them in memory (the report's `tasks` and `rows`). */
+  readonly keep: boolean;
+  /** Write each task as a JSON line here as it is built. */
+  readonly tasksFile?: string;
+  /** Write each task's repair row (family, split, priority included) as a JSON line here as it is built. */
+  readonly rowsFile?: string;
 }

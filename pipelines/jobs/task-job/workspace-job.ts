@@ -250,6 +250,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       deferred: 0,
       publish,
       rejectsFile: rejects.path,
+      taskCount: tasks.length,
       tasks,
       rows: [],
       seconds: (performance.now() - started) / 1000,

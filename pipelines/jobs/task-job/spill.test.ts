@@ -1,0 +1,67 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { FileSignatures, MemorySignatures } from './columns.js';
+import { JsonLinesWriter, SpillFile } from './spill.js';
+
+const folder = (): string => mkdtempSync(join(tmpdir(), 'spill-test-'));
+
+describe('SpillFile', () => {
+  it('reads back every value, in file order and out of it, across read windows and unwritten buffers', () => {
+    const dir = folder();
+    try {
+      const spill = new SpillFile<{ n: number; text: string }>(join(dir, 'rows.jsonl'));
+      // Values of up to 3 MB: larger than a read window, and past the write buffer.
+      const values = Array.from({ length: 300 }, (_, n) => ({ n, text: `é${'x'.repeat(n % 7 === 0 ? 3_000_000 : n * 101)}\u{1f600}` }));
+      for (const value of values.slice(0, 150)) spill.add(value);
+      assert.deepEqual(spill.read(149), values[149]);
+      for (const value of values.slice(150)) assert.equal(spill.add(value), value.n);
+      for (const value of values) assert.deepEqual(spill.read(value.n), value);
+      for (const n of [299, 0, 150, 7, 298, 1]) assert.deepEqual(spill.read(n), values[n]);
+      assert.throws(() => spill.read(300), RangeError);
+      spill.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('JsonLinesWriter', () => {
+  it('writes one JSON line per value', () => {
+    const dir = folder();
+    try {
+      const writer = new JsonLinesWriter(join(dir, 'out', 'tasks.jsonl'), 64);
+      for (let n = 0; n < 100; n++) writer.add({ n });
+      writer.close();
+      const lines = readFileSync(join(dir, 'out', 'tasks.jsonl'), 'utf8').trimEnd().split('\n');
+      assert.deepEqual(lines.map((line) => (JSON.parse(line) as { n: number }).n), Array.from({ length: 100 }, (_, n) => n));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('signature stores', () => {
+  it('give back what was appended, from memory and from a file, across blocks', () => {
+    const dir = folder();
+    try {
+      const size = 16;
+      const stores = [new MemorySignatures(size), new FileSignatures(join(dir, 'signatures.bin'), size)];
+      const signatureOf = (row: number): Uint8Array => Uint8Array.from({ length: size }, (_, i) => (row * 31 + i * 7) & 0xff);
+      const rows = 20_000; // more than two blocks of the file store
+      for (const store of stores) for (let row = 0; row < rows; row++) store.append(row, signatureOf(row));
+      const out = new Uint8Array(size);
+      for (const store of stores) {
+        for (const row of [0, 1, 8191, 8192, 19_999, 5, 12_345]) assert.deepEqual(store.read(row, out), signatureOf(row));
+        store.close();
+      }
+      const other = new FileSignatures(join(dir, 'other.bin'), size);
+      assert.throws(() => other.append(1, signatureOf(1)), /out of order/);
+      other.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -1,0 +1,119 @@
+import { closeSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** Bytes of lines held before they are written out. */
+const WRITE_BUFFER_BYTES = 4 << 20;
+
+/**
+ * Values written once as JSON lines to a file and read back by index: what lets the task job keep its rows'
+ * text on disk while it deduplicates them from their columns. Memory per value is its offset and length
+ * (12 bytes). The file is the caller's to remove (it lives in the job's temporary folder).
+ */
+export class SpillFile<T> {
+  private readonly fd: number;
+  private size = 0;
+  private offsets = new Float64Array(1024);
+  private lengths = new Uint32Array(1024);
+  private end = 0;
+  private pending: string[] = [];
+  private pendingBytes = 0;
+  private written = 0;
+  private window = Buffer.alloc(1 << 20);
+  private windowStart = 0;
+  private windowBytes = 0;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, 'w+');
+  }
+
+  get count(): number {
+    return this.size;
+  }
+
+  /** Appends a value; returns its index. */
+  add(value: T): number {
+    const line = JSON.stringify(value);
+    const bytes = Buffer.byteLength(line);
+    if (this.size === this.offsets.length) {
+      const offsets = new Float64Array(this.size * 2);
+      offsets.set(this.offsets);
+      this.offsets = offsets;
+      const lengths = new Uint32Array(this.size * 2);
+      lengths.set(this.lengths);
+      this.lengths = lengths;
+    }
+    this.offsets[this.size] = this.end;
+    this.lengths[this.size] = bytes;
+    this.end += bytes + 1;
+    this.pending.push(line, '\n');
+    this.pendingBytes += bytes + 1;
+    if (this.pendingBytes >= WRITE_BUFFER_BYTES) this.flush();
+    return this.size++;
+  }
+
+  /**
+   * Value `index`. Reads go through a window of the file read ahead, so reading values in file order (what
+   * build does with the rows dedup kept) costs one system call per window, not one per value.
+   */
+  read(index: number): T {
+    if (!(index >= 0 && index < this.size)) throw new RangeError(`no value ${index} in a spill file of ${this.size}`);
+    if (this.pendingBytes > 0) this.flush();
+    const offset = this.offsets[index]!;
+    const length = this.lengths[index]!;
+    if (offset < this.windowStart || offset + length > this.windowStart + this.windowBytes) {
+      if (length > this.window.length) this.window = Buffer.alloc(length);
+      this.windowStart = offset;
+      this.windowBytes = readSync(this.fd, this.window, 0, this.window.length, offset);
+      if (this.windowBytes < length) throw new Error(`spill file ${this.path}: value ${index} is cut short (${this.windowBytes} of ${length} bytes)`);
+    }
+    const start = offset - this.windowStart;
+    return JSON.parse(this.window.toString('utf8', start, start + length)) as T;
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+
+  private flush(): void {
+    const bytes = Buffer.from(this.pending.join(''));
+    for (let done = 0; done < bytes.length; ) done += writeSync(this.fd, bytes, done, bytes.length - done, this.written + done);
+    this.written += bytes.length;
+    this.windowBytes = 0; // the window may end where the file did
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+}
+
+/** Values appended as JSON lines to a new file, written out a buffer at a time. */
+export class JsonLinesWriter {
+  private readonly fd: number;
+  private pending: string[] = [];
+  private pendingBytes = 0;
+
+  constructor(
+    readonly path: string,
+    private readonly bufferBytes = WRITE_BUFFER_BYTES,
+  ) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.fd = openSync(path, 'w');
+  }
+
+  add(value: unknown): void {
+    const line = `${JSON.stringify(value)}\n`;
+    this.pending.push(line);
+    this.pendingBytes += line.length;
+    if (this.pendingBytes >= this.bufferBytes) this.flush();
+  }
+
+  close(): void {
+    this.flush();
+    closeSync(this.fd);
+  }
+
+  private flush(): void {
+    if (this.pending.length === 0) return;
+    writeSync(this.fd, this.pending.join(''));
+    this.pending = [];
+    this.pendingBytes = 0;
+  }
+}
