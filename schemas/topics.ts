@@ -30,7 +30,9 @@ export const TOPICS = {
     name: 'tasks',
     schema: Task,
     key: 'taskId',
-    partitions: 3,
+    // Room for a lane per partition: one rollout lane takes one task at a time, so the partitions bound the
+    // tasks in flight across the rollout group (several lanes per worker, several workers).
+    partitions: 12,
     // Compacted: the latest revision of a task is what rollouts and verifiers must use.
     config: compacted,
     producers: ['task-job'],

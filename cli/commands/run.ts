@@ -3,7 +3,7 @@ import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
-import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { createRolloutWorkerLanes, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { ENVIRONMENTS, PROGRAM_REPAIR_ENV } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
@@ -37,6 +37,7 @@ export const runProcessorCommand: Command = {
     instance: { type: 'string', default: '0' },
     'run-id': { type: 'string' },
     'group-size': { type: 'string', default: '4' },
+    lanes: { type: 'string', default: '1' },
     'batch-size': { type: 'string', default: '16' },
     'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
@@ -49,6 +50,7 @@ export const runProcessorCommand: Command = {
     instance: 'instance id; keep it stable across restarts so the restarted instance fences its predecessor',
     'run-id': 'run id stamped on records (default: random)',
     'group-size': 'rollout-worker: samples per task',
+    lanes: "rollout-worker: tasks rolled out at once, each lane its own group member and transactional id ('<instance>.<lane>' when more than one); the tasks topic's partitions bound the lanes of all hosts together",
     'batch-size': 'learner: samples per update',
     'session-timeout-ms': 'how long the group waits for a silent instance (one killed without stopping) before its partitions move on; at least 6000',
     policy: `rollout-worker: policy kind rolled out, ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
@@ -68,6 +70,8 @@ export const runProcessorCommand: Command = {
     const sessionTimeoutMs = requiredInt(values, 'session-timeout-ms', MIN_SESSION_TIMEOUT_MS);
     const groupSize = requiredInt(values, 'group-size');
     const batchSize = requiredInt(values, 'batch-size');
+    const lanes = requiredInt(values, 'lanes');
+    if (lanes !== 1 && name !== 'rollout-worker') throw new ConfigError(`--lanes goes with run rollout-worker, not run ${name}`);
     const policy = policyChoice(values, policyIds());
     if (name !== 'rollout-worker' && (policy.policyId !== LINEAR_REPAIR_POLICY || policy.llm)) throw new ConfigError(`--policy and its flags go with run rollout-worker, not run ${name}`);
     const envIds = (stringOption(values, 'env') ?? PROGRAM_REPAIR_ENV).split(',').map((id) => id.trim()).filter(Boolean);
@@ -90,7 +94,8 @@ export const runProcessorCommand: Command = {
       await stackUp((line) => void process.stderr.write(`${line}\n`), llmServerFor(policy));
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore(), policyId: policy.policyId, settings: { llm: policy.llm } });
       closers.push(() => policies.close());
-      processor = createRolloutWorker(context, { runId, pool, imageFor, policies, envIds, trees: treeStore(), instanceId, groupSize, sessionTimeoutMs, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
+      const members = createRolloutWorkerLanes(context, { runId, pool, imageFor, policies, envIds, trees: treeStore(), instanceId, groupSize, sessionTimeoutMs, lanes, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
+      processor = { start: async () => void (await Promise.all(members.map((lane) => lane.start()))), stop: async () => void (await Promise.all(members.map((lane) => lane.stop()))) };
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
       closers.push(() => tasks.close());

@@ -12,7 +12,7 @@ import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/ind
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
-import { createRolloutWorker, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
+import { createRolloutWorkerLanes, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
@@ -57,6 +57,11 @@ export interface LoopOptions {
   maxTurns?: number;
   /** Rollout worker instances (each a group member with its own transactional producer). @default 2 */
   rolloutWorkers?: number;
+  /**
+   * Tasks each rollout worker rolls out at once (RolloutLanesOptions.lanes): a slow task then holds up one lane,
+   * not the worker. Lanes of all workers beyond the tasks topic's partitions get no tasks. @default 2
+   */
+  tasksPerWorker?: number;
   /** Episodes of one task (of its G samples) a rollout worker runs at once. @default the llm policy's concurrentEpisodes, else 1 */
   concurrentEpisodes?: number;
   /**
@@ -85,7 +90,7 @@ export interface LoopOptions {
    * Trajectories rolled out but not yet rewarded, at most: a rollout worker waits before its next task while
    * this many are in flight. Rollouts outpace verification here, and without a bound the backlog grows until
    * every sample is older than the learner's staleness bound by the time it arrives.
-   * @default 2 * batchSize, and at least one group per rollout worker
+   * @default 2 * batchSize, and at least one group per rollout lane (rolloutWorkers x tasksPerWorker)
    */
   maxInFlight?: number;
   /** Keep publishing the tasks again (another epoch) until this much time has passed. @default 0 (one epoch) */
@@ -215,9 +220,11 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const rolloutWorkers = options.rolloutWorkers ?? 2;
+  const tasksPerWorker = options.tasksPerWorker ?? 2;
+  if (!Number.isInteger(tasksPerWorker) || tasksPerWorker < 1) throw new ConfigError(`LoopOptions.tasksPerWorker must be a whole number >= 1, got ${tasksPerWorker}`);
   const verifierCount = options.verifiers ?? 2;
   if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
-  const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers);
+  const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers * tasksPerWorker);
   if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
   // Called by the workers only once every processor below exists and runs.
@@ -234,8 +241,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorker(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
-  );
+    createRolloutWorkerLanes(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, lanes: tasksPerWorker, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
+  ).flat();
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
     createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), ...(options.referenceRuns === undefined ? {} : { referenceRuns: options.referenceRuns }), accept: ownRecord }),
   );

@@ -1,3 +1,3 @@
 export { runEpisode, type EpisodeResult } from './episode.js';
 export { PolicyTracker } from './policy-tracker.js';
-export { createRolloutWorker, llmTaskTimeoutMs, type PolicySource, type RolloutWorkerOptions } from './worker.js';
+export { createRolloutWorker, createRolloutWorkerLanes, llmTaskTimeoutMs, type PolicySource, type RolloutLanesOptions, type RolloutWorkerOptions } from './worker.js';

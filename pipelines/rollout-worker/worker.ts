@@ -54,12 +54,37 @@ export interface RolloutWorkerOptions extends MembershipOptions {
   storeTreesAboveBytes?: number;
 }
 
+export interface RolloutLanesOptions extends RolloutWorkerOptions {
+  /**
+   * Task records this worker rolls out at once, each lane its own group member (consumer) and transactional
+   * producer (instance `<instanceId>.<lane>`), so a slow task holds up only its own lane and partitions: the
+   * others keep taking tasks while it runs. A lane takes one task at a time, so the worker holds at most
+   * `lanes` tasks and `lanes x concurrency` sandboxes (the pool's leases bound what runs on the host). Lanes
+   * beyond the tasks topic's partitions (summed over the group's members) get none. @default 1
+   */
+  lanes?: number;
+}
+
 /**
  * A task's budget (all G samples) under the llm policy: its episodes run `concurrentEpisodes` at a time, each
  * within its wall-clock budget, plus time for the sandboxes and the last tool calls.
  */
 export function llmTaskTimeoutMs(llm: Pick<ResolvedLlmPolicyOptions, 'concurrentEpisodes' | 'maxEpisodeMs'>, groupSize: number): number {
   return Math.ceil(groupSize / llm.concurrentEpisodes) * (llm.maxEpisodeMs + 120_000);
+}
+
+/**
+ * A rollout worker of `lanes` members, for a process that rolls out several tasks at once. One lane is
+ * createRolloutWorker itself, under its own instance id; more lanes are named `<instanceId>.<lane>`, stable
+ * across restarts (with kafkajs the transactional id fences a restarted lane's predecessor). The worker is
+ * stateless, so any number of instances may share its group with either client.
+ */
+export function createRolloutWorkerLanes(context: ProcessorContext, options: RolloutLanesOptions): StreamProcessor<'tasks'>[] {
+  const { lanes = 1, ...worker } = options;
+  if (!Number.isInteger(lanes) || lanes < 1) throw new ConfigError(`RolloutLanesOptions.lanes must be a whole number >= 1, got ${lanes}`);
+  if (lanes === 1) return [createRolloutWorker(context, worker)];
+  const instanceId = worker.instanceId ?? '0';
+  return Array.from({ length: lanes }, (_, lane) => createRolloutWorker(context, { ...worker, instanceId: `${instanceId}.${lane}` }));
 }
 
 /**

@@ -110,6 +110,7 @@ export class StreamProcessor<K extends TopicKey> {
   private producerBroken = false;
   /** Reads committed offsets and their metadata back, for priority order. */
   private admin: KafkaAdmin | undefined;
+  private assigned: ReadonlyArray<{ readonly topic: string; readonly partition: number }> = [];
 
   constructor(
     private readonly context: ProcessorContext,
@@ -146,8 +147,18 @@ export class StreamProcessor<K extends TopicKey> {
     return this.options.name;
   }
 
+  /** Names this instance's transactional id among the group's members. */
+  get instanceId(): string {
+    return this.options.instanceId;
+  }
+
   get groupId(): string {
     return `${this.context.names.prefix}${this.options.name}`;
+  }
+
+  /** The input partitions the group gave this instance at its last (re)join; none while it is not a member. */
+  get assignment(): ReadonlyArray<{ readonly topic: string; readonly partition: number }> {
+    return this.assigned;
   }
 
   get leaseTopic(): string {
@@ -204,6 +215,7 @@ export class StreamProcessor<K extends TopicKey> {
       heartbeatIntervalMs: this.options.heartbeatIntervalMs,
       // A chunk may take every try of every record in it; past that the member is stuck, and leaves.
       maxPollIntervalMs: this.maxChunkMs(),
+      onAssignment: (assignment) => void (this.assigned = assignment),
     });
     await this.consumer.connect();
     await this.consumer.subscribe(this.options.inputs.map((key) => names.name(key)));
@@ -233,6 +245,7 @@ export class StreamProcessor<K extends TopicKey> {
     await this.producer?.disconnect();
     await this.admin?.disconnect();
     this.consumer = this.producer = this.admin = undefined;
+    this.assigned = [];
     for (const store of this.options.stores) store.discard();
   }
 
