@@ -59,7 +59,8 @@ export interface LoopOptions {
   rolloutWorkers?: number;
   /**
    * Tasks each rollout worker rolls out at once (RolloutLanesOptions.lanes): a slow task then holds up one lane,
-   * not the worker. Lanes of all workers beyond the tasks topic's partitions get no tasks. @default 2
+   * not the worker. Lanes of all workers beyond the tasks topic's partitions get no tasks. One by default: on
+   * a 2-core machine more lanes add sandboxes competing for the same CPU (docs/loop.md measures both). @default 1
    */
   tasksPerWorker?: number;
   /** Episodes of one task (of its G samples) a rollout worker runs at once. @default the llm policy's concurrentEpisodes, else 1 */
@@ -220,7 +221,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const rolloutWorkers = options.rolloutWorkers ?? 2;
-  const tasksPerWorker = options.tasksPerWorker ?? 2;
+  const tasksPerWorker = options.tasksPerWorker ?? 1;
   if (!Number.isInteger(tasksPerWorker) || tasksPerWorker < 1) throw new ConfigError(`LoopOptions.tasksPerWorker must be a whole number >= 1, got ${tasksPerWorker}`);
   const verifierCount = options.verifiers ?? 2;
   if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
