@@ -374,6 +374,8 @@ export class StreamProcessor<K extends TopicKey> {
       if (!(await this.options.hostAvailable!())) throw new ConnectionError(`${what}: the host's engine still does not answer`);
     };
     this.hostOutage = (async () => {
+      // Once the batch handler has returned: the client seeks back to its unhandled records then, while connected.
+      await new Promise((resolve) => setImmediate(resolve));
       await this.deactivate();
       try {
         await withRetries(probe, this.options.hostProbe, this.lifetime.signal);
