@@ -362,7 +362,8 @@ export class StreamProcessor<K extends TopicKey> {
    * offset go nowhere), the other in-flight handlers are aborted, and this instance leaves its group so the
    * group's healthy members take its partitions and redo the records from their last commit. It comes back as a
    * fresh member once the host answers a probe (or the probes are spent: the next failure sends it out again).
-   * Runs beside eachBatch, which returns first: a consumer is not disconnected from inside its own batch.
+   * Runs beside eachBatch, which returns first: a consumer is not disconnected from inside its own batch. A
+   * rejoin that fails (Kafka unreachable) is left unhandled and ends the process, as a failed start would.
    */
   private leaveUntilHostAnswers(cause: HostUnavailableError): void {
     if (this.hostOutage || this.stopped) return;
