@@ -74,6 +74,18 @@ export class KafkaError extends TrialrunError {
   }
 }
 
+/**
+ * The host a handler runs on cannot do its work: its sandbox engine does not answer (checked after a failure).
+ * Not retriable, and never dead-lettered: the record is not at fault. A stream processor that sees it aborts the
+ * record's transaction and leaves its consumer group until the host answers again, so that a healthy member of
+ * the group takes over its partitions (see StreamProcessor, ProcessorOptions.hostAvailable).
+ */
+export class HostUnavailableError extends TrialrunError {
+  constructor(what: string, cause?: unknown) {
+    super(`${what}: the host's sandbox engine does not answer`, { cause });
+  }
+}
+
 /** A user-supplied option or file is wrong; never retried. */
 export class ConfigError extends TrialrunError {}
 

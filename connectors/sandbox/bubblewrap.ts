@@ -135,6 +135,11 @@ class BubblewrapBackend implements SandboxBackend {
     return [...ids];
   }
 
+  /** Sandboxes are processes of this host's own kernel: there is no engine to lose. */
+  async reachable(): Promise<boolean> {
+    return true;
+  }
+
   private bubblewrap(): Promise<string> {
     if (!this.bwrap) {
       this.bwrap = this.install

@@ -33,6 +33,9 @@ export const LABELS = {
 /** Image label holding the agent's command line as a JSON array (set by the python-repair Dockerfile). */
 export const AGENT_LABEL = 'trialrun.sandbox-agent';
 
+/** How long a ping may take before the engine counts as unreachable. */
+const PING_TIMEOUT_MS = 5_000;
+
 /** Own containers that are not live are only reaped past this age: one may still be starting. */
 const STARTING_GRACE_MS = 120_000;
 
@@ -177,6 +180,14 @@ class DockerBackend implements SandboxBackend {
 
   async existing(): Promise<string[]> {
     return dockerSandboxesOf(this.docker, this.owner);
+  }
+
+  /** A ping within PING_TIMEOUT_MS: a dead engine's socket refuses at once, a wedged one is as good as dead. */
+  async reachable(): Promise<boolean> {
+    return withTimeout(this.docker.ping(), PING_TIMEOUT_MS, 'the engine did not answer a ping').then(
+      () => true,
+      () => false,
+    );
   }
 
   /** Force-removes a container; while the engine is unreachable (restarting), keeps trying for about a minute. */

@@ -37,6 +37,10 @@ class FakeBackend implements SandboxBackend {
   async existing(): Promise<string[]> {
     return [];
   }
+
+  async reachable(): Promise<boolean> {
+    return true;
+  }
 }
 
 test('a warm sandbox starts with no task and, once acquired, names the task that holds it', async () => {

@@ -86,6 +86,8 @@ export interface SandboxBackend {
   reap(live: ReadonlySet<string>): Promise<ReapReport>;
   /** Ids of this owner's sandboxes that exist on the host right now (for leak checks). */
   existing(): Promise<string[]>;
+  /** Whether the engine answers at all (SandboxPool.reachable); never throws. */
+  reachable(): Promise<boolean>;
 }
 
 /**
@@ -167,6 +169,10 @@ export class AgentSandboxPool implements SandboxPool {
   /** The label that marks this pool's sandboxes for reapers. */
   get owner(): string {
     return this.backend.owner;
+  }
+
+  reachable(): Promise<boolean> {
+    return this.backend.reachable();
   }
 
   /** Ids of this pool's sandboxes that exist on the host right now, whatever the pool thinks. */

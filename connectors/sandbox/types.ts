@@ -232,4 +232,9 @@ export interface SandboxPool {
   acquire(options: AcquireOptions): Promise<Sandbox>;
   /** Releases every sandbox still held, drops the warm ones, and waits until all are destroyed. */
   close(): Promise<void>;
+  /**
+   * Whether the host's sandbox engine answers now (a Docker ping), asked after a handler failed: a processor
+   * whose host is down leaves its group instead of retrying there. @default absent: the host always counts as up
+   */
+  reachable?(): Promise<boolean>;
 }

@@ -117,6 +117,8 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       timeoutMs: options.timeoutMs ?? 600_000,
       accept: options.accept,
       sessionTimeoutMs: options.sessionTimeoutMs,
+      // A task failing on a host whose engine is down is handed to the group's other workers.
+      hostAvailable: options.pool.reachable?.bind(options.pool),
     },
     async ({ record, signal }) => {
       // Refusals here are ConfigErrors (not retriable): the task becomes a dead letter that says why.

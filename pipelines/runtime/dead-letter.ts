@@ -2,6 +2,7 @@ import type { TopicSerde } from '../../connectors/registry/index.js';
 import {
   attemptsOf,
   DecodeError,
+  HostUnavailableError,
   ShutdownError,
   ValidationError,
   errorMessage,
@@ -40,15 +41,16 @@ export function toDeadLetter(processor: string, record: RawRecord, error: unknow
 
 /**
  * Turns a record that failed for good into a dead letter, written in the same transaction as the
- * input's offset, so the poison record is neither lost nor blocking. Shutdown is not a failure: it
- * propagates and the transaction is aborted, so the record is processed again after restart.
+ * input's offset, so the poison record is neither lost nor blocking. Shutdown and an unavailable host are not
+ * failures of the record: they propagate and the transaction is aborted, so the record is processed again.
  */
 export function deadLetter(processor: string, serde: TopicSerde, names: TopicNames, onDeadLetter?: (letter: DeadLetter) => void): Middleware {
   return (next) => async (payload) => {
     try {
       return await next(payload);
     } catch (error) {
-      if (error instanceof ShutdownError || payload.signal.aborted) throw error;
+      // Neither is the record's fault: the transaction is aborted and the record redone (here or by another member).
+      if (error instanceof ShutdownError || error instanceof HostUnavailableError || payload.signal.aborted) throw error;
       const letter = toDeadLetter(processor, payload.record, error);
       onDeadLetter?.(letter);
       return [{ topic: names.name('deadLetters'), key: payload.record.topic, value: await serde.encode('deadLetters', letter) }];

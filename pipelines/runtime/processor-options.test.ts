@@ -17,6 +17,9 @@ test('processor options resolve to their documented defaults, explicitly undefin
   assert.equal(resolved.accept, null);
   assert.equal(resolved.priority, null);
   assert.equal(resolveProcessorOptions({ ...base, sessionTimeoutMs: 10_000 }).sessionTimeoutMs, 10_000);
+  assert.equal(resolved.hostAvailable, null);
+  assert.deepEqual(resolved.hostProbe, { retries: 720, initialDelayMs: 1000, maxDelayMs: 5000, factor: 2 });
+  assert.deepEqual(resolveProcessorOptions({ ...base, hostAvailable: undefined, hostProbe: { retries: 3 } }).hostProbe, { retries: 3, initialDelayMs: 1000, maxDelayMs: 5000, factor: 2 });
 });
 
 test('bad processor options are refused when resolved, naming the option', () => {
@@ -25,6 +28,7 @@ test('bad processor options are refused when resolved, naming the option', () =>
   assert.throws(() => resolveProcessorOptions({ ...base, maxRecordsPerTransaction: 0 }), /maxRecordsPerTransaction of learner/);
   assert.throws(() => resolveProcessorOptions({ ...base, sessionTimeoutMs: 2.5 }), /sessionTimeoutMs of learner must be a whole number/);
   assert.throws(() => resolveProcessorOptions({ ...base, priority: () => 0 }), /priority order needs maxRecordsPerTransaction 1/);
+  assert.throws(() => resolveProcessorOptions({ ...base, hostProbe: { initialDelayMs: 10_000 } }), /ProcessorOptions.hostProbe of learner: RetryOptions: need 0 <= initialDelayMs \(10000\) <= maxDelayMs \(5000\)/);
 });
 
 test('with kafkajs, which fences by transactional id only, a stateful processor runs as instance 0 alone; refused before connecting', async () => {

@@ -1,9 +1,10 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, errorMessage, resolveRetryOptions, ShutdownError, type DeadLetter, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, resolveRetryOptions, ShutdownError, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
+import { hostGuard } from './host.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
@@ -54,12 +55,23 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
    * A record that cannot be decoded never gets here: it is dead-lettered as always. @default every record
    */
   accept?: Accept<K>;
+  /**
+   * Whether the host's engine answers (SandboxPool.reachable), asked after a failed try of a record. When it does
+   * not, the record's transaction is aborted and this instance leaves its group, so the group's healthy members
+   * take its partitions; it probes with `hostProbe` backoff and rejoins once the host answers. @default none: a
+   * failure is always the record's (retried, then dead-lettered)
+   */
+  hostAvailable?: () => Promise<boolean>;
+  /** Backoff of the probes while the host is down; once they are spent the instance rejoins anyway. @default { retries: 720, initialDelayMs: 1000, maxDelayMs: 5000 } (about an hour) */
+  hostProbe?: RetryOptions;
 }
 
-export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept' | 'sessionTimeoutMs'>>, ResolvedMembership {
+export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept' | 'sessionTimeoutMs' | 'hostAvailable' | 'hostProbe'>>, ResolvedMembership {
   retry: RetryOptions;
   priority: ((value: TopicValue<K>) => number) | null;
   accept: Accept<K> | null;
+  hostAvailable: (() => Promise<boolean>) | null;
+  hostProbe: ResolvedRetryOptions;
 }
 
 export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
@@ -78,6 +90,8 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     // Factories pass their own optional settings straight through, undefined included.
     instanceId: options.instanceId ?? '0',
     accept: options.accept ?? null,
+    hostAvailable: options.hostAvailable ?? null,
+    hostProbe: resolveHostProbe(options),
     ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
@@ -87,6 +101,14 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
   return resolved;
+}
+
+function resolveHostProbe(options: Pick<ProcessorOptions<TopicKey>, 'name' | 'hostProbe'>): ResolvedRetryOptions {
+  try {
+    return resolveRetryOptions({ retries: 720, initialDelayMs: 1000, maxDelayMs: 5000, ...options.hostProbe });
+  } catch (error) {
+    throw new ConfigError(`ProcessorOptions.hostProbe of ${options.name}: ${errorMessage(error)}`);
+  }
 }
 
 /**
@@ -102,6 +124,10 @@ export class StreamProcessor<K extends TopicKey> {
   /** Aborted when this instance stops processing: on stop(), or when a standby took its lease. */
   private activation = new AbortController();
   private stopped = false;
+  /** Aborted by stop(): ends the probes of a host that is down. */
+  private readonly lifetime = new AbortController();
+  /** Set while this instance is out of its group because its host is down (see leaveUntilHostAnswers). */
+  private hostOutage: Promise<void> | null = null;
   private lease: ProcessorLease | undefined;
   private readonly topicKeys: Map<string, K>;
   private consumer: KafkaConsumer | undefined;
@@ -139,6 +165,7 @@ export class StreamProcessor<K extends TopicKey> {
       }),
       retry(this.options.retry),
       countRetries(this.metrics),
+      ...(this.options.hostAvailable ? [hostGuard(this.options.name, this.options.hostAvailable)] : []),
       timeout(this.options.timeoutMs),
     );
   }
@@ -286,6 +313,7 @@ export class StreamProcessor<K extends TopicKey> {
       await work();
     } catch (error) {
       for (const store of this.options.stores) store.discard();
+      if (error instanceof HostUnavailableError && !this.activation.signal.aborted) this.leaveUntilHostAnswers(error);
       if (error instanceof ShutdownError || this.activation.signal.aborted) return false;
       throw error;
     } finally {
@@ -342,9 +370,44 @@ export class StreamProcessor<K extends TopicKey> {
     return decodeProgress(entry?.offset, entry?.metadata);
   }
 
+  /**
+   * The host cannot run records (its engine is down): the record's transaction is not committed (its outputs and
+   * offset go nowhere), the other in-flight handlers are aborted, and this instance leaves its group so the
+   * group's healthy members take its partitions and redo the records from their last commit. It comes back as a
+   * fresh member once the host answers a probe (or the probes are spent: the next failure sends it out again).
+   * Runs beside eachBatch, which returns first: a consumer is not disconnected from inside its own batch. A
+   * rejoin that fails (Kafka unreachable) is left unhandled and ends the process, as a failed start would.
+   */
+  private leaveUntilHostAnswers(cause: HostUnavailableError): void {
+    if (this.hostOutage || this.stopped) return;
+    const what = `[${this.options.name}] instance ${this.options.instanceId}`;
+    process.stderr.write(`${what}: ${cause.message}; leaving the group until the host answers\n`);
+    // Aborted now, synchronously: the batch loop must not start another record on this host.
+    this.activation.abort();
+    const probe = async (): Promise<void> => {
+      if (!(await this.options.hostAvailable!())) throw new ConnectionError(`${what}: the host's engine still does not answer`);
+    };
+    this.hostOutage = (async () => {
+      // Once the batch handler has returned: the client seeks back to its unhandled records then, while connected.
+      await new Promise((resolve) => setImmediate(resolve));
+      await this.deactivate();
+      try {
+        await withRetries(probe, this.options.hostProbe, this.lifetime.signal);
+      } catch (error) {
+        if (error instanceof ShutdownError || this.stopped) return;
+        process.stderr.write(`${what}: ${errorMessage(error)} after ${this.options.hostProbe.retries + 1} probes; rejoining anyway\n`);
+      }
+      if (this.stopped) return;
+      process.stderr.write(`${what}: the host answers again; rejoining the group\n`);
+      await this.activate();
+    })().finally(() => (this.hostOutage = null));
+  }
+
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.lifetime.abort();
+    await this.hostOutage?.catch(() => undefined);
     await this.deactivate();
     await this.lease?.leave();
   }

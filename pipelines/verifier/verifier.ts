@@ -522,7 +522,7 @@ export function createVerifierProcessor(context: ProcessorContext, options: Veri
   const verifier = new Verifier(verifierOptions);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs, hostAvailable: verifier.options.pool.reachable?.bind(verifier.options.pool) },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];

@@ -2,11 +2,13 @@
  * Two hosts on one machine: two Docker engines (`stack up --engines 2`), each with its own rollout worker and
  * verifier as separate processes (`trialrun run ...` with DOCKER_HOST), both workers in one consumer group and
  * both verifiers in another; reward runs here. One test SIGKILLs a rollout worker mid-episode, the other kills a
- * whole engine (its dockerd and containerd) mid-episode and brings it back. Either way every task ends with
- * exactly one trajectory per sample and one verification and one reward per trajectory (counted in Kafka once
- * every group has committed past its input), nothing is dead-lettered, and no container is left on either
- * engine: the dead worker's containers are reaped by the surviving process on its engine (the pool's reaper
- * removes containers whose owner process is gone), those of the killed engine by their own pools once it is back.
+ * whole engine (its dockerd and containerd) mid-episode and keeps it down until the other host has done every
+ * task: the processes on the dead engine leave their groups (ProcessorOptions.hostAvailable), and rejoin once it
+ * is back. Either way every task ends with exactly one trajectory per sample and one verification and one
+ * reward per trajectory (counted in Kafka once every group has committed past its input), nothing is
+ * dead-lettered, and no container is left on either engine: the dead worker's containers are reaped by the
+ * surviving process on its engine (the pool's reaper removes containers whose owner process is gone), those of
+ * the killed engine by their own pools once it is back.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -28,6 +30,8 @@ const engines: Record<Host, Docker> = { a: new Docker({ socketPath: HOSTS.a.slic
 const GROUP_SIZE = 2;
 const TASKS = 6;
 const children = new Set<ChildProcess>();
+/** Everything each child wrote to stderr so far. */
+const stderrOf = new Map<ChildProcess, string>();
 
 before(() => stackUp((line) => console.log(`# ${line}`), [...stackComponents(), ...extraEngineComponents(2)]), { timeout: 900_000 });
 after(async () => {
@@ -54,6 +58,7 @@ async function startProcess(processor: 'rollout-worker' | 'verifier', host: Host
   child.once('exit', () => children.delete(child));
   await new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
+      stderrOf.set(child, (stderrOf.get(child) ?? '') + chunk.toString());
       process.stderr.write(`# ${processor} ${host}: ${chunk.toString()}`);
       if (chunk.toString().includes(`running (instance ${host})`)) resolve();
     });
@@ -70,9 +75,14 @@ async function containersOf(host: Host, runId: string): Promise<Array<{ id: stri
   return list.map((c) => ({ id: c.Id, name: (c.Names[0] ?? '').replace(/^\//, ''), pid: Number((c.Labels['trialrun.owner'] ?? '').split(':')[1]), running: c.State === 'running' }));
 }
 
-/** True while `pid` runs an episode on `host`: a running sandbox of its own that a task was assigned to (not a warm one). */
+/** The sandboxes `pid` runs episodes in on `host`: running ones of its own that a task was assigned to (not warm ones). */
+async function episodeSandboxes(host: Host, runId: string, pid: number): Promise<Array<{ name: string }>> {
+  return (await containersOf(host, runId)).filter((c) => c.pid === pid && c.running && !c.name.startsWith('trialrun-warm-'));
+}
+
+/** True while `pid` runs an episode on `host`. */
 async function midEpisode(host: Host, runId: string, pid: number): Promise<boolean> {
-  return (await containersOf(host, runId)).some((c) => c.pid === pid && c.running && !c.name.startsWith('trialrun-warm-'));
+  return (await episodeSandboxes(host, runId, pid)).length > 0;
 }
 
 interface Hosts {
@@ -157,19 +167,43 @@ test('a rollout worker killed mid-episode: the other host redoes its tasks, acco
   }
 });
 
-test('a whole engine killed mid-episode and brought back: accounting stays exact, no container is left on either engine', { timeout: 1_500_000 }, async () => {
+test('a whole engine killed mid-episode: its worker and verifier leave their groups, the other host does every task, accounting stays exact, no container is left once it is back', { timeout: 1_500_000 }, async () => {
   const hosts = await startHosts('many-hosts-engine');
   try {
-    await eventually('worker b mid-episode', () => midEpisode('b', hosts.runId, hosts.workers.b.pid!), 600_000, 250);
+    const { workers, verifiers, tasks, context } = hosts;
+    await eventually('worker b mid-episode', () => midEpisode('b', hosts.runId, workers.b.pid!), 600_000, 250);
+    // The tasks of the sandboxes b runs episodes in (container names carry the task id, see containerName).
+    const onB = (await episodeSandboxes('b', hosts.runId, workers.b.pid!)).map((c) => c.name);
     // dockerd leads its own process group (stack/process.ts), containerd with it: the engine dies at once.
     const dockerd = Number(readFileSync(join(stackPaths().stateDir, 'run', `${enginePaths(2).daemon}.pid`), 'utf8').trim());
     process.kill(-dockerd, 'SIGKILL');
-    console.log(`# killed engine b (dockerd pid ${dockerd})`);
+    console.log(`# killed engine b (dockerd pid ${dockerd}) with worker b in ${onB.join(', ')}`);
     await eventually('engine b gone', async () => !(await engines.b.ping().then(() => true, () => false)), 30_000, 200);
-    await extraEngineComponent({ index: 2 }).ensure((line) => console.log(`# ${line}`));
+    const inFlight = tasks.filter((task) => onB.some((name) => name.startsWith(`trialrun-${task.taskId.replace(/[^a-zA-Z0-9_.-]+/g, '-')}-`)));
+    assert.ok(inFlight.length > 0, `the sandboxes on b (${onB.join(', ')}) name a task of the run`);
+    // What was committed when b died: a task in flight has no trajectory yet (its G commit with its offset at once).
+    const before = new Set((await readAll(context, 'trajectories')).map((t) => t.lineage.taskId));
+    const redone = inFlight.filter((task) => !before.has(task.taskId));
+    assert.ok(redone.length > 0, 'a task in flight on b was not committed yet');
+    await eventually('worker b to leave its group', async () => (stderrOf.get(workers.b) ?? '').includes('leaving the group until the host answers'), 120_000, 500);
 
+    // Engine b stays down: every task is rolled out, verified and rewarded by host a alone.
     const counts = await assertExactAccounting(hosts);
     console.log(`# counts: ${JSON.stringify(counts)}`);
+    assert.equal(await engines.b.ping().then(() => true, () => false), false, 'engine b stayed down while host a did the work');
+    const trajectories = await readAll(context, 'trajectories');
+    for (const task of redone) assert.equal(trajectories.filter((t) => t.lineage.taskId === task.taskId).length, GROUP_SIZE, `task ${task.taskId}, in flight on b, rolled out by a`);
+    const verifications = new Set((await readAll(context, 'verifications')).map((v) => v.trajectoryId));
+    for (const t of trajectories.filter((t) => redone.some((task) => task.taskId === t.lineage.taskId))) assert.ok(verifications.has(t.trajectoryId), `${t.trajectoryId} verified`);
+    for (const child of [workers.b, verifiers.b]) assert.equal(child.exitCode, null, 'the processes on b outlive their engine');
+
+    await extraEngineComponent({ index: 2 }).ensure((line) => console.log(`# ${line}`));
+    await eventually('worker b to rejoin', async () => (stderrOf.get(workers.b) ?? '').includes('rejoining the group'), 120_000, 500);
+    if ((stderrOf.get(verifiers.b) ?? '').includes('leaving the group until the host answers')) {
+      await eventually('verifier b to rejoin', async () => (stderrOf.get(verifiers.b) ?? '').includes('rejoining the group'), 120_000, 500);
+    }
+    // b's containers died with its engine and their removal gave up: its own pools' reapers remove them now.
+    await eventually('the dead engine\'s containers reaped on engine b', async () => (await containersOf('b', hosts.runId)).every((c) => c.running || c.name.startsWith('trialrun-warm-')), 240_000, 1000);
     await stopAndAssertNoLeaks(hosts);
   } finally {
     for (const child of [...Object.values(hosts.workers), ...Object.values(hosts.verifiers)]) child.kill('SIGKILL');
