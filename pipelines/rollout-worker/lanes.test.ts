@@ -11,7 +11,9 @@ import { createRolloutWorkerLanes } from './worker.js';
 // Nothing connects while lanes are made: a Kafka client or pool that is used would throw.
 const unused = new Proxy({}, { get: (_, name) => { throw new Error(`touched ${String(name)}`); } });
 const context: ProcessorContext = { kafka: unused as KafkaPort, serde: unused as TopicSerde, names: topicNames('unit.') };
-const options = { runId: 'r', pool: unused as SandboxPool, imageFor: () => 'x', policies: { kind: linearRepairKind, current: () => unused as never } };
+// The pool's methods may be looked up (a lane binds its engine probe), never called.
+const idlePool = new Proxy({}, { get: (_, name) => () => { throw new Error(`called pool.${String(name)}`); } });
+const options = { runId: 'r', pool: idlePool as SandboxPool, imageFor: () => 'x', policies: { kind: linearRepairKind, current: () => unused as never } };
 
 test('rollout lanes are members of one group, each under its own stable instance id (and so transactional id)', () => {
   const lanes = createRolloutWorkerLanes(context, { ...options, instanceId: 'host-a', lanes: 3 });
