@@ -18,7 +18,8 @@ import { processorContext } from '../context.js';
 import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { bundledTasks, checkpointsLocation, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
@@ -71,7 +72,8 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
   const defaults = DEMO_DEFAULTS[envId]!;
   const policy = policyChoice({ ...values, policy: values.policy ?? defaults.policy }, policyIds());
   // A policy that does not serve the environment stops here, before the stack is touched.
-  const trainable = policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable !== false;
+  // The experiment is for kinds trained in this process; the llm policy's loop trains it with the Python learner.
+  const trainable = (policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable ?? true) === true;
   const given = stringOption(values, 'tasks');
   const tasks = given ?? defaults.tasks?.();
   const taskSource =
@@ -217,6 +219,8 @@ export const demoCommand: Command = {
         ...settings,
         runId,
         weightServer: loopWeightServer(settings.llm),
+        // The llm policy learns as it is rolled out: the Python learner on the demo's topics and checkpoint folder.
+        ...(settings.llm ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, extraArgs: [] }) } : {}),
         tasks,
         trees: treeStore(),
         pool,
