@@ -36,7 +36,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-const serverOptions = () => ({ url, external: false, daemonName: 'llm-loop-test', paths: { stateDir, cacheDir: join(process.env.HOME ?? '/root', '.cache', 'trialrun') }, parallel: 1, contextTokens: 4096 });
+const serverOptions = () => ({ url, external: false, daemonName: 'llm-loop-test', paths: { stateDir, cacheDir: join(process.env.HOME ?? '/root', '.cache', 'trialrun') }, parallel: 2, contextTokens: 8192 });
 
 /** The Python learner on the context's topics and a checkpoint folder, batches of 2, its log in the state folder. */
 function learnerFor(context: ProcessorContext, checkpoints: string, runId: string, extraArgs: string[] = []): { learner: ExternalLearner; log: string } {
@@ -51,11 +51,12 @@ before(async () => {
   await stackUp((line) => console.log(`# ${line}`), [llmComponent(serverOptions())]);
   python = await llmLearnerPython((line) => console.log(`# ${line}`), { logFile: join(stateDir, 'learner-venv.log') });
   gguf = await servedGguf(url.replace(/\/v1$/, ''));
-  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 1 }, {});
+  // The hottest sampling allowed: at temperature 1 the model repeats one course of tool calls in every episode.
+  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 2, temperature: 2 }, {});
   const [first] = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('llm-loop-rejects') })).tasks;
   // Partial credit less a turn penalty: a 135M model almost never fixes the bug, and under the binary reward
-  // every group would be all-fail, with no advantage and so no batch for the learner. Members that submit at
-  // other turns, or leave other tests passing, get different rewards here.
+  // every group would be all-fail, with no advantage and so no batch for the learner. Members that apply other
+  // edits (other hidden tests passing) or submit at other turns get different rewards here.
   task = { ...first!, verification: { ...PYTEST_REPAIR_VERIFICATION, reward: { shape: 'fraction', turnPenalty: 0.1 } } };
 }, { timeout: 1_200_000 });
 
