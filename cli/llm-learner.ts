@@ -8,7 +8,7 @@ import { resolveRegistryUrl } from '../connectors/registry/index.js';
 import { servedModelPath } from '../connectors/llm/index.js';
 import type { ExternalLearner } from '../pipelines/loop/index.js';
 import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
-import { llmLearnerPython, stackPaths } from '../stack/index.js';
+import { llmLearnerPython, llmLearnerVenvDir, stackPaths } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
 import { checkpointsLocation } from './paths.js';
 
@@ -74,6 +74,9 @@ export function llmLearnerLaunch(options: { gguf: string; runId: string; batchSi
     topicPrefix: topicNamesFromEnv(env).prefix,
   };
 }
+
+/** Whether the learner's virtualenv is there (`trialrun stack python llm-learner` installs it, ~5.7 GB). */
+export const llmLearnerInstalled = (): boolean => existsSync(join(llmLearnerVenvDir(), 'bin', 'python'));
 
 /** The learner's virtualenv python, installed once (see stack/llm-learner.ts). */
 export function llmLearnerVenv(): Promise<string> {

@@ -19,7 +19,7 @@ import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, checkpointsLocation, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
-import { loopLlmLearner } from '../llm-learner.js';
+import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
@@ -215,12 +215,14 @@ export const demoCommand: Command = {
         dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
         process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);
       }
+      if (settings.llm && !llmLearnerInstalled()) process.stderr.write('[demo] the llm policy is rolled out, not trained: the LLM learner is not installed (`trialrun stack python llm-learner` installs it, ~5.7 GB)\n');
       const summary = await runLoop(context, {
         ...settings,
         runId,
         weightServer: loopWeightServer(settings.llm),
-        // The llm policy learns as it is rolled out: the Python learner on the demo's topics and checkpoint folder.
-        ...(settings.llm ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, extraArgs: [] }) } : {}),
+        // The llm policy learns as it is rolled out, where the Python learner is installed (a demo does not
+        // install 5.7 GB unasked): the learner on the demo's topics and checkpoint folder.
+        ...(settings.llm && llmLearnerInstalled() ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, extraArgs: [] }) } : {}),
         tasks,
         trees: treeStore(),
         pool,

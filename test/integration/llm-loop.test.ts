@@ -51,13 +51,15 @@ before(async () => {
   await stackUp((line) => console.log(`# ${line}`), [llmComponent(serverOptions())]);
   python = await llmLearnerPython((line) => console.log(`# ${line}`), { logFile: join(stateDir, 'learner-venv.log') });
   gguf = await servedGguf(url.replace(/\/v1$/, ''));
-  // The hottest sampling allowed: at temperature 1 the model repeats one course of tool calls in every episode.
-  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 2, temperature: 2 }, {});
+  // The hottest sampling allowed, and a sequence budget that ends an episode (the policy submits) once its next
+  // turn would not fit: episodes whose tools replied at more length stop sooner, with fewer tool calls.
+  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 2, temperature: 2, maxEpisodeTokens: 1200 }, {});
   const [first] = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('llm-loop-rejects') })).tasks;
   // Partial credit less a turn penalty: a 135M model almost never fixes the bug, and under the binary reward
-  // every group would be all-fail, with no advantage and so no batch for the learner. Members that apply other
-  // edits (other hidden tests passing) or submit at other turns get different rewards here.
-  task = { ...first!, verification: { ...PYTEST_REPAIR_VERIFICATION, reward: { shape: 'fraction', turnPenalty: 0.1 } } };
+  // every group would be all-fail, with no advantage and so no batch for the learner. It seldom edits either (in
+  // two runs of 3 turns at temperatures 1 and 2, each group's members scored the same), so the rewards here
+  // differ by the number of tool calls: members that submit at other turns (the sequence budget) score differently.
+  task = { ...first!, verification: { ...PYTEST_REPAIR_VERIFICATION, reward: { shape: 'fraction', turnPenalty: 0.05 } } };
 }, { timeout: 1_200_000 });
 
 after(async () => {
@@ -76,7 +78,7 @@ const loopOptions = (context: ProcessorContext, runId: string, checkpoints: stri
   runId,
   groupSize: 2,
   batchSize: 2,
-  maxTurns: 3,
+  maxTurns: 4,
   rolloutWorkers: 1,
   verifiers: 1,
   referenceRuns: 1,
