@@ -51,15 +51,15 @@ before(async () => {
   await stackUp((line) => console.log(`# ${line}`), [llmComponent(serverOptions())]);
   python = await llmLearnerPython((line) => console.log(`# ${line}`), { logFile: join(stateDir, 'learner-venv.log') });
   gguf = await servedGguf(url.replace(/\/v1$/, ''));
-  // The hottest sampling allowed, and a sequence budget that ends an episode (the policy submits) once its next
-  // turn would not fit: episodes whose tools replied at more length stop sooner, with fewer tool calls.
-  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 2, temperature: 2, maxEpisodeTokens: 1200 }, {});
+  llm = resolveLlmPolicyOptions({ baseUrl: url, server: 'llama.cpp', maxTokensPerTurn: 48, concurrentEpisodes: 2 }, {});
   const [first] = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('llm-loop-rejects') })).tasks;
-  // Partial credit less a turn penalty: a 135M model almost never fixes the bug, and under the binary reward
-  // every group would be all-fail, with no advantage and so no batch for the learner. It seldom edits either (in
-  // two runs of 3 turns at temperatures 1 and 2, each group's members scored the same), so the rewards here
-  // differ by the number of tool calls: members that submit at other turns (the sequence budget) score differently.
-  task = { ...first!, verification: { ...PYTEST_REPAIR_VERIFICATION, reward: { shape: 'fraction', turnPenalty: 0.05 } } };
+  // A 135M model almost never fixes the bug, and the two members of a group made the same tool calls and scored
+  // the same in each of three runs (3-4 turns, temperatures 1 and 2, partial credit less a turn penalty): no
+  // advantage, no batch, no checkpoint. So the reward here is partial credit over hidden tests that include five
+  // fair coins (os.urandom, drawn in the verifier's sandbox): members differ by chance (p = 0.75 a group), not by
+  // what the model did, which is all a test of the plumbing needs. No reference runs: they would quarantine the task as flaky.
+  const coins = Array.from({ length: 5 }, (_, i) => `def test_coin_${i}():\n    assert os.urandom(1)[0] < 128\n`).join('\n\n');
+  task = { ...first!, hiddenTests: { ...first!.hiddenTests, 'test_coins.py': `import os\n\n\n${coins}` }, verification: { ...PYTEST_REPAIR_VERIFICATION, reward: { shape: 'fraction' } } };
 }, { timeout: 1_200_000 });
 
 after(async () => {
@@ -78,10 +78,10 @@ const loopOptions = (context: ProcessorContext, runId: string, checkpoints: stri
   runId,
   groupSize: 2,
   batchSize: 2,
-  maxTurns: 4,
+  maxTurns: 3,
   rolloutWorkers: 1,
   verifiers: 1,
-  referenceRuns: 1,
+  referenceRuns: 0,
 });
 
 test('a learner that exits on its own fails the loop with an error naming its log', { timeout: 600_000 }, async () => {
@@ -108,7 +108,7 @@ test('the loop runs the Python learner: its checkpoints are served, later turns 
     externalLearner: learner,
     weightServer: llamaCppWeightServer({ ...serverOptions(), workDir: join(stateDir, 'adapters') }),
     // Epochs go on for this long (an epoch is one group of 2 episodes), so that rollouts follow the first update.
-    durationMs: 360_000,
+    durationMs: 420_000,
   });
   const [trajectories, verifications, rewards, published] = await Promise.all([
     readAll(context, 'trajectories'),
