@@ -37,6 +37,8 @@ export interface ExperimentOptions {
   readonly llm?: ResolvedLlmPolicyOptions;
   /** Where the llm policy's checkpoints are served from during training (weight sync). @default none (no weight sync) */
   readonly weightServer?: LoopOptions['weightServer'];
+  /** The llm policy's learner process, on this experiment's topics and checkpoint store. @default none (the llm policy is not trained) */
+  readonly externalLearner?: LoopOptions['externalLearner'];
   readonly signal?: AbortSignal;
   /** Progress lines are labelled with it. @default '' */
   readonly label?: string;
@@ -128,6 +130,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     policyId: kind.policyId,
     llm: options.llm,
     ...(options.weightServer ? { weightServer: options.weightServer } : {}),
+    ...(options.externalLearner ? { externalLearner: options.externalLearner } : {}),
     runId,
     // Training stops at T even mid-epoch; what was rolled out by then is still verified, rewarded and learned.
     durationMs: options.minutes * 60_000,

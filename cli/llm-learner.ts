@@ -1,13 +1,14 @@
-import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { constants } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveKafkaOptions } from '../connectors/kafka/index.js';
 import { resolveRegistryUrl } from '../connectors/registry/index.js';
 import { servedModelPath } from '../connectors/llm/index.js';
-import { checkoutFile, ConfigError, errorMessage, STACK_LLM_URL } from '../schemas/index.js';
-import { llmLearnerPython, stackPaths } from '../stack/index.js';
+import type { ExternalLearner } from '../pipelines/loop/index.js';
+import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
+import { llmLearnerPython, llmLearnerVenvDir, stackPaths } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
 import { checkpointsLocation } from './paths.js';
 
@@ -74,6 +75,9 @@ export function llmLearnerLaunch(options: { gguf: string; runId: string; batchSi
   };
 }
 
+/** Whether the learner's virtualenv is there (`trialrun stack python llm-learner` installs it, ~5.7 GB). */
+export const llmLearnerInstalled = (): boolean => existsSync(join(llmLearnerVenvDir(), 'bin', 'python'));
+
 /** The learner's virtualenv python, installed once (see stack/llm-learner.ts). */
 export function llmLearnerVenv(): Promise<string> {
   return llmLearnerPython((line) => void process.stderr.write(`${line}\n`), { logFile: join(stackPaths().stateDir, 'logs', 'setup-llm-learner.log') });
@@ -92,10 +96,70 @@ export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): P
   try {
     return await new Promise<number>((resolve, reject) => {
       child.once('error', (error) => reject(new ConfigError(`cannot start the LLM learner with ${python}: ${error.message}`)));
-      child.once('exit', (code, signal) => resolve(code ?? 128 + (signal ? constants.signals[signal] : 0)));
+      child.once('exit', (code, signal) => resolve(exitStatus(code, signal)));
     });
   } finally {
     process.off('SIGINT', forward);
     process.off('SIGTERM', forward);
   }
+}
+
+const exitStatus = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? constants.signals[signal] : 0);
+
+/**
+ * The Python learner as a loop's external learner: one process on `launch`'s topics and checkpoint folder,
+ * its output appended to `logFile`, which every error about it names.
+ */
+export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logFile: string): ExternalLearner {
+  let child: ChildProcess | null = null;
+  let exited: Promise<number> = Promise.resolve(0);
+  let stopping = false;
+  let failure: Error | null = null;
+  return {
+    // The group the learner names itself (LearnerOptions.consumer_group).
+    groupId: `${launch.topicPrefix}llm-learner`,
+    async start() {
+      mkdirSync(dirname(logFile), { recursive: true });
+      const log = openSync(logFile, 'a');
+      const folder = checkoutFile('llm-learner');
+      try {
+        child = spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio: ['ignore', log, log] });
+      } finally {
+        closeSync(log);
+      }
+      const started = child;
+      exited = new Promise((resolve) => started.once('exit', (code, signal) => resolve(exitStatus(code, signal))));
+      void exited.then((status) => {
+        if (!stopping) failure = new ProcessExitError(`the LLM learner exited with status ${status} while the loop ran; its log: ${logFile}`);
+      });
+      await new Promise<void>((resolve, reject) => {
+        started.once('spawn', resolve);
+        started.once('error', (error) => reject(new ConfigError(`cannot start the LLM learner with ${python}: ${error.message}`)));
+      });
+    },
+    failure: () => failure,
+    async stop() {
+      if (child === null) return;
+      stopping = true;
+      // SIGTERM: it finishes the update in hand, commits, and exits 0.
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const status = await exited;
+      if (failure) throw failure;
+      if (status !== 0) throw new ProcessExitError(`the LLM learner exited with status ${status} when asked to stop; its log: ${logFile}`);
+    },
+  };
+}
+
+/**
+ * The external learner of a loop run (`learn`, `demo`) with the llm policy: the Python learner on `topicPrefix` and
+ * the checkpoint folder `checkpoints`, training the GGUF the stack's model server serves, its log under the state folder.
+ */
+export async function loopLlmLearner(options: { runId: string; topicPrefix: string; checkpoints: string; batchSize: number; extraArgs: readonly string[] }): Promise<ExternalLearner> {
+  const python = await llmLearnerVenv();
+  const launch: LlmLearnerLaunch = {
+    ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs: options.extraArgs }),
+    topicPrefix: options.topicPrefix,
+    checkpoints: localCheckpointRoot(options.checkpoints),
+  };
+  return llmLearnerProcess(python, launch, join(stackPaths().stateDir, 'logs', `llm-learner-${options.runId}.log`));
 }

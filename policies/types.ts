@@ -55,8 +55,12 @@ export interface PolicyKind<Obs, Params, Optimizer> {
   /** The environments it acts in: their ids, or 'any' for a policy that takes its tools from the environment's spec. */
   readonly serves: ServedEnvs;
   readonly featureNames: readonly string[];
-  /** False for a kind the learner cannot train (the llm policy, whose weights live in a model server). @default true */
-  readonly trainable?: boolean;
+  /**
+   * Who trains it: true, the in-process learner (pipelines/learner); 'external', a learner process of its own (the
+   * llm policy, whose weights live in a model server: the Python LLM learner, LoopOptions.externalLearner); false, nothing.
+   * @default true
+   */
+  readonly trainable?: boolean | 'external';
   initial(): { params: Params; optimizer: Optimizer };
   encodeParams(params: Params): Buffer;
   decodeParams(bytes: Buffer): Params;

@@ -89,6 +89,9 @@ export class HostUnavailableError extends TrialrunError {
 /** A user-supplied option or file is wrong; never retried. */
 export class ConfigError extends TrialrunError {}
 
+/** A process trialrun started (the Python LLM learner) exited on its own, or with a failure status; never retried. */
+export class ProcessExitError extends TrialrunError {}
+
 /** A referenced record (a task for a trajectory, say) is not known yet; retried in case it is in flight. */
 export class NotFoundError extends TrialrunError {
   constructor(message: string) {

@@ -15,7 +15,7 @@ export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOpt
 export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
-export { LLM_LEARNER_PACKAGES, llmLearnerPython } from './llm-learner.js';
+export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm-learner.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
 

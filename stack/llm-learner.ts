@@ -19,12 +19,14 @@ export const LLM_LEARNER_PACKAGES = [
   'pytest',
 ] as const;
 
+/** The learner's virtualenv folder (installed or not). */
+export const llmLearnerVenvDir = (cacheDir: string = stackPaths().cacheDir): string => join(cacheDir, 'llm-learner-torch-2.15.0-venv');
+
 /** The python of `<cacheDir>/llm-learner-torch-<version>-venv`, installed once; an incomplete one is rebuilt. */
 export function llmLearnerPython(log: StackLog, options: { cacheDir?: string; python?: string; logFile: string }): Promise<string> {
-  const cacheDir = options.cacheDir ?? stackPaths().cacheDir;
   return cachedVenv(
     {
-      dir: join(cacheDir, 'llm-learner-torch-2.15.0-venv'),
+      dir: llmLearnerVenvDir(options.cacheDir),
       installs: [[...LLM_LEARNER_PACKAGES]],
       check: 'import torch, transformers, peft, confluent_kafka, confluent_kafka.schema_registry.json_schema, gguf, safetensors, pytest',
       what: 'the LLM learner (PyTorch 2.15, transformers, peft, confluent-kafka, gguf), ~5.7 GB,',

@@ -18,7 +18,8 @@ import { processorContext } from '../context.js';
 import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { bundledTasks, checkpointsLocation, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
@@ -71,7 +72,8 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
   const defaults = DEMO_DEFAULTS[envId]!;
   const policy = policyChoice({ ...values, policy: values.policy ?? defaults.policy }, policyIds());
   // A policy that does not serve the environment stops here, before the stack is touched.
-  const trainable = policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable !== false;
+  // The experiment is for kinds trained in this process; the llm policy's loop trains it with the Python learner.
+  const trainable = (policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable ?? true) === true;
   const given = stringOption(values, 'tasks');
   const tasks = given ?? defaults.tasks?.();
   const taskSource =
@@ -213,10 +215,14 @@ export const demoCommand: Command = {
         dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
         process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);
       }
+      if (settings.llm && !llmLearnerInstalled()) process.stderr.write('[demo] the llm policy is rolled out, not trained: the LLM learner is not installed (`trialrun stack python llm-learner` installs it, ~5.7 GB)\n');
       const summary = await runLoop(context, {
         ...settings,
         runId,
         weightServer: loopWeightServer(settings.llm),
+        // The llm policy learns as it is rolled out, where the Python learner is installed (a demo does not
+        // install 5.7 GB unasked): the learner on the demo's topics and checkpoint folder.
+        ...(settings.llm && llmLearnerInstalled() ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, extraArgs: [] }) } : {}),
         tasks,
         trees: treeStore(),
         pool,

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { createKafka } from '../../connectors/kafka/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
-import { ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.js';
+import { LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
 import { stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
@@ -12,6 +12,7 @@ import { formatExperiment, runExperiment, saveExperiment } from '../experiment.j
 import { LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
+import { loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 
 /** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
@@ -35,11 +36,14 @@ export function resolveLearnSettings(values: OptionValues) {
     maxTurns: requiredInt(values, 'max-turns'),
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
-    learningRate: numberOption(values, 'learning-rate', { above: 0 }),
+    // The llm policy's learner keeps its own step size (1e-4, llm-learner/README.md) unless one is given.
+    learningRate: values['learning-rate'] === undefined ? (values.policy === LLM_POLICY ? undefined : DEFAULT_LEARNING_RATE) : numberOption(values, 'learning-rate', { above: 0 }),
     policy: policyChoice(values, policyIds()),
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
   };
 }
+
+const DEFAULT_LEARNING_RATE = 0.1;
 
 export const learnCommand: Command = {
   name: 'learn',
@@ -58,7 +62,7 @@ export const learnCommand: Command = {
     'max-turns': { type: 'string', default: '8' },
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
-    'learning-rate': { type: 'string', default: '0.1' },
+    'learning-rate': { type: 'string' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
     sandbox: { type: 'string' },
     ...LLM_OPTIONS,
@@ -74,9 +78,9 @@ export const learnCommand: Command = {
     'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
-    'learning-rate': 'the learner\'s Adam step size',
+    'learning-rate': `the learner's Adam step size (default: ${DEFAULT_LEARNING_RATE}; llm: the Python learner's own, 1e-4)`,
     sandbox: SANDBOX_HELP,
-    policy: `policy kind to train: ${policyIds().join(', ')} (llm is rolled out and evaluated, not trained: its weights are the model server's)`,
+    policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
@@ -91,6 +95,12 @@ export const learnCommand: Command = {
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(policy));
 
     const kind = policyKind(policy.policyId, { llm: policy.llm });
+    const checkpoints = join(stateDir(), 'checkpoints', runId);
+    const topicPrefix = `${runId}.`;
+    // The llm policy's learner: the Python process, on the experiment's topics and checkpoint folder.
+    const externalLearner = policy.llm
+      ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, extraArgs: learningRate === undefined ? [] : ['--learning-rate', String(learningRate)] })
+      : undefined;
     const pool = openSandboxPool(sandbox);
     try {
       const report = await runExperiment({
@@ -100,7 +110,8 @@ export const learnCommand: Command = {
         held,
         kafka: createKafka(),
         pool,
-        checkpoints: new LocalCheckpointStore(join(stateDir(), 'checkpoints', runId)),
+        topicPrefix,
+        checkpoints: new LocalCheckpointStore(checkpoints),
         dataDir: data,
         minutes,
         evalSamples,
@@ -113,6 +124,7 @@ export const learnCommand: Command = {
         learningRate,
         llm: policy.llm,
         weightServer: loopWeightServer(policy.llm),
+        externalLearner,
       });
       const file = saveExperiment(report, data);
       process.stdout.write(`${formatExperiment(report, file, sandbox)}\n`);

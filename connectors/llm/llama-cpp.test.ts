@@ -72,3 +72,10 @@ test('tokenize parses special tokens; the identity hashes the chat template; a s
   assert.equal(await LlamaCppClient.probe(root, null), false);
   await assert.rejects(client.identity(), /names no chat_template/);
 });
+
+test('the identity is retried through a 503 (a server weight sync restarted, still loading)', async () => {
+  let calls = 0;
+  answer = (_path, _body, res) => (++calls === 1 ? send(res, { error: 'loading model' }, 503) : send(res, { chat_template: '{{ messages }}', model_alias: 'tiny@v1', total_slots: 1, default_generation_settings: { n_ctx: 2048 } }));
+  assert.equal((await client.identity()).model, 'tiny@v1');
+  assert.equal(calls, 2);
+});

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, withRetries, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
 import { ChatRequestError, postJson } from './http.js';
 
 /**
@@ -109,9 +109,20 @@ export class LlamaCppClient {
   }
 
   async identity(signal?: AbortSignal): Promise<ServerIdentity> {
-    const response = await fetch(`${this.rootUrl}/props`, { headers: this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}, signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]) });
-    if (!response.ok) throw new ChatRequestError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
-    const props = (await response.json()) as WireProps;
+    // Retried like the POSTs: a server that weight sync restarts refuses connections, then answers 503 while it loads.
+    const props = await withRetries(
+      async () => {
+        const response = await fetch(`${this.rootUrl}/props`, { headers: this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}, signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]) }).catch((error: unknown) => {
+          if (signal?.aborted) throw error;
+          throw new ConnectionError(`GET ${this.rootUrl}/props failed: ${errorMessage(error)}`, error);
+        });
+        if (response.status >= 500) throw new ConnectionError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
+        if (!response.ok) throw new ChatRequestError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
+        return (await response.json()) as WireProps;
+      },
+      this.post.retry,
+      signal ?? new AbortController().signal,
+    );
     if (typeof props.chat_template !== 'string') throw new ChatRequestError(`${this.rootUrl}/props names no chat_template: not a llama.cpp server with a chat model`);
     return {
       model: props.model_alias ?? props.model_path ?? 'unknown',

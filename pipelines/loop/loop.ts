@@ -17,6 +17,7 @@ import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, 
 import { prepareTasks, publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 import { createWeightSync } from '../weight-sync/index.js';
+import { committedPastInputs, type ExternalLearner } from './external-learner.js';
 
 export interface LoopOptions {
   /** JSON Lines task file (read by the task job); ignored when `tasks` is given. */
@@ -33,10 +34,17 @@ export interface LoopOptions {
   policyId?: string;
   /**
    * The llm policy's server and sampling settings (required with policyId 'llm'). Its episodes run
-   * `concurrentEpisodes` at a time per rollout worker; no learner runs for it (its weights are the server's).
+   * `concurrentEpisodes` at a time per rollout worker; it is trained by `externalLearner` (its weights are the server's).
    * @default none
    */
   llm?: ResolvedLlmPolicyOptions;
+  /**
+   * The learner of a kind whose `trainable` is 'external' (the llm policy: the Python LLM learner), run as a
+   * process on this loop's topics and checkpoint store instead of the in-process learner. The loop is done once
+   * it has committed past every trajectory and reward and weight sync (when given) serves its newest checkpoint.
+   * @default none: such a kind is rolled out and not trained
+   */
+  externalLearner?: ExternalLearner;
   /**
    * The inference server weight sync keeps on the policy's newest (or pinned) checkpoint; with it the loop runs
    * the weight-sync processor, so rollouts sample the weights the learner trained. @default none (no weight sync)
@@ -202,12 +210,15 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   if (tasks.length === 0) throw new ConfigError('LoopOptions: there are no tasks to run');
   // Every environment the tasks name must be registered and served by the policy, before anything starts.
   const envIds = [...new Set(tasks.map((task) => ENVIRONMENTS.get(task.envId).id))];
-  const trainable = policyKindFor(policyId, envIds, settings).trainable !== false;
+  const trainedBy = policyKindFor(policyId, envIds, settings).trainable ?? true;
+  if (options.externalLearner && trainedBy !== 'external') throw new ConfigError(`LoopOptions.externalLearner goes with a policy trained outside this process (llm), not ${policyId}`);
+  const trainable = trainedBy === true;
+  const external = trainedBy === 'external' ? (options.externalLearner ?? null) : null;
   const schedule = options.schedule ?? 'streaming';
   if (schedule !== 'streaming' && schedule !== 'synchronous') throw new ConfigError(`LoopOptions.schedule must be 'streaming' or 'synchronous', got ${String(schedule)}`);
   const batchSize = options.batchSize ?? 16;
   if (schedule === 'synchronous' && (!trainable || batchSize % groupSize !== 0)) {
-    throw new ConfigError(`LoopOptions.schedule 'synchronous' needs a trainable policy and a batchSize (${batchSize}) that is a multiple of groupSize (${groupSize})`);
+    throw new ConfigError(`LoopOptions.schedule 'synchronous' needs a policy trained in this process and a batchSize (${batchSize}) that is a multiple of groupSize (${groupSize})`);
   }
   const concurrentEpisodes = options.concurrentEpisodes ?? options.llm?.concurrentEpisodes ?? 1;
   if (!Number.isInteger(concurrentEpisodes) || concurrentEpisodes < 1) throw new ConfigError(`LoopOptions.concurrentEpisodes must be a whole number >= 1, got ${concurrentEpisodes}`);
@@ -253,7 +264,24 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, maxStaleness: options.maxStaleness, accept: ownRecord })
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
-  const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId }) : null;
+  let servedVersion = 0;
+  const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId, onServed: (version) => void (servedVersion = version) }) : null;
+  /**
+   * The external learner's part of the end condition: it has committed past every input (checked again only when
+   * a count moved: each check reads both topics), the sink landed its checkpoints, and weight sync serves the newest.
+   */
+  let externalCheckedAt = '';
+  const externalDone = async (): Promise<boolean> => {
+    if (external === null) return true;
+    const counts = `${landed('trajectories')}/${landed('rewards')}/${landed('checkpoints')}/${servedVersion}`;
+    if (counts === externalCheckedAt) return false;
+    if (!(await committedPastInputs(context, external.groupId))) return false;
+    const newest = (await options.checkpoints.list(policyId)).at(-1)?.version ?? versionAtStart;
+    const done = landed('checkpoints') >= newest - versionAtStart && (weightSync === null || servedVersion >= newest);
+    // Not done: the same counts are not checked again until one moves (the learner commits, the server restarts).
+    if (!done) externalCheckedAt = counts;
+    return done;
+  };
   const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink, ...(weightSync ? [weightSync] : [])];
   let firstPublished: number | null = null;
   const publish = async (batch: readonly Task[]): Promise<void> => {
@@ -302,10 +330,11 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   let lastReport = 0;
   let loopMs = 0;
   let activeMs = 0;
+  let externalStopped: PromiseSettledResult<void> | undefined;
   try {
     // Every processor starts, or none is left running: a refused start (a bad option, a broker that is down)
     // stops the ones that did start, in the finally below.
-    const starts = await Promise.allSettled(processors.map((p) => p.start()));
+    const starts = await Promise.allSettled([...processors.map((p) => p.start()), ...(external ? [external.start()] : [])]);
     const refused = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected');
     if (refused) throw refused.reason;
     versionAtStart = policies.current().version;
@@ -313,6 +342,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     else await publishBatch();
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
     for (;;) {
+      const learnerFailure = external?.failure();
+      if (learnerFailure) throw learnerFailure;
       const tasksHandled = workers.reduce((sum, w) => sum + w.metrics.handled, 0);
       const elapsed = performance.now() - started;
       if (schedule === 'synchronous' && batchLearned(tasksHandled)) {
@@ -340,7 +371,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         landed('trajectories') >= trajectoriesDue &&
         landed('verifications') >= verificationsDue &&
         landed('rewards') >= rewardsDue &&
-        (learner === null || (learner.metrics.handled >= trajectoriesDue + rewardsDue && landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered))
+        (learner === null || (learner.metrics.handled >= trajectoriesDue + rewardsDue && landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered)) &&
+        (await externalDone())
       )
         break;
       if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);
@@ -356,8 +388,11 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   } finally {
     loopMs = performance.now() - started;
     await Promise.allSettled(processors.map((p) => p.stop()));
+    externalStopped = (await Promise.allSettled([external?.stop()]))[0];
     await Promise.allSettled([tasksTable.close(), policies.close()]);
   }
+  // Reached only when the loop itself succeeded: then a learner that failed to stop cleanly fails the run.
+  if (externalStopped?.status === 'rejected') throw externalStopped.reason;
 
   const catalog = await AnalyticsCatalog.open(options.dataDir);
   try {
@@ -379,6 +414,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       verifier: stage(verifiers, 'verifications'),
       reward: stage([reward], 'rewards'),
       ...(learner ? { learner: stage([learner], 'policyCheckpoints') } : {}),
+      // The external learner's checkpoints, counted in the store (its handling time is in each checkpoint's metrics).
+      ...(external ? { learner: { instances: 1, records: landed('checkpoints'), perMinute: landed('checkpoints') / Math.max(1e-9, loopMs / 60_000), busySeconds: 0 } } : {}),
     };
     const recordsPerTopic: Record<string, number> = { tasks: published };
     for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {

@@ -12,7 +12,8 @@ export interface LlmParams {
 
 /**
  * The llm policy as a policy kind, configured with its server and sampling settings. Its weights are the
- * model server's, so this learner does not train it (`trainable: false`: the loop runs no learner for it).
+ * model server's: the in-process learner cannot train it, the Python LLM learner does (`trainable: 'external'`,
+ * run by the loop as LoopOptions.externalLearner; weight sync applies each checkpoint to the server).
  */
 export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<AgentObservation, LlmParams, null> {
   return {
@@ -20,7 +21,7 @@ export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<Age
     // It takes each episode's tools and prompt from that environment's spec.
     serves: 'any',
     featureNames: [],
-    trainable: false,
+    trainable: 'external',
     initial: () => ({ params: { model: options.model }, optimizer: null }),
     encodeParams: (params) => Buffer.from(JSON.stringify({ policyId: LLM_POLICY, model: params.model })),
     decodeParams: (bytes) => {

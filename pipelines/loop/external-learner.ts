@@ -1,0 +1,46 @@
+import type { TopicKey } from '../../schemas/index.js';
+import type { ProcessorContext } from '../runtime/index.js';
+import { readTopic } from '../../connectors/kafka/index.js';
+
+/**
+ * A learner that runs in a process of its own (the Python LLM learner, for a policy kind whose `trainable` is
+ * 'external'), on the loop's topics and checkpoint store. The loop starts it with its processors, fails when it
+ * exits on its own, counts it done once its consumer group has committed past every trajectory and reward, and
+ * stops it at the end.
+ */
+export interface ExternalLearner {
+  /** Its consumer group on `trajectories` and `rewards`: what it committed is what it has consumed. */
+  readonly groupId: string;
+  /** Starts the process; rejects when it cannot be started. */
+  start(): Promise<void>;
+  /** Null while it runs (or was never started); the error that says why, once it has exited before `stop`. */
+  failure(): Error | null;
+  /** Asks it to stop (it finishes the update in hand and commits) and waits for it; rejects when it exits with a failure. */
+  stop(): Promise<void>;
+}
+
+/** The learner's inputs: it joins each trajectory with its reward. */
+const LEARNER_INPUTS: readonly TopicKey[] = ['trajectories', 'rewards'];
+
+/**
+ * Whether the group has committed past the last record of each partition of the learner's inputs. Past the
+ * last record, not the end offset: a transactional topic ends with a commit marker that no consumer commits past.
+ */
+export async function committedPastInputs(context: ProcessorContext, groupId: string): Promise<boolean> {
+  const admin = context.kafka.admin();
+  await admin.connect();
+  try {
+    for (const key of LEARNER_INPUTS) {
+      const topic = context.names.name(key);
+      const needed = new Map<number, bigint>();
+      const reader = await readTopic(context.kafka, { topic, onRecord: ({ partition, offset }) => void needed.set(partition, BigInt(offset) + 1n) });
+      await reader.stop();
+      const [committed] = await admin.fetchGroupOffsets(groupId, [topic]);
+      const at = (partition: number): bigint => BigInt(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1);
+      if (![...needed].every(([partition, offset]) => at(partition) >= offset)) return false;
+    }
+    return true;
+  } finally {
+    await admin.disconnect();
+  }
+}
