@@ -21,6 +21,7 @@ import {
   metrics,
   ProcessorMetrics,
   retry,
+  TransactionalProducer,
   typed,
   type EncodedOutput,
   type ProcessorContext,
@@ -154,7 +155,7 @@ export class AnalyticsSink {
   private failedLanding: { batch: FlushBatch; error: unknown } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private consumer: KafkaConsumer | undefined;
-  private producer: KafkaProducer | undefined;
+  private producer: TransactionalProducer | undefined;
   private admin: KafkaAdmin | undefined;
   private writer: ParquetWriter | undefined;
 
@@ -203,7 +204,11 @@ export class AnalyticsSink {
     this.writer = await ParquetWriter.open({ threads: this.options.writerThreads });
     this.admin = kafka.admin();
     await this.admin.connect();
-    this.producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
+    this.producer = new TransactionalProducer(async () => {
+      const producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
+      await producer.connect();
+      return producer;
+    }, 'analytics-sink');
     await this.producer.connect();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
@@ -418,23 +423,7 @@ export class AnalyticsSink {
       }
       this.stageMs.write += performance.now() - writeStarted;
       commitStarted = performance.now();
-      const transaction = await this.producer!.transaction();
-      try {
-        if (batch.deadLetters.length) {
-          const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
-          for (const letter of batch.deadLetters) {
-            const messages = byTopic.get(letter.topic) ?? [];
-            messages.push({ key: letter.key, value: letter.value });
-            byTopic.set(letter.topic, messages);
-          }
-          await transaction.sendBatch([...byTopic].map(([name, messages]) => ({ topic: name, messages })));
-        }
-        await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: (range.last + 1n).toString() }]);
-        await transaction.commit();
-      } catch (error) {
-        await transaction.abort().catch(() => undefined);
-        throw error;
-      }
+      await this.producer!.commit(batch.deadLetters, this.consumer!, [{ topic, partition, offset: (range.last + 1n).toString() }]);
     } catch (error) {
       // Not committed: these files must not survive next to the ones a later flush of the same records writes.
       for (const file of written) rmSync(file.path, { force: true });

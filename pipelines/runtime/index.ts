@@ -8,4 +8,5 @@ export { retry, SANDBOX_RETRY } from './retry.js';
 export { attemptsOf, backoffDelay, resolveRetryOptions, sleep, type RetryOptions } from '../../schemas/index.js';
 export { StateStore } from './state-store.js';
 export { timeout } from './timeout.js';
+export { TransactionalProducer, type TransactionRecord } from './transaction.js';
 export * from './types.js';

@@ -12,6 +12,7 @@ import { ProcessorLease } from './lease.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
+import { TransactionalProducer } from './transaction.js';
 import { compose, type Accept, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
 
 /** The connections a processor runs on; one per process, shared by its processors. */
@@ -131,9 +132,7 @@ export class StreamProcessor<K extends TopicKey> {
   private lease: ProcessorLease | undefined;
   private readonly topicKeys: Map<string, K>;
   private consumer: KafkaConsumer | undefined;
-  private producer: KafkaProducer | undefined;
-  /** Set when a transaction could neither commit nor abort: the next commit starts on a new producer. */
-  private producerBroken = false;
+  private producer: TransactionalProducer | undefined;
   /** Reads committed offsets and their metadata back, for priority order. */
   private admin: KafkaAdmin | undefined;
   private assigned: ReadonlyArray<{ readonly topic: string; readonly partition: number }> = [];
@@ -234,7 +233,8 @@ export class StreamProcessor<K extends TopicKey> {
     const { kafka, names } = this.context;
     this.activation = new AbortController();
     for (const store of this.options.stores) await store.restore(kafka);
-    this.producer = await this.newProducer();
+    this.producer = new TransactionalProducer(() => this.newProducer(), `${this.options.name} instance ${this.options.instanceId}`);
+    await this.producer.connect();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
       fromBeginning: this.options.fromBeginning,
@@ -428,34 +428,8 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string, metadata: string | null = null): Promise<void> {
-    // A transaction that could neither commit nor abort (a broker fail-over outlasting both calls) leaves its
-    // producer in a state no later transaction can start from: it is replaced first, which aborts the old one.
-    if (this.producerBroken) {
-      await this.producer!.disconnect().catch(() => undefined);
-      this.producer = await this.newProducer();
-      this.producerBroken = false;
-    }
-    const transaction = await this.producer!.transaction();
-    try {
-      const records = [...outputs, ...this.options.stores.flatMap((store) => store.changelog())];
-      const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
-      for (const record of records) {
-        const list = byTopic.get(record.topic) ?? [];
-        list.push({ key: record.key, value: record.value });
-        byTopic.set(record.topic, list);
-      }
-      if (byTopic.size > 0) await transaction.sendBatch([...byTopic].map(([name, messages]) => ({ topic: name, messages })));
-      // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
-      await transaction.sendOffsets(this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
-      await transaction.commit();
-    } catch (error) {
-      await transaction.abort().catch((abortError: unknown) => {
-        // Said once per transaction: the consumer's client logs the error eachBatch then throws only at a level we mute.
-        process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: a transaction could neither commit (${errorMessage(error)}) nor abort (${errorMessage(abortError)}); its producer is replaced before the next one\n`);
-        this.producerBroken = true;
-      });
-      throw error;
-    }
+    // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
+    await this.producer!.commit([...outputs, ...this.options.stores.flatMap((store) => store.changelog())], this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
     for (const store of this.options.stores) store.commit();
     for (const output of outputs) this.metrics.committed.set(output.topic, (this.metrics.committed.get(output.topic) ?? 0) + 1);
   }
