@@ -222,6 +222,14 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   }
   const concurrentEpisodes = options.concurrentEpisodes ?? options.llm?.concurrentEpisodes ?? 1;
   if (!Number.isInteger(concurrentEpisodes) || concurrentEpisodes < 1) throw new ConfigError(`LoopOptions.concurrentEpisodes must be a whole number >= 1, got ${concurrentEpisodes}`);
+  // Checked before anything is opened: a refusal past this point would leave the task table and tracker open.
+  const rolloutWorkers = options.rolloutWorkers ?? 2;
+  const tasksPerWorker = options.tasksPerWorker ?? 1;
+  if (!Number.isInteger(tasksPerWorker) || tasksPerWorker < 1) throw new ConfigError(`LoopOptions.tasksPerWorker must be a whole number >= 1, got ${tasksPerWorker}`);
+  const verifierCount = options.verifiers ?? 2;
+  if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
+  const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers * tasksPerWorker);
+  if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   await prepareTopics(context);
   let epochs = 0;
   /** Tasks published so far (all epochs), and where the synchronous schedule's next batch starts in `tasks`. */
@@ -231,13 +239,6 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
 
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
-  const rolloutWorkers = options.rolloutWorkers ?? 2;
-  const tasksPerWorker = options.tasksPerWorker ?? 1;
-  if (!Number.isInteger(tasksPerWorker) || tasksPerWorker < 1) throw new ConfigError(`LoopOptions.tasksPerWorker must be a whole number >= 1, got ${tasksPerWorker}`);
-  const verifierCount = options.verifiers ?? 2;
-  if (!Number.isInteger(verifierCount) || verifierCount < 1) throw new ConfigError(`LoopOptions.verifiers must be a whole number >= 1, got ${verifierCount}`);
-  const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers * tasksPerWorker);
-  if (!Number.isInteger(maxInFlight) || maxInFlight < groupSize) throw new ConfigError(`LoopOptions.maxInFlight must be a whole number >= groupSize (${groupSize}), got ${maxInFlight}`);
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
   // Called by the workers only once every processor below exists and runs.
   // A dead-lettered trajectory or verification never gets its reward: it is not in flight any more.
