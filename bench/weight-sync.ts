@@ -14,7 +14,6 @@
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { promisify } from 'node:util';
@@ -23,7 +22,7 @@ import { LocalCheckpointStore, LORA_SAFETENSORS_FORMAT } from '../connectors/che
 import { createWeightSync } from '../pipelines/weight-sync/index.js';
 import { LLM_POLICY } from '../policies/index.js';
 import { nowIso, type PolicyCheckpoint } from '../schemas/index.js';
-import { llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../stack/index.js';
+import { freePort, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../stack/index.js';
 import { ensureStack, freshContext, tempDir } from '../test/integration/harness.js';
 import { BenchReport, interleave } from './harness.js';
 
@@ -31,14 +30,6 @@ const run = promisify(execFile);
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, adapter: { type: 'string' } } });
 const ROUNDS = Number(values.rounds);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 3) throw new Error(`--rounds must be a whole number >= 3, got ${values.rounds}`);
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 /** The same safetensors file with `policy_version` (and `parent_version`) set to `version` in its metadata. */
 function withVersion(bytes: Buffer, version: number): Buffer {

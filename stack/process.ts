@@ -6,7 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDir } from './state.js';
@@ -246,6 +246,15 @@ export function portAccepts(host: string, port: number, timeoutMs = 1_000): Prom
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
+}
+
+/** A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick), for a server of a test's or bench's own. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as { port: number };
+  await new Promise((resolve) => probe.close(resolve));
+  return port;
 }
 
 /** True when GET `url` answers with `status` within `timeoutMs`. */

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { llmLearnerLaunch, llmLearnerProcess, servedGguf } from '../../cli/llm-learner.js';
@@ -12,7 +11,7 @@ import { committedPastInputs, runLoop, type ExternalLearner } from '../../pipeli
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
 import { LLM_POLICY, resolveLlmPolicyOptions, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ProcessExitError, PYTEST_REPAIR_VERIFICATION, type Task } from '../../schemas/index.js';
-import { imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
+import { freePort, imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
 /**
@@ -27,14 +26,6 @@ let python = '';
 let gguf = '';
 let llm: ResolvedLlmPolicyOptions;
 let task: Task;
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 const serverOptions = () => ({ url, external: false, daemonName: 'llm-loop-test', paths: { stateDir, cacheDir: join(process.env.HOME ?? '/root', '.cache', 'trialrun') }, parallel: 2, contextTokens: 8192 });
 

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { after, before, test } from 'node:test';
@@ -16,7 +15,7 @@ import type { ProcessorContext, StreamProcessor } from '../../pipelines/runtime/
 import { createWeightSync } from '../../pipelines/weight-sync/index.js';
 import { LLM_POLICY, resolveLlmPolicyOptions, seededRandom } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyPin, type TopicKey, type TopicValue } from '../../schemas/index.js';
-import { imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
+import { freePort, imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
 import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
 
 const run = promisify(execFile);
@@ -48,14 +47,6 @@ let fixture: { artifact: string; wrongBase: string; steps: number; baseLogprobs:
 let context: ProcessorContext;
 let sync: StreamProcessor<'policyCheckpoints' | 'policyPins'>;
 const served: number[] = [];
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise((resolve) => probe.close(resolve));
-  return port;
-}
 
 const serverOptions = () => ({ url, external: false, daemonName: 'llm-weight-sync-test', paths: { stateDir, cacheDir: join(process.env.HOME ?? '/root', '.cache', 'trialrun') }, parallel: 1, contextTokens: 2048 });
 
