@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -83,13 +83,18 @@ export function llmLearnerVenv(): Promise<string> {
   return llmLearnerPython((line) => void process.stderr.write(`${line}\n`), { logFile: join(stackPaths().stateDir, 'logs', 'setup-llm-learner.log') });
 }
 
+/** The Python learner's process, run from its package folder, which is its import path. */
+function spawnLlmLearner(python: string, launch: LlmLearnerLaunch, stdio: StdioOptions): ChildProcess {
+  const folder = checkoutFile('llm-learner');
+  return spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio });
+}
+
 /**
  * Runs the Python learner until it exits; SIGINT and SIGTERM are passed on to it (it finishes the update in
  * hand, commits, and exits). Resolves with its exit status (128 + signal number when a signal ended it).
  */
 export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): Promise<number> {
-  const folder = checkoutFile('llm-learner');
-  const child = spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio: 'inherit' });
+  const child = spawnLlmLearner(python, launch, 'inherit');
   const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
@@ -121,9 +126,8 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
     async start() {
       mkdirSync(dirname(logFile), { recursive: true });
       const log = openSync(logFile, 'a');
-      const folder = checkoutFile('llm-learner');
       try {
-        child = spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio: ['ignore', log, log] });
+        child = spawnLlmLearner(python, launch, ['ignore', log, log]);
       } finally {
         closeSync(log);
       }

@@ -98,3 +98,22 @@ export async function readTopic(kafka: KafkaPort, options: TopicReaderOptions): 
   if (!options.follow) await stop();
   return { stop };
 }
+
+/**
+ * Whether consumer group `groupId` has committed past the last record of every partition of `topic`. Past the
+ * last record, not the end offset: a transactional topic ends with a commit marker no consumer commits past.
+ * Under exactly-once processing the group's outputs for those records are then committed too.
+ */
+export async function committedPastLastRecord(kafka: KafkaPort, groupId: string, topic: string): Promise<boolean> {
+  const needed = new Map<number, bigint>();
+  const reader = await readTopic(kafka, { topic, onRecord: ({ partition, offset }) => void needed.set(partition, BigInt(offset) + 1n) });
+  await reader.stop();
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const [committed] = await admin.fetchGroupOffsets(groupId, [topic]);
+    return [...needed].every(([partition, offset]) => BigInt(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1) >= offset);
+  } finally {
+    await admin.disconnect();
+  }
+}

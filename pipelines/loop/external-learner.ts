@@ -1,6 +1,6 @@
 import type { TopicKey } from '../../schemas/index.js';
 import type { ProcessorContext } from '../runtime/index.js';
-import { readTopic } from '../../connectors/kafka/index.js';
+import { committedPastLastRecord } from '../../connectors/kafka/index.js';
 
 /**
  * A learner that runs in a process of its own (the Python LLM learner, for a policy kind whose `trainable` is
@@ -22,25 +22,8 @@ export interface ExternalLearner {
 /** The learner's inputs: it joins each trajectory with its reward. */
 const LEARNER_INPUTS: readonly TopicKey[] = ['trajectories', 'rewards'];
 
-/**
- * Whether the group has committed past the last record of each partition of the learner's inputs. Past the
- * last record, not the end offset: a transactional topic ends with a commit marker that no consumer commits past.
- */
+/** Whether the learner's group has committed past the last record of each partition of its inputs. */
 export async function committedPastInputs(context: ProcessorContext, groupId: string): Promise<boolean> {
-  const admin = context.kafka.admin();
-  await admin.connect();
-  try {
-    for (const key of LEARNER_INPUTS) {
-      const topic = context.names.name(key);
-      const needed = new Map<number, bigint>();
-      const reader = await readTopic(context.kafka, { topic, onRecord: ({ partition, offset }) => void needed.set(partition, BigInt(offset) + 1n) });
-      await reader.stop();
-      const [committed] = await admin.fetchGroupOffsets(groupId, [topic]);
-      const at = (partition: number): bigint => BigInt(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1);
-      if (![...needed].every(([partition, offset]) => at(partition) >= offset)) return false;
-    }
-    return true;
-  } finally {
-    await admin.disconnect();
-  }
+  for (const key of LEARNER_INPUTS) if (!(await committedPastLastRecord(context.kafka, groupId, context.names.name(key)))) return false;
+  return true;
 }

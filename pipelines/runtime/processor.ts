@@ -257,7 +257,7 @@ export class StreamProcessor<K extends TopicKey> {
 
   /**
    * The transactional producer. Its id is stable per instance: a new one (a restarted instance, or a
-   * replacement below) aborts what the previous left open when it connects. With the confluent client this is
+   * replacement after a failed transaction, runtime/transaction.ts) aborts what the previous left open when it connects. With the confluent client this is
    * not what fences a zombie (its group generation is), so any ids will do.
    */
   private async newProducer(): Promise<KafkaProducer> {

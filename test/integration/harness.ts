@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createKafka, type KafkaOptions, readTopic } from '../../connectors/kafka/index.js';
+import { committedPastLastRecord, createKafka, type KafkaOptions, readTopic } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
@@ -57,19 +57,8 @@ export async function eventually(what: string, probe: () => Promise<boolean>, ti
  * exactly-once processing the outputs of those records committed with those offsets: from then on no
  * output of theirs, duplicate or not, can appear, so a test can count them without waiting "a while".
  */
-export async function committedPastEnd(context: ProcessorContext, groupId: string, key: TopicKey): Promise<boolean> {
-  const topic = context.names.name(key);
-  // Past the last record, not the end offset: a transactional topic ends with a marker no consumer commits past.
-  const needed = new Map<number, number>();
-  await readTopic(context.kafka, { topic, onRecord: ({ partition, offset }) => void needed.set(partition, Number(offset) + 1) });
-  const admin = context.kafka.admin();
-  await admin.connect();
-  try {
-    const [committed] = await admin.fetchGroupOffsets(groupId, [topic]);
-    return [...needed].every(([partition, offset]) => Number(committed?.partitions.find((p) => p.partition === partition)?.offset ?? -1) >= offset);
-  } finally {
-    await admin.disconnect();
-  }
+export function committedPastEnd(context: ProcessorContext, groupId: string, key: TopicKey): Promise<boolean> {
+  return committedPastLastRecord(context.kafka, groupId, context.names.name(key));
 }
 
 /** Sends raw bytes (for poison records) straight to a topic. */
