@@ -26,6 +26,8 @@ export interface ExperimentOptions {
   readonly dataDir: string;
   readonly minutes: number;
   readonly evalSamples: number;
+  /** Seed of the held-out episodes' random streams, the same for both evaluations; a run repeated with it replays them. @default runId */
+  readonly seed?: string;
   readonly groupSize: number;
   readonly batchSize: number;
   readonly maxTurns: number;
@@ -62,6 +64,8 @@ export interface ExperimentReport {
   readonly trainTasks: number;
   readonly heldOutTasks: number;
   readonly evalSamples: number;
+  /** The held-out episodes' seed (ExperimentOptions.seed). */
+  readonly seed: string;
   readonly untrained: TimedEvaluation;
   readonly trained: TimedEvaluation;
   /** Held-out success within each turn budget at which some episode was solved (the last is maxTurns), with 95% intervals. */
@@ -88,6 +92,7 @@ const load = (): number => loadavg()[0]!;
 
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentReport> {
   const { runId, kind, held, dataDir } = options;
+  const seed = options.seed ?? runId;
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
   const context = { kafka: options.kafka, serde: new TopicSerde(names), names };
@@ -108,7 +113,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
       samplesPerTask: options.evalSamples,
       concurrency: options.evalConcurrency ?? options.llm?.concurrentEpisodes,
       // The same seed for both evaluations: the two policies meet the same random streams on the same tasks.
-      seed: runId,
+      seed,
       verifier,
       signal: options.signal,
       onProgress: (done, total) => printProgress(progressLine(`${label}[held-out, ${name}]`, done, total, performance.now() - started)),
@@ -161,6 +166,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     trainTasks: options.train.length,
     heldOutTasks: held.length,
     evalSamples: options.evalSamples,
+    seed,
     untrained,
     trained,
     budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
@@ -238,7 +244,7 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
           : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
   return [
     `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
-    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after), untrained -> trained, 95% intervals:`,
+    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
     ...verdict,
     ...formatTrainingCounts(training),
