@@ -40,7 +40,7 @@ export function resolveLearnSettings(values: OptionValues) {
     learningRate: values['learning-rate'] === undefined ? (values.policy === LLM_POLICY ? undefined : DEFAULT_LEARNING_RATE) : numberOption(values, 'learning-rate', { above: 0 }),
     policy: policyChoice(values, policyIds()),
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
-    seed: stringOption(values, 'seed'),
+    evalSeed: stringOption(values, 'eval-seed'),
   };
 }
 
@@ -66,7 +66,7 @@ export const learnCommand: Command = {
     'learning-rate': { type: 'string' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
     sandbox: { type: 'string' },
-    seed: { type: 'string' },
+    'eval-seed': { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -82,12 +82,12 @@ export const learnCommand: Command = {
     verifiers: 'verifier instances',
     'learning-rate': `the learner's Adam step size (default: ${DEFAULT_LEARNING_RATE}; llm: the Python learner's own, 1e-4)`,
     sandbox: SANDBOX_HELP,
-    seed: 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
+    'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policy, sandbox, seed } = resolveLearnSettings(values);
+    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policy, sandbox, evalSeed } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -118,7 +118,7 @@ export const learnCommand: Command = {
         dataDir: data,
         minutes,
         evalSamples,
-        seed,
+        seed: evalSeed,
         evalConcurrency: policy.llm ? undefined : evalConcurrency,
         groupSize,
         batchSize,
