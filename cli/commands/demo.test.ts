@@ -10,8 +10,8 @@ test('the default demo is an experiment: onnx-repair, process sandboxes, the Hum
   assert.equal(settings.taskFile, undefined, 'derived into the data folder on first use');
   assert.deepEqual([settings.groupSize, settings.batchSize, settings.maxTurns], [DEMO_EXPERIMENT.groupSize, DEMO_EXPERIMENT.batchSize, DEMO_EXPERIMENT.maxTurns]);
   assert.deepEqual(settings.experiment, { minutes: 10, evalSamples: 2, evalConcurrency: 2, learningRate: 0.1, evalPercent: 25 });
-  const tuned = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2', minutes: '2.5', 'eval-samples': '4', 'batch-size': '16', sandbox: 'docker' });
-  assert.deepEqual([tuned.experiment?.minutes, tuned.experiment?.evalSamples, tuned.batchSize, tuned.sandbox], [2.5, 4, 16, 'docker']);
+  const tuned = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2', minutes: '2.5', 'eval-samples': '4', 'batch-size': '32', sandbox: 'docker' });
+  assert.deepEqual([tuned.experiment?.minutes, tuned.experiment?.evalSamples, tuned.batchSize, tuned.sandbox], [2.5, 4, 32, 'docker']);
 });
 
 test('a policy that is not trained runs the plain loop, and refuses the experiment flags', () => {
