@@ -23,7 +23,7 @@ import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
-import { splitTasks } from './learn.js';
+import { LEARN_DEFAULTS, splitTasks } from './learn.js';
 
 export function formatSummary(summary: LoopSummary): string {
   const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -49,12 +49,11 @@ const DEMO_DEFAULTS: Record<string, { readonly tasks: (() => string) | null; rea
 };
 
 /**
- * The experiment's defaults (a trainable policy), measured on this 2-core machine (docs/learner.md): groups of
- * 8 leave fewer all-fail groups without signal than groups of 4 and halve each task's admission per sample,
- * batches of 16 are two such groups per update, 8 turns leave two tries at an edit, and 2 episodes per
- * held-out task halve the evaluation's noise against one. The plain loop (llm, not trained) keeps its own.
+ * The experiment's defaults (a trainable policy): `learn`'s training settings, 10 minutes, 8 turns (two
+ * tries at an edit) and 2 episodes per held-out task, which halve the evaluation's noise against one. The
+ * plain loop (llm, not trained) keeps its own.
  */
-export const DEMO_EXPERIMENT = { minutes: 10, evalSamples: 2, groupSize: 8, batchSize: 16, maxTurns: 8, learningRate: 0.1 } as const;
+export const DEMO_EXPERIMENT = { minutes: 10, evalSamples: 2, maxTurns: 8, ...LEARN_DEFAULTS } as const;
 const DEMO_LOOP = { groupSize: 4, batchSize: 16, maxTurns: 14 } as const;
 
 /** The loop's settings from the command line, every one checked: a bad value stops before `stack up`. */

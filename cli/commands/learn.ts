@@ -37,22 +37,21 @@ export function resolveLearnSettings(values: OptionValues) {
     maxTurns: requiredInt(values, 'max-turns'),
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
-    // The llm policy's learner keeps its own step size (1e-4, llm-learner/README.md) unless one is given.
-    learningRate: values['learning-rate'] === undefined ? (values.policy === LLM_POLICY ? undefined : DEFAULT_LEARNING_RATE) : numberOption(values, 'learning-rate', { above: 0 }),
+    learningRate: values['learning-rate'] === undefined ? defaults.learningRate : numberOption(values, 'learning-rate', { above: 0 }),
     policy: policyChoice(values, policyIds()),
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
     evalSeed: stringOption(values, 'eval-seed'),
   };
 }
 
-const DEFAULT_LEARNING_RATE = 0.1;
 /**
- * Groups of 8 and batches of 16 for the scripted policies: on this 2-core machine they learned more in 20
- * minutes than groups of 4 and batches of 8 (docs/learner.md, "Measured"). An llm episode costs minutes on
- * CPU, so its groups stay small.
+ * The scripted policies' training settings, which `demo` uses too: on this 2-core machine groups of 8 and
+ * batches of 16 learned more in 20 minutes than groups of 4 and batches of 8, and a step of 0.1 more than
+ * 0.03 (docs/learner.md, "Measured").
  */
-const LEARN_DEFAULTS = { groupSize: 8, batchSize: 16 } as const;
-const LLM_LEARN_DEFAULTS = { groupSize: 4, batchSize: 8 } as const;
+export const LEARN_DEFAULTS = { groupSize: 8, batchSize: 16, learningRate: 0.1 } as const;
+/** An llm episode costs minutes on CPU, so its groups stay small; its learner keeps its own step size (1e-4, llm-learner/README.md). */
+const LLM_LEARN_DEFAULTS = { groupSize: 4, batchSize: 8, learningRate: undefined } as const;
 
 export const learnCommand: Command = {
   name: 'learn',
@@ -88,7 +87,7 @@ export const learnCommand: Command = {
     'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
-    'learning-rate': `the learner's Adam step size (default: ${DEFAULT_LEARNING_RATE}; llm: the Python learner's own, 1e-4)`,
+    'learning-rate': `the learner's Adam step size (default: ${LEARN_DEFAULTS.learningRate}; llm: the Python learner's own, 1e-4)`,
     sandbox: SANDBOX_HELP,
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
