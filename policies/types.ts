@@ -27,9 +27,21 @@ export interface Policy<Obs> {
 /** One trajectory's learned choices with the group-relative advantage of its outcome. */
 export interface PolicySample {
   readonly decisions: readonly PolicyDecision[];
+  /** The outcome's advantage: what the last decision earns, and every decision unless `earlierAdvantage` is set. */
   readonly advantage: number;
+  /**
+   * What each decision before the last earns, for a kind whose earlier choices were each abandoned as failed
+   * (PolicyKind.earlierDecisionsFailed): the advantage a failed outcome had in the same group. @default advantage
+   */
+  readonly earlierAdvantage?: number;
   /** Weight from the staleness policy (1 for fresh samples). */
   readonly weight: number;
+}
+
+/** The (staleness-weighted) advantage credited to decision `index` of a sample. */
+export function decisionAdvantage(sample: PolicySample, index: number): number {
+  const last = index === sample.decisions.length - 1;
+  return (last ? sample.advantage : (sample.earlierAdvantage ?? sample.advantage)) * sample.weight;
 }
 
 export interface TrainingStep<Params, Optimizer> {
@@ -61,6 +73,13 @@ export interface PolicyKind<Obs, Params, Optimizer> {
    * @default true
    */
   readonly trainable?: boolean | 'external';
+  /**
+   * True when the kind makes a new learned choice only after the previous one failed and was undone (the repair
+   * script reverts an edit that fails the visible tests, then chooses again): only a trajectory's last choice can
+   * have earned its outcome, so the learner credits the earlier ones as failures, not with a success they did not
+   * cause. @default false
+   */
+  readonly earlierDecisionsFailed?: boolean;
   initial(): { params: Params; optimizer: Optimizer };
   encodeParams(params: Params): Buffer;
   decodeParams(bytes: Buffer): Params;

@@ -1,6 +1,7 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
+import { failureAdvantage } from './credit.js';
 import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
 export interface LearnerOptions extends MembershipOptions {
@@ -31,6 +32,8 @@ interface PendingSample {
   policyVersion?: number;
   reward?: number;
   advantage?: number;
+  /** The advantage a failed outcome (reward 0) had in the same group; absent in samples buffered before it was kept. */
+  failureAdvantage?: number;
   /** Its reward carries no learning signal (no-signal group, quarantined task, late member): drop it once joined. */
   skip?: boolean;
 }
@@ -89,6 +92,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         else {
           sample.reward = record.value.reward;
           sample.advantage = record.value.advantage;
+          sample.failureAdvantage = failureAdvantage(record.value);
         }
       }
       if (sample.skip && sample.decisions !== undefined) {
@@ -112,7 +116,8 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         }
         // The PPO ratio already corrects for the behaviour policy; older samples also count for less.
         const weight = lag > maxStaleness ? 0.5 ** (lag - maxStaleness) : 1;
-        samples.push({ decisions: s.decisions!, advantage: s.advantage!, weight });
+        const earlier = kind.earlierDecisionsFailed && s.failureAdvantage !== undefined ? { earlierAdvantage: s.failureAdvantage } : {};
+        samples.push({ decisions: s.decisions!, advantage: s.advantage!, ...earlier, weight });
       }
       if (samples.length === 0) {
         // Nothing fresh to learn from: a new version would change nothing, and would make every sample in
@@ -149,3 +154,4 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
     },
   );
 }
+

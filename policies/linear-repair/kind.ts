@@ -18,6 +18,8 @@ export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState
   policyId: LINEAR_REPAIR_POLICY,
   serves: [PROGRAM_REPAIR_ENV],
   featureNames: FEATURE_NAMES,
+  // The repair script chooses again only after the previous edit failed the visible tests and was reverted.
+  earlierDecisionsFailed: true,
   initial: () => ({ params: FEATURE_NAMES.map(() => 0), optimizer: freshAdam(FEATURE_NAMES.length) }),
   encodeParams: (weights) => Buffer.from(JSON.stringify({ policyId: LINEAR_REPAIR_POLICY, featureNames: FEATURE_NAMES, weights })),
   decodeParams: (bytes) => {

@@ -1,4 +1,4 @@
-import type { PolicySample, UpdateOptions } from '../types.js';
+import { decisionAdvantage, type PolicySample, type UpdateOptions } from '../types.js';
 import { logSoftmax } from './softmax.js';
 
 export interface AdamState {
@@ -18,10 +18,10 @@ export function surrogateGradient(weights: readonly number[], samples: readonly 
   const gradient = weights.map(() => 0);
   if (samples.length === 0) return gradient;
   for (const sample of samples) {
-    for (const decision of sample.decisions) {
+    for (const [index, decision] of sample.decisions.entries()) {
       const logProbs = logSoftmax(weights, decision.features);
       const ratio = Math.exp(logProbs[decision.chosen]! - decision.logprob);
-      const A = sample.advantage * sample.weight;
+      const A = decisionAdvantage(sample, index);
       if ((A > 0 && ratio > 1 + clip) || (A < 0 && ratio < 1 - clip)) continue;
       const chosen = decision.features[decision.chosen]!;
       for (let i = 0; i < weights.length; i++) {
@@ -37,9 +37,9 @@ export function surrogateGradient(weights: readonly number[], samples: readonly 
 export function surrogateObjective(weights: readonly number[], samples: readonly PolicySample[]): number {
   let total = 0;
   for (const sample of samples) {
-    for (const decision of sample.decisions) {
+    for (const [index, decision] of sample.decisions.entries()) {
       const ratio = Math.exp(logSoftmax(weights, decision.features)[decision.chosen]! - decision.logprob);
-      total += ratio * sample.advantage * sample.weight;
+      total += ratio * decisionAdvantage(sample, index);
     }
   }
   return samples.length ? total / samples.length : 0;

@@ -34,6 +34,8 @@ function randomSamples(params: OnnxParams, seed: string, count = 6): PolicySampl
   const F = params.featureNames.length;
   return Array.from({ length: count }, (_, s) => ({
     advantage: (random() - 0.5) * 3,
+    // Some samples credit their earlier decisions apart from the last (PolicyKind.earlierDecisionsFailed).
+    ...(s % 2 === 1 ? { earlierAdvantage: (random() - 0.5) * 3 } : {}),
     weight: s % 3 === 0 ? 0.5 : 1,
     decisions: Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
       const features = Array.from({ length: 1 + Math.floor(random() * 7) }, () => Array.from({ length: F }, () => (random() < 0.6 ? 0 : random() * 2 - 1)));

@@ -26,6 +26,8 @@ export function createOnnxRepairKind(options: OnnxRepairKindOptions = {}): Polic
     policyId: ONNX_REPAIR_POLICY,
     serves: [PROGRAM_REPAIR_ENV],
     featureNames: ONNX_REPAIR_FEATURE_NAMES,
+    // The repair script chooses again only after the previous edit failed the visible tests and was reverted.
+    earlierDecisionsFailed: true,
     initial: () => {
       const params = versionZero();
       return { params, optimizer: freshAdamState(params) };

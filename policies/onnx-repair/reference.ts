@@ -1,4 +1,4 @@
-import type { PolicySample } from '../types.js';
+import { decisionAdvantage, type PolicySample } from '../types.js';
 import { PARAM_NAMES, type ParamName } from './graphs.js';
 import type { OnnxAdamState, OnnxParams, ParamTensors } from './params.js';
 import type { ResolvedUpdateOptions } from './update-options.js';
@@ -53,8 +53,8 @@ const isClipped = (advantage: number, ratio: number, clip: number): boolean => (
 export function referenceObjective(params: OnnxParams, samples: readonly PolicySample[], clip: number): number {
   let total = 0;
   for (const sample of samples) {
-    const advantage = sample.advantage * sample.weight;
-    for (const decision of sample.decisions) {
+    for (const [index, decision] of sample.decisions.entries()) {
+      const advantage = decisionAdvantage(sample, index);
       const ratio = Math.exp(forwardDecision(params, decision.features).logProbs[decision.chosen]! - decision.logprob);
       total += Math.min(ratio * advantage, Math.min(Math.max(ratio, 1 - clip), 1 + clip) * advantage);
     }
@@ -69,8 +69,8 @@ export function referenceGradient(params: OnnxParams, samples: readonly PolicySa
   const { outputWeights } = params.tensors;
   const gradient = { hiddenWeights: new Float64Array(F * H), hiddenBias: new Float64Array(H), outputWeights: new Float64Array(H), skipWeights: new Float64Array(F) };
   for (const sample of samples) {
-    const advantage = sample.advantage * sample.weight;
-    for (const decision of sample.decisions) {
+    for (const [index, decision] of sample.decisions.entries()) {
+      const advantage = decisionAdvantage(sample, index);
       const { hidden, logProbs } = forwardDecision(params, decision.features);
       const ratio = Math.exp(logProbs[decision.chosen]! - decision.logprob);
       if (isClipped(advantage, ratio, clip)) continue;

@@ -92,7 +92,7 @@ test('update metrics, an empty batch, and refused inputs', async () => {
   ];
   await assert.rejects(trainer.update(params, adam, bad), (error: Error) => {
     assert.match(error.message, /sample 0 decision 0: chosen 3 is not one of its 3 candidates/);
-    assert.match(error.message, /sample 1: advantage NaN/);
+    assert.match(error.message, /sample 1 decision 0: advantage NaN/);
     assert.match(error.message, new RegExp(`sample 1 decision 0: candidate 0 needs ${ONNX_REPAIR_FEATURE_NAMES.length} finite features, has 2`));
     return true;
   });

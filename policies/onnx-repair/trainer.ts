@@ -1,6 +1,6 @@
 import type ort from 'onnxruntime-node';
 import { ValidationError } from '../../schemas/index.js';
-import type { PolicySample } from '../types.js';
+import { decisionAdvantage, type PolicySample } from '../types.js';
 import { GRAPH, PARAM_NAMES, updateModel, type ParamName } from './graphs.js';
 import { checkParams, freshAdamState, paramShape, type OnnxAdamState, type OnnxParams, type ParamTensors } from './params.js';
 import { openSession, packCandidates, resolveRuntimeOptions, scalar, tensor, type OnnxRuntimeOptions } from './runtime.js';
@@ -120,10 +120,10 @@ function packBatch(params: OnnxParams, samples: readonly PolicySample[]): Packed
   const oldLogProbs: number[] = [];
   const advantages: number[] = [];
   samples.forEach((sample, s) => {
-    const advantage = sample.advantage * sample.weight;
-    if (!Number.isFinite(advantage)) issues.push(`sample ${s}: advantage ${sample.advantage} x weight ${sample.weight} is not finite`);
     sample.decisions.forEach((decision, d) => {
       const where = `sample ${s} decision ${d}`;
+      const advantage = decisionAdvantage(sample, d);
+      if (!Number.isFinite(advantage)) issues.push(`${where}: advantage ${d === sample.decisions.length - 1 ? sample.advantage : sample.earlierAdvantage} x weight ${sample.weight} is not finite`);
       if (decision.features.length === 0) issues.push(`${where}: no candidates`);
       const bad = decision.features.findIndex((row) => row.length !== featureCount || !row.every(Number.isFinite));
       if (bad >= 0) issues.push(`${where}: candidate ${bad} needs ${featureCount} finite features, has ${decision.features[bad]!.length}`);
