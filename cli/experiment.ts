@@ -34,6 +34,8 @@ export interface ExperimentOptions {
   readonly rolloutWorkers: number;
   readonly verifiers: number;
   readonly learningRate?: number;
+  /** The learner's ascent steps per batch. @default 1 */
+  readonly epochs?: number;
   /** Episodes at once in each evaluation. @default 2 (llm: its concurrentEpisodes) */
   readonly evalConcurrency?: number;
   readonly llm?: ResolvedLlmPolicyOptions;
@@ -61,6 +63,9 @@ export interface ExperimentReport {
   readonly maxTurns: number;
   readonly groupSize: number;
   readonly batchSize: number;
+  /** The learner's step size; null: the policy kind's own. */
+  readonly learningRate: number | null;
+  readonly epochs: number;
   readonly trainTasks: number;
   readonly heldOutTasks: number;
   readonly evalSamples: number;
@@ -144,6 +149,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     groupSize: options.groupSize,
     batchSize: options.batchSize,
     learningRate: options.learningRate,
+    epochs: options.epochs,
     maxTurns: options.maxTurns,
     rolloutWorkers: options.rolloutWorkers,
     verifiers: options.verifiers,
@@ -163,6 +169,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     maxTurns: options.maxTurns,
     groupSize: options.groupSize,
     batchSize: options.batchSize,
+    learningRate: options.learningRate ?? null,
+    epochs: options.epochs ?? 1,
     trainTasks: options.train.length,
     heldOutTasks: held.length,
     evalSamples: options.evalSamples,
@@ -243,7 +251,7 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
           ? [`verdict: the trained policy solves fewer held-out episodes within ${last.turns} turns, beyond noise (the 95% interval of the difference is below 0).`]
           : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
   return [
-    `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints)`,
+    `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints; groups of ${report.groupSize}, batches of ${report.batchSize}, step ${report.learningRate ?? "the policy's own"}, ${report.epochs} epoch${report.epochs === 1 ? '' : 's'} a batch)`,
     `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
     ...verdict,

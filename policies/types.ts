@@ -55,6 +55,8 @@ export interface UpdateOptions {
   learningRate?: number;
   /** PPO clip range on the probability ratio. @default 0.2 */
   clip?: number;
+  /** Ascent steps on each batch (PPO epochs); after the first, the clip bounds how far the policy moves. @default 1 */
+  epochs?: number;
 }
 
 /**

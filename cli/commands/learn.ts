@@ -38,6 +38,7 @@ export function resolveLearnSettings(values: OptionValues) {
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
     learningRate: values['learning-rate'] === undefined ? defaults.learningRate : numberOption(values, 'learning-rate', { above: 0 }),
+    epochs: requiredInt(values, 'epochs'),
     policy: policyChoice(values, policyIds()),
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
     evalSeed: stringOption(values, 'eval-seed'),
@@ -71,6 +72,7 @@ export const learnCommand: Command = {
     workers: { type: 'string', default: '2' },
     verifiers: { type: 'string', default: '2' },
     'learning-rate': { type: 'string' },
+    epochs: { type: 'string', default: '1' },
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
     sandbox: { type: 'string' },
     'eval-seed': { type: 'string' },
@@ -88,13 +90,14 @@ export const learnCommand: Command = {
     workers: 'rollout worker instances',
     verifiers: 'verifier instances',
     'learning-rate': `the learner's Adam step size (default: ${LEARN_DEFAULTS.learningRate}; llm: the Python learner's own, 1e-4)`,
+    epochs: 'the learner\'s ascent steps on each batch (PPO epochs; the clip bounds how far each batch moves the policy)',
     sandbox: SANDBOX_HELP,
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, policy, sandbox, evalSeed } = resolveLearnSettings(values);
+    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -109,7 +112,7 @@ export const learnCommand: Command = {
     const topicPrefix = `${runId}.`;
     // The llm policy's learner: the Python process, on the experiment's topics and checkpoint folder.
     const externalLearner = policy.llm
-      ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, extraArgs: learningRate === undefined ? [] : ['--learning-rate', String(learningRate)] })
+      ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, extraArgs: [...(learningRate === undefined ? [] : ['--learning-rate', String(learningRate)]), '--epochs', String(epochs)] })
       : undefined;
     const pool = openSandboxPool(sandbox);
     try {
@@ -133,6 +136,7 @@ export const learnCommand: Command = {
         rolloutWorkers,
         verifiers,
         learningRate,
+        epochs,
         llm: policy.llm,
         weightServer: loopWeightServer(policy.llm),
         externalLearner,

@@ -20,6 +20,8 @@ export interface LearnerOptions extends MembershipOptions {
   learningRate?: number;
   /** PPO clip range. @default 0.2 */
   clip?: number;
+  /** Ascent steps on each batch (PPO epochs): more learning per sample, bounded by the clip. @default 1 */
+  epochs?: number;
   /** Which trajectories and rewards this learner trains on; the others are committed past. @default all */
   accept?: Accept<'trajectories' | 'rewards'>;
   /** This instance's name (ProcessorOptions.instanceId): one is active, the others stand by. @default '0' */
@@ -56,9 +58,11 @@ interface TrainerState {
  */
 export function createLearner(context: ProcessorContext, options: LearnerOptions): StreamProcessor<'trajectories' | 'rewards'> {
   const batchSize = options.batchSize ?? 16;
+  const epochs = options.epochs ?? 1;
   const maxStaleness = options.maxStaleness ?? 4;
   const staleSamples = options.staleSamples ?? 'drop';
   if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`LearnerOptions.batchSize must be a whole number >= 1, got ${batchSize}`);
+  if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`LearnerOptions.epochs must be a whole number >= 1, got ${epochs}`);
   if (!Number.isInteger(maxStaleness) || maxStaleness < 0) throw new Error(`LearnerOptions.maxStaleness must be a whole number >= 0, got ${maxStaleness}`);
   if (staleSamples !== 'drop' && staleSamples !== 'importance-weight') throw new Error(`LearnerOptions.staleSamples must be 'drop' or 'importance-weight', got ${String(staleSamples)}`);
   const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
@@ -125,7 +129,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         trainer.put(kind.policyId, { ...encodeState(state), staleDropped });
         return [];
       }
-      const step = await kind.update(state.params, state.optimizer, samples, { learningRate: options.learningRate, clip: options.clip });
+      const step = await kind.update(state.params, state.optimizer, samples, { learningRate: options.learningRate, clip: options.clip, epochs });
       const version = state.version + 1;
       const params = kind.encodeParams(step.params);
       trainer.put(kind.policyId, { version, params: params.toString('base64'), optimizer: kind.encodeOptimizer(step.optimizer).toString('base64') });

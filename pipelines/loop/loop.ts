@@ -93,6 +93,8 @@ export interface LoopOptions {
   batchSize?: number;
   /** The learner's Adam step size. @default the policy kind's own */
   learningRate?: number;
+  /** The learner's ascent steps per batch (LearnerOptions.epochs). @default 1 */
+  epochs?: number;
   /** Samples whose policy version lags the learner's by more than this are dropped (LearnerOptions.maxStaleness). @default 4 */
   maxStaleness?: number;
   /**
@@ -262,7 +264,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });
   const learner = trainable
-    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, maxStaleness: options.maxStaleness, accept: ownRecord })
+    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, epochs: options.epochs, maxStaleness: options.maxStaleness, accept: ownRecord })
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   let servedVersion = 0;

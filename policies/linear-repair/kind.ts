@@ -34,8 +34,13 @@ export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState
   inlineWeights: (weights) => weights,
   load: async (weights, version) => new LinearRepairPolicy(version, weights),
   update: async (weights, optimizer, samples, options) => {
-    const gradient = surrogateGradient(weights, samples, options.clip ?? 0.2);
-    const step = adamStep(weights, gradient, optimizer, options);
-    return { params: step.weights, optimizer: step.state, gradNorm: Math.hypot(...gradient) };
+    let step = { weights, state: optimizer };
+    let gradNorm = 0;
+    for (let epoch = 0; epoch < (options.epochs ?? 1); epoch++) {
+      const gradient = surrogateGradient(step.weights, samples, options.clip ?? 0.2);
+      if (epoch === 0) gradNorm = Math.hypot(...gradient);
+      step = adamStep(step.weights, gradient, step.state, options);
+    }
+    return { params: step.weights, optimizer: step.state, gradNorm };
   },
 };
