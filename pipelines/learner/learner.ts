@@ -1,7 +1,7 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
-import { failureAdvantage } from './credit.js';
+import { failureAdvantage } from '../reward/index.js';
 import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
 export interface LearnerOptions extends MembershipOptions {
@@ -34,8 +34,8 @@ interface PendingSample {
   policyVersion?: number;
   reward?: number;
   advantage?: number;
-  /** The advantage a failed outcome (reward 0) had in the same group; absent in samples buffered before it was kept. */
-  failureAdvantage?: number;
+  /** The reward's group mean; absent in samples buffered before it was kept. */
+  groupMean?: number;
   /** Its reward carries no learning signal (no-signal group, quarantined task, late member): drop it once joined. */
   skip?: boolean;
 }
@@ -96,7 +96,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         else {
           sample.reward = record.value.reward;
           sample.advantage = record.value.advantage;
-          sample.failureAdvantage = failureAdvantage(record.value);
+          sample.groupMean = record.value.groupMean;
         }
       }
       if (sample.skip && sample.decisions !== undefined) {
@@ -120,7 +120,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         }
         // The PPO ratio already corrects for the behaviour policy; older samples also count for less.
         const weight = lag > maxStaleness ? 0.5 ** (lag - maxStaleness) : 1;
-        const earlier = kind.earlierDecisionsFailed && s.failureAdvantage !== undefined ? { earlierAdvantage: s.failureAdvantage } : {};
+        const earlier = kind.earlierDecisionsFailed && s.groupMean !== undefined ? { earlierAdvantage: failureAdvantage({ reward: s.reward ?? 0, advantage: s.advantage!, groupMean: s.groupMean }) } : {};
         samples.push({ decisions: s.decisions!, advantage: s.advantage!, ...earlier, weight });
       }
       if (samples.length === 0) {
@@ -158,4 +158,3 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
     },
   );
 }
-

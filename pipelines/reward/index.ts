@@ -1,4 +1,4 @@
-export { groupAdvantages, type GroupStats } from './advantages.js';
+export { failureAdvantage, groupAdvantages, type GroupStats } from './advantages.js';
 export {
   groupKey,
   lateReward,

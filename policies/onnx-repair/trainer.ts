@@ -123,7 +123,7 @@ function packBatch(params: OnnxParams, samples: readonly PolicySample[]): Packed
     sample.decisions.forEach((decision, d) => {
       const where = `sample ${s} decision ${d}`;
       const advantage = decisionAdvantage(sample, d);
-      if (!Number.isFinite(advantage)) issues.push(`${where}: advantage ${d === sample.decisions.length - 1 ? sample.advantage : sample.earlierAdvantage} x weight ${sample.weight} is not finite`);
+      if (!Number.isFinite(advantage)) issues.push(`${where}: advantage ${advantage} (staleness weight ${sample.weight} applied) is not finite`);
       if (decision.features.length === 0) issues.push(`${where}: no candidates`);
       const bad = decision.features.findIndex((row) => row.length !== featureCount || !row.every(Number.isFinite));
       if (bad >= 0) issues.push(`${where}: candidate ${bad} needs ${featureCount} finite features, has ${decision.features[bad]!.length}`);
