@@ -6,7 +6,8 @@
  * rounds that interleave every setup (bench/harness.ts: min / median / max over the rounds, load printed):
  *   1. acquire -> first command latency (p50, p95), warm and cold, vs spawning `true`;
  *   2. pytest on a small module at concurrency 1, 2, 4, 8: sandboxed runs per second / bare runs per second,
- *      with the same Debian python3 and pytest on both sides;
+ *      with the same Debian python3 and pytest on both sides; in a fresh sandbox per run, in one sandbox per
+ *      worker, and there forked from a warm interpreter that holds pytest (ExecOptions.preload);
  *   3. create+destroy cycles per second (acquire + release, warm pool refilling behind), with the host CPU each
  *      cycle costs, leak and memory checks, vs bare spawn+exit of `true`.
  */
@@ -160,8 +161,8 @@ async function firstCommandLatency(image: string): Promise<void> {
 
 async function pytestThroughput(image: string, python: string): Promise<void> {
   process.stdout.write(`\n## pytest on a small module (${Object.keys(MODULE).join(', ')}), runs per second, median of ${ROUNDS} interleaved rounds\n\n`);
-  row('concurrency', 'bare', ...BACKENDS.flatMap((b) => [`${b}, fresh sandbox per run`, 'ratio', `${b}, one sandbox per worker`, 'ratio']));
-  row('---', '---', ...BACKENDS.flatMap(() => ['---', '---', '---', '---']));
+  row('concurrency', 'bare', ...BACKENDS.flatMap((b) => [`${b}, fresh sandbox per run`, 'ratio', `${b}, one sandbox per worker`, 'ratio', `${b}, same, pytest preloaded`, 'ratio']));
+  row('---', '---', ...BACKENDS.flatMap(() => ['---', '---', '---', '---', '---', '---']));
   const dirs = CONCURRENCY.map(() => {
     const dir = mkdtempSync(join(tmpdir(), 'trialrun-bench-pytest-'));
     for (const [name, content] of Object.entries(MODULE)) writeFileSync(join(dir, name), content);
@@ -178,8 +179,8 @@ async function pytestThroughput(image: string, python: string): Promise<void> {
     ];
     for (const backend of BACKENDS) {
       const pool = makePool(backend, { warmSize: concurrency });
-      const run = async (sandbox: Sandbox): Promise<void> => {
-        const result = await sandbox.exec([python, ...PYTEST]);
+      const run = async (sandbox: Sandbox, preload: readonly string[] = []): Promise<void> => {
+        const result = await sandbox.exec([python, ...PYTEST], { preload });
         if (result.exitCode !== 0) throw new Error(`pytest in a ${backend} sandbox failed: ${result.stdout}${result.stderr}`);
       };
       const fresh = async (): Promise<void> => {
@@ -208,6 +209,13 @@ async function pytestThroughput(image: string, python: string): Promise<void> {
             await quiesce(pool, concurrency);
             return throughput(total, concurrency, (worker) => run(held[worker]!));
           },
+        },
+        {
+          name: `${backend} warm`,
+          measure: async () => {
+            await quiesce(pool, concurrency);
+            return throughput(total, concurrency, (worker) => run(held[worker]!, ['pytest']));
+          },
           close: async () => {
             await Promise.all(held.map((sandbox) => sandbox.release()));
             await pool.close();
@@ -221,13 +229,13 @@ async function pytestThroughput(image: string, python: string): Promise<void> {
     const bare = median('bare');
     const cells = [String(concurrency), bare.toFixed(2)];
     for (const backend of BACKENDS) {
-      for (const mode of ['fresh', 'held']) cells.push(median(`${backend} ${mode}`).toFixed(2), `${(median(`${backend} ${mode}`) / bare).toFixed(2)}x`);
+      for (const mode of ['fresh', 'held', 'warm']) cells.push(median(`${backend} ${mode}`).toFixed(2), `${(median(`${backend} ${mode}`) / bare).toFixed(2)}x`);
     }
     row(...cells);
     if (concurrency === 2) {
       for (const backend of BACKENDS) {
-        for (const mode of ['fresh', 'held']) {
-          const what = mode === 'fresh' ? 'a fresh sandbox per run' : 'one sandbox per worker';
+        for (const mode of ['fresh', 'held', 'warm']) {
+          const what = { fresh: 'a fresh sandbox per run', held: 'one sandbox per worker', warm: 'one sandbox per worker, pytest preloaded' }[mode];
           report.compare({ metric: `pytest runs, concurrency 2, ${backend}, ${what}`, unit: 'runs/s', ours: results[`${backend} ${mode}`]!, baseline: results.bare!, baselineName: 'bare processes', higherIsBetter: true });
         }
       }

@@ -2,7 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { SandboxError, WorkspaceFileError, errorMessage, type WorkspaceRefusal } from '../../schemas/index.js';
 
 /** The protocol version spoken by sandbox-images/python-repair/agent/agent.py (its docstring describes it). */
-export const AGENT_PROTOCOL = 2;
+export const AGENT_PROTOCOL = 3;
 
 /** An answer line longer than this is not something our agent writes: the channel is treated as broken. */
 const MAX_LINE_BYTES = 256 * 1024 * 1024;

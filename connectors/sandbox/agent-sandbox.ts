@@ -78,6 +78,7 @@ export class AgentSandbox implements Sandbox {
       timeoutMs: resolved.timeoutMs,
       stdin: resolved.stdin === null ? null : resolved.stdin.toString('base64'),
       maxOutputBytes: resolved.maxOutputBytes,
+      ...(resolved.preload.length > 0 ? { preload: resolved.preload } : {}),
     });
     const cancel = (): void => void channel.request('cancel', { target: id }).result.catch(() => undefined);
     resolved.signal?.addEventListener('abort', cancel, { once: true });

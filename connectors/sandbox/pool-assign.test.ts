@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
 import { SandboxError } from '../../schemas/index.js';
-import { AgentChannel } from './agent-channel.js';
+import { AGENT_PROTOCOL, AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { AgentSandboxPool, resolvePoolOptions, type SandboxBackend, type StartSpec } from './pool.js';
 
@@ -17,7 +17,7 @@ class FakeBackend implements SandboxBackend {
     this.started.push(spec);
     const output = new PassThrough();
     const channel = new AgentChannel(new PassThrough(), output, `fake-${this.started.length}`);
-    output.write(`${JSON.stringify({ event: 'ready', protocol: 2 })}\n`);
+    output.write(`${JSON.stringify({ event: 'ready', protocol: AGENT_PROTOCOL })}\n`);
     await channel.ready;
     this.channels.push(channel);
     return {

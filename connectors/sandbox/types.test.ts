@@ -27,7 +27,7 @@ describe('resolveSandboxLimits', () => {
 describe('resolveExecOptions', () => {
   it('fills defaults', () => {
     const options = resolveExecOptions(['true']);
-    assert.deepEqual({ ...options, signal: undefined }, { timeoutMs: 30_000, stdin: null, env: {}, cwd: '/workspace', maxOutputBytes: 65_536, signal: undefined });
+    assert.deepEqual({ ...options, signal: undefined }, { timeoutMs: 30_000, stdin: null, env: {}, cwd: '/workspace', maxOutputBytes: 65_536, signal: undefined, preload: [] });
   });
 
   it('turns string stdin into bytes', () => {
@@ -39,6 +39,9 @@ describe('resolveExecOptions', () => {
     assert.throws(() => resolveExecOptions(['a\0b']), /without NUL/);
     assert.throws(() => resolveExecOptions(['true'], { timeoutMs: 0 }), /ExecOptions\.timeoutMs/);
     assert.throws(() => resolveExecOptions(['true'], { maxOutputBytes: 1.5 }), /ExecOptions\.maxOutputBytes/);
+    assert.throws(() => resolveExecOptions(['true'], { preload: ['pytest', 'os; rm'] }), /ExecOptions\.preload .*"os; rm"/);
+    assert.throws(() => resolveExecOptions(['true'], { preload: ['a..b'] }), /ExecOptions\.preload/);
+    assert.deepEqual(resolveExecOptions(['true'], { preload: ['pytest', '_pytest.python'] }).preload, ['pytest', '_pytest.python']);
     assert.throws(() => resolveExecOptions(['true'], { cwd: 'relative' }), /ExecOptions\.cwd must be an absolute path/);
     assert.throws(() => resolveExecOptions(['true'], { env: { 'A=B': 'x' } }), /ExecOptions\.env has an invalid entry/);
   });

@@ -50,6 +50,42 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await sandbox.readFiles(['report.xml'], '/tmp/reports'), { 'report.xml': '<r/>' });
     });
 
+    it('runs a preloaded python command as a fresh python3 would run it', async () => {
+      await sandbox.writeFiles({
+        'tests/test_warm.py': 'import os\n\ndef test_env():\n    assert os.environ["GREETING"] == "hello"\n\ndef test_fails():\n    assert 1 == 2\n',
+        'tools/show.py': 'import os, sys\nprint(sys.argv, sys.path[0], os.getcwd(), __name__, "pytest" in sys.modules)\nsys.exit(int(sys.argv[1]))\n',
+      });
+      const env = { GREETING: 'hello' };
+      for (const command of [['python3', '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'tests'], ['python3', 'tools/show.py', '3']]) {
+        const cold = await sandbox.exec(command, { env });
+        for (let round = 0; round < 2; round++) {
+          const warm = await sandbox.exec(command, { env, preload: ['pytest'] });
+          // Only the timing in pytest's summary line may differ; a script sees pytest already imported.
+          const comparable = (text: string) => text.replace(/ in [0-9.]+s/, ' in Ns').replace(/ (True|False)$/m, '');
+          assert.deepEqual({ ...warm, durationMs: 0, stdout: comparable(warm.stdout) }, { ...cold, durationMs: 0, stdout: comparable(cold.stdout) }, command.join(' '));
+        }
+      }
+      assert.match((await sandbox.exec(['python3', 'tools/show.py', '0'], { preload: ['pytest'] })).stdout, /'tools\/show\.py', '0'\] \/workspace\/tools \/workspace __main__ True/);
+      // Anything but `python3 -m ...` or `python3 script` starts fresh, preload or not.
+      const other = await sandbox.exec(['python3', '-c', 'import sys; print("pytest" in sys.modules)'], { preload: ['pytest'] });
+      assert.equal(other.stdout, 'False\n');
+    });
+
+    it('kills a preloaded command with its tree on timeout; a warm interpreter killed from inside is replaced', async () => {
+      const marker = uniqueMarker();
+      await sandbox.writeFiles({ 'tools/hang.py': `import os, time\nos.system("setsid sleep ${marker} &")\ntime.sleep(${marker})\n` });
+      const hung = await sandbox.exec(['python3', 'tools/hang.py'], { timeoutMs: 1000, preload: ['pytest'] });
+      assert.equal(hung.status, 'timeout');
+      assert.deepEqual(hostProcessesWith(`sleep\0${marker}`), []);
+      // The command's parent is its shepherd, whose parent is the warm interpreter.
+      await sandbox.writeFiles({ 'tools/kill_zygote.py': 'import os, signal\nshepherd = os.getppid()\nwith open("/proc/%d/stat" % shepherd) as f:\n    zygote = int(f.read().rsplit(")", 1)[1].split()[1])\nos.kill(zygote, signal.SIGKILL)\nprint("killed")\n' });
+      const killer = await sandbox.exec(['python3', 'tools/kill_zygote.py'], { preload: ['pytest'] });
+      assert.equal(killer.stdout, 'killed\n', killer.stderr);
+      const after = await sandbox.exec(['python3', 'tools/show.py', '0'], { preload: ['pytest'] });
+      assert.equal(after.exitCode, 0, after.stderr);
+      assert.match(after.stdout, /__main__ True/);
+    });
+
     it('reports a timeout as timeout and kills the whole process tree', async () => {
       const marker = uniqueMarker();
       const result = await sandbox.exec(['sh', '-c', `setsid sleep ${marker} & sleep ${marker}`], { timeoutMs: 500 });

@@ -6,7 +6,7 @@ same agent serves both backends (Docker containers and bubblewrap).
 
 Protocol: one JSON object per line. The executor writes requests to our stdin, we answer on stdout.
   -> {"id": 1, "op": "exec", "argv": ["pytest"], "env": {}, "cwd": "/workspace", "timeoutMs": 30000,
-      "stdin": "<base64>" or null, "maxOutputBytes": 65536}
+      "stdin": "<base64>" or null, "maxOutputBytes": 65536, "preload": ["pytest"] (optional)}
   -> {"id": 2, "op": "cancel", "target": 1}
   -> {"id": 3, "op": "write", "dir": "/workspace", "files": {"a.py": "..."}}
   -> {"id": 4, "op": "read", "dir": "/workspace", "paths": ["a.py"], "maxBytes": 16777216}
@@ -24,23 +24,32 @@ Every exec runs under its own shepherd, a child subreaper: whatever the command 
 processes that setsid() and double-fork, stays in the shepherd's subtree. When the command exits, times
 out or is cancelled, that whole subtree is killed, so nothing an exec starts outlives it.
 
+An exec with `preload` whose argv is `python3 -m module ...` or `python3 script.py ...` is forked from a warm
+interpreter (see Zygote) that imported those modules once, instead of starting a fresh python3: on a small
+machine `import pytest` costs 0.3 s of CPU, more than the test run it serves. Everything else is the same:
+its own process, shepherd, session, pipes, environment and folder, killed with its subtree.
+
 Standard library only: the agent must run on any image that has a python3.
 """
 
 import base64
+import array
+import atexit
 import ctypes
 import errno
 import json
 import os
 import resource
+import runpy
 import select
 import selectors
 import signal
+import socket
 import stat
 import sys
 import time
 
-PROTOCOL = 2
+PROTOCOL = 3
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 # cgroup v2 exposes memory.events, v1 memory.oom_control; both count OOM kills in the sandbox's cgroup.
@@ -59,6 +68,11 @@ SNAPSHOT_MAX_DEPTH = 64
 KILL_SWEEP_S = 0.02
 # Signals the agent ignores; an ignored disposition survives execve, so commands get the defaults back.
 IGNORED = (signal.SIGPIPE, signal.SIGXFSZ)
+# Warm interpreters kept per sandbox, one per (interpreter, environment, modules); the oldest goes first.
+MAX_ZYGOTES = 4
+# A warm exec's request to its zygote: argv, environment and folder as JSON, with four descriptors attached.
+MAX_ZYGOTE_REQUEST = 1024 * 1024
+AGENT_FILE = os.path.abspath(__file__)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -179,12 +193,8 @@ def find_program(name, env):
     raise FileNotFoundError(2, 'not found on PATH %s' % env.get('PATH', os.defpath))
 
 
-def start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w):
-    """Starts the command in a new session with default signals and the pipes as 0/1/2; returns its pid.
-
-    posix_spawn (a vfork underneath) costs a fraction of a second fork of this Python process; what it cannot
-    do itself (change folder, raise the OOM score) the shepherd does first, for the command to inherit.
-    """
+def prepare_command(cwd):
+    """What the shepherd does for its command before starting it: the command inherits both."""
     try:
         # The command, not the agent, is what the out-of-memory killer should pick.
         with open('/proc/self/oom_score_adj', 'w') as f:
@@ -192,6 +202,15 @@ def start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w):
     except OSError:
         pass
     os.chdir(cwd)
+
+
+def start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w):
+    """Starts the command in a new session with default signals and the pipes as 0/1/2; returns its pid.
+
+    posix_spawn (a vfork underneath) costs a fraction of a second fork of this Python process; what it cannot
+    do itself (change folder, raise the OOM score) the shepherd does first, for the command to inherit.
+    """
+    prepare_command(cwd)
     return os.posix_spawn(
         find_program(argv[0], env),
         argv,
@@ -202,7 +221,90 @@ def start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w):
     )
 
 
-def run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w):
+def python_command(argv, env):
+    """(interpreter, '-m' or 'script', target, args) when argv is `python3 -m module ...` or `python3 file ...`
+    and argv[0] is a Python interpreter; None for anything else (other flags, -c, other programs)."""
+    if len(argv) < 2:
+        return None
+    try:
+        interpreter = os.path.realpath(find_program(argv[0], env))
+    except OSError:
+        return None
+    if not os.path.basename(interpreter).startswith('python'):
+        return None
+    if argv[1] == '-m':
+        return (interpreter, '-m', argv[2], argv[3:]) if len(argv) > 2 and argv[2] and not argv[2].startswith('-') else None
+    if argv[1].startswith('-'):
+        return None
+    return interpreter, 'script', argv[1], argv[2:]
+
+
+def run_python(mode, target, args, cwd):
+    """In a process forked from a zygote: runs `python3 -m target args` or `python3 target args` as the
+    interpreter would, and exits with the code it would exit with."""
+    code = 0
+    try:
+        # sys.path[0] is the zygote's folder; it becomes what python3 puts there (under -P it is not there).
+        prepend = not getattr(sys.flags, 'safe_path', False)
+        if mode == '-m':
+            sys.argv = ['-m'] + list(args)
+            if prepend:
+                sys.path[0] = cwd
+            runpy.run_module(target, run_name='__main__', alter_sys=True)
+        else:
+            sys.argv = [target] + list(args)
+            if prepend:
+                sys.path[0] = os.path.dirname(os.path.realpath(target))
+            runpy.run_path(target, run_name='__main__')
+    except SystemExit as done:
+        if done.code is None:
+            code = 0
+        elif isinstance(done.code, int):
+            code = done.code
+        else:
+            print(done.code, file=sys.stderr)
+            code = 1
+    except BaseException:  # noqa: B902 - an uncaught exception ends the command as it ends python3
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    threading = sys.modules.get('threading')
+    if threading is not None:
+        threading._shutdown()  # non-daemon threads are waited for, as at interpreter exit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            code = code or 120
+    os._exit(code & 0xFF)
+
+
+def fork_command(request):
+    """The shepherd's start for a warm exec: forks itself (a zygote's child) into the command; returns its pid."""
+    mode, target, args = request['mode'], request['target'], request['args']
+
+    def start(argv, env, cwd, stdin_r, stdout_w, stderr_w):
+        prepare_command(cwd)
+        pid = os.fork()
+        if pid:
+            return pid
+        try:
+            os.setsid()
+            for fd, target_fd in ((stdin_r, 0), (stdout_w, 1), (stderr_w, 2)):
+                os.dup2(fd, target_fd)
+            close_all_but(set())
+            # As after an execve: the command may be traced and read its own /proc entries; its parents may not.
+            prctl(PR_SET_DUMPABLE, 1)
+            os.environ.clear()
+            os.environ.update(env)
+            run_python(mode, target, args, cwd)
+        finally:
+            os._exit(1)
+
+    return start
+
+
+def run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w, start=start_command):
     """In the shepherd: a subreaper that starts the command, reports its pid and exit status, reaps its subtree."""
     try:
         signal.set_wakeup_fd(-1)
@@ -213,7 +315,7 @@ def run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w):
         close_all_but({stdin_r, stdout_w, stderr_w, status_w})
         prctl(PR_SET_CHILD_SUBREAPER, 1)
         try:
-            pid = start_command(argv, env, cwd, stdin_r, stdout_w, stderr_w)
+            pid = start(argv, env, cwd, stdin_r, stdout_w, stderr_w)
         except OSError as error:
             # As a shell would say it: 127 when there is no such program, 126 when it cannot be run.
             os.write(stderr_w, ('trialrun agent: cannot run %s: %s\n' % (argv[0], error)).encode())
@@ -248,6 +350,102 @@ def nonblocking(fd):
     return fd
 
 
+class Zygote:
+    """A warm interpreter: python3 started once with an exec's environment, having imported `modules`, that
+    forks a shepherd (run_shepherd, as the agent's own) for each warm exec sent to it.
+
+    It runs this file with `--zygote` (zygote_main), as our child, in its own session, not dumpable. Requests
+    go over a socketpair: JSON with the exec's four pipe ends attached, so the command's output and status reach
+    the agent exactly as a cold exec's do; the shepherd first reports `shepherd <pid>`, which the agent needs to
+    kill the subtree. Code in the sandbox shares our uid and may kill a zygote: the next warm exec starts another.
+    """
+
+    def __init__(self, interpreter, env, modules):
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        devnull = os.open('/dev/null', os.O_RDWR)
+        try:
+            self.pid = os.posix_spawn(
+                interpreter,
+                [interpreter, AGENT_FILE, '--zygote'] + list(modules),
+                env,
+                file_actions=[(os.POSIX_SPAWN_DUP2, devnull, 0), (os.POSIX_SPAWN_DUP2, devnull, 1), (os.POSIX_SPAWN_DUP2, devnull, 2),
+                              (os.POSIX_SPAWN_DUP2, theirs.fileno(), 3)],
+                setsid=True,
+                setsigdef=IGNORED,
+            )
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+            os.close(devnull)
+        self.socket = ours
+        self.alive = True
+
+    def launch(self, command, env, cwd, fds):
+        """Sends one warm exec; False when the zygote is gone (the caller starts it cold instead)."""
+        interpreter, mode, target, args = command
+        message = json.dumps({'argv': [interpreter], 'env': env, 'cwd': cwd, 'mode': mode, 'target': target, 'args': args}).encode()
+        if len(message) > MAX_ZYGOTE_REQUEST:
+            return False
+        try:
+            self.socket.sendmsg([message], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array('i', fds))])
+            return True
+        except OSError:
+            self.stop()
+            return False
+
+    def stop(self, reaped=False):
+        """Forgets the zygote, killing it unless it is already dead and reaped (its pid may be reused)."""
+        if self.alive:
+            self.alive = False
+            self.socket.close()
+            if not reaped:
+                kill_all([self.pid])
+
+
+def zygote_main(modules):
+    """The zygote's own loop: import `modules`, then fork a shepherd for each request until the agent hangs up."""
+    prctl(PR_SET_DUMPABLE, 0)
+    try:
+        with open('/proc/self/oom_score_adj', 'w') as f:
+            f.write('1000')
+    except OSError:
+        pass
+    # Shepherds are reaped by the kernel; each sets SIGCHLD back to the default for its command.
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    for name in modules:
+        try:
+            __import__(name)
+        except Exception:  # noqa: B902 - the command imports it again and reports the failure as python3 would
+            pass
+    requests = socket.socket(fileno=3)
+    fd_space = socket.CMSG_SPACE(4 * array.array('i').itemsize)
+    while True:
+        message, ancillary, _, _ = requests.recvmsg(MAX_ZYGOTE_REQUEST, fd_space)
+        if not message:
+            os._exit(0)
+        fds = array.array('i')
+        for level, kind, data in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(data[:len(data) - len(data) % fds.itemsize])
+        request = json.loads(message)
+        if len(fds) == 4:
+            try:
+                pid = os.fork()
+            except OSError:
+                pid = -1  # at the pids limit: closing the pipes below tells the agent the command never started
+            if pid == 0:
+                stdin_r, stdout_w, stderr_w, status_w = fds
+                try:
+                    os.write(status_w, b'shepherd %d\n' % os.getpid())
+                    run_shepherd(request['argv'], request['env'], request['cwd'], stdin_r, stdout_w, stderr_w, status_w, start=fork_command(request))
+                finally:
+                    os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
 class Exec:
     def __init__(self, agent, request):
         self.agent = agent
@@ -258,6 +456,9 @@ class Exec:
         env = dict(agent.base_env)
         env.update(request.get('env') or {})
         cwd = request.get('cwd') or '/workspace'
+        preload = request.get('preload') or []
+        if not isinstance(preload, list) or not all(isinstance(name, str) and name for name in preload):
+            raise ValueError('preload must be a list of module names')
         self.limit = int(request.get('maxOutputBytes') or 65536)
         self.started = time.monotonic()
         self.deadline = self.started + int(request.get('timeoutMs') or 30000) / 1000.0
@@ -277,15 +478,20 @@ class Exec:
         self.stdout_r, stdout_w = os.pipe()
         self.stderr_r, stderr_w = os.pipe()
         self.status_r, status_w = os.pipe()
-        try:
-            self.shepherd = os.fork()
-        except OSError:
-            # At the pids limit (a fork bomb in another exec, say): report it, leak nothing.
-            for fd in (stdin_r, self.stdin_w, self.stdout_r, stdout_w, self.stderr_r, stderr_w, self.status_r, status_w):
-                os.close(fd)
-            raise
-        if self.shepherd == 0:
-            run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w)
+        command = python_command(argv, env) if preload else None
+        # A warm exec's shepherd is the zygote's child: its pid comes on the status pipe, its end is the pipe's.
+        self.warm = command is not None and agent.launch_warm(command, env, cwd, preload, (stdin_r, stdout_w, stderr_w, status_w))
+        self.shepherd = None
+        if not self.warm:
+            try:
+                self.shepherd = os.fork()
+            except OSError:
+                # At the pids limit (a fork bomb in another exec, say): report it, leak nothing.
+                for fd in (stdin_r, self.stdin_w, self.stdout_r, stdout_w, self.stderr_r, stderr_w, self.status_r, status_w):
+                    os.close(fd)
+                raise
+            if self.shepherd == 0:
+                run_shepherd(argv, env, cwd, stdin_r, stdout_w, stderr_w, status_w)
         for fd in (stdin_r, stdout_w, stderr_w, status_w):
             os.close(fd)
         self.status_buffer = b''
@@ -338,12 +544,18 @@ class Exec:
         data = os.read(self.status_r, 4096)
         if not data:
             self.close_fd('status_r')
+            if self.warm:
+                self.shepherd_reaped = True
+                if self.main_pid is None and self.failure is None:
+                    self.failure = 'the warm interpreter ended before it started the command (killed from inside the sandbox?)'
             return
         self.status_buffer += data
         *lines, self.status_buffer = self.status_buffer.split(b'\n')
         for line in lines:
             kind, _, value = line.partition(b' ')
-            if kind == b'pid':
+            if kind == b'shepherd':
+                self.shepherd = int(value)
+            elif kind == b'pid':
                 self.main_pid = int(value)
                 if self.main_pid:  # 0: the command could not be started, there is no process
                     self.agent.by_main[self.main_pid] = self
@@ -357,7 +569,8 @@ class Exec:
         self.main_status = status
 
     def kill_tree(self):
-        if not self.shepherd_reaped:
+        # A warm shepherd not yet reported is swept on the next round (a killed exec is swept until it is done).
+        if not self.shepherd_reaped and self.shepherd is not None:
             kill_descendants(self.shepherd)
         self.agent.kill_strays()
 
@@ -619,6 +832,7 @@ class Agent:
         self.execs = {}
         self.by_shepherd = {}
         self.by_main = {}
+        self.zygotes = {}
         self.requests = bytearray()
         self.input_closed = False
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith('TRIALRUN_AGENT_')}
@@ -680,7 +894,8 @@ class Agent:
             if op == 'exec':
                 ex = Exec(self, request)
                 self.execs[ex.id] = ex
-                self.by_shepherd[ex.shepherd] = ex
+                if not ex.warm:
+                    self.by_shepherd[ex.shepherd] = ex
                 return
             if op == 'cancel':
                 target = self.execs.get(request.get('target'))
@@ -720,11 +935,35 @@ class Agent:
             if ex is not None and ex.main_status is None:
                 # Its shepherd was killed from inside the sandbox, so the command was reparented to us.
                 ex.main_exited(status)
+                continue
+            for key, zygote in list(self.zygotes.items()):
+                if zygote.pid == pid:
+                    zygote.stop(reaped=True)
+                    del self.zygotes[key]
+
+    def launch_warm(self, command, env, cwd, preload, fds):
+        """Hands an exec to the zygote for its interpreter, environment and modules, starting one if there is
+        none or it died; False when none can take it (the exec then starts cold)."""
+        key = (command[0], tuple(sorted(env.items())), tuple(preload))
+        for _ in range(2):
+            zygote = self.zygotes.get(key)
+            if zygote is None or not zygote.alive:
+                self.zygotes.pop(key, None)
+                if len(self.zygotes) >= MAX_ZYGOTES:
+                    self.zygotes.pop(next(iter(self.zygotes))).stop()
+                try:
+                    zygote = self.zygotes[key] = Zygote(command[0], env, preload)
+                except OSError:
+                    return False
+            if zygote.launch(command, env, cwd, fds):
+                return True
+        return False
 
     def kill_strays(self):
         """Kills our direct children that are not shepherds: leftovers of an exec whose shepherd was killed."""
         kids = live_children().get(os.getpid(), [])
-        strays = [pid for pid in kids if pid not in self.by_shepherd]
+        zygotes = {zygote.pid for zygote in self.zygotes.values()}
+        strays = [pid for pid in kids if pid not in self.by_shepherd and pid not in zygotes]
         for pid in strays:
             kill_all(descendants(pid) + [pid])
 
@@ -776,4 +1015,7 @@ def main(args):
 
 
 if __name__ == '__main__':
-    main(sys.argv[1:])
+    if sys.argv[1:2] == ['--zygote']:
+        zygote_main(sys.argv[2:])
+    else:
+        main(sys.argv[1:])

@@ -1,7 +1,11 @@
-"""The agent's file requests: one judge of request paths, refusals with a reason, and snapshots of any names."""
+"""The agent's file requests (one judge of request paths, refusals with a reason, snapshots of any names) and warm execs."""
 
 import base64
+import json
 import os
+import re
+import subprocess
+import sys
 
 import pytest
 
@@ -148,3 +152,61 @@ def test_snapshot_reports_folders_too_deep_as_skipped(root):
     reasons = {base64.b64decode(e['path']): e['reason'] for e in result['skipped']}
     assert reasons == {b'/'.join([b'd'] * (agent.SNAPSHOT_MAX_DEPTH + 1)): 'nested more than 64 folders deep'}
     assert result['files'] == []
+
+
+@pytest.mark.parametrize(
+    'argv, expected',
+    [
+        ([sys.executable, '-m', 'pytest', '-q'], ('-m', 'pytest', ['-q'])),
+        ([sys.executable, 'tool.py', 'list', 'x'], ('script', 'tool.py', ['list', 'x'])),
+        ([sys.executable, '-c', 'print(1)'], None),
+        ([sys.executable, '-I', '-m', 'pytest'], None),
+        ([sys.executable, '-m'], None),
+        ([sys.executable], None),
+        (['sh', '-c', 'true'], None),
+        (['no-such-program', '-m', 'pytest'], None),
+    ],
+)
+def test_only_plain_python_module_and_script_commands_run_warm(argv, expected):
+    found = agent.python_command(argv, dict(os.environ))
+    assert (found and found[1:]) == expected
+    if found:
+        assert found[0] == os.path.realpath(sys.executable)
+
+
+def exec_all(requests):
+    """Runs the agent as the executor does and returns its answers to `requests`, in order."""
+    process = subprocess.Popen([sys.executable, '-I', '-S', agent.__file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert json.loads(process.stdout.readline())['event'] == 'ready'
+    answers = []
+    for number, request in enumerate(requests):
+        process.stdin.write((json.dumps({'op': 'exec', 'id': number, **request}) + '\n').encode())
+        process.stdin.flush()
+        answers.append(json.loads(process.stdout.readline()))
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0
+    return answers
+
+
+def test_a_warm_exec_answers_as_a_cold_one(root):
+    with open(os.path.join(root, 'test_m.py'), 'w') as f:
+        f.write('import os\n\ndef test_env():\n    assert os.environ["GREETING"] == "hi"\n\ndef test_no():\n    assert 1 == 2\n')
+    with open(os.path.join(root, 'show.py'), 'w') as f:
+        f.write('import os, sys\nprint(sys.argv, sys.path[0] == os.getcwd(), __name__)\nprint("to stderr", file=sys.stderr)\nraise SystemExit("bye")\n')
+    pytest_run = {'argv': [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider', 'test_m.py'], 'env': {'GREETING': 'hi'}, 'cwd': root}
+    script_run = {'argv': [sys.executable, 'show.py', 'a b'], 'cwd': root}
+    warm = {'preload': ['pytest', 'no_such_module_anywhere']}
+    answers = exec_all([pytest_run, {**pytest_run, **warm}, {**pytest_run, **warm}, script_run, {**script_run, **warm}])
+    results = [answer['result'] for answer in answers]
+    for result in results:
+        result['durationMs'] = 0
+        result['stdout'] = re.sub(r' in [0-9.]+s', ' in Ns', result['stdout'])
+    assert results[0]['exitCode'] == 1 and '1 failed, 1 passed' in results[0]['stdout']
+    assert results[1] == results[0] and results[2] == results[0]
+    assert results[3] == {'status': 'exited', 'exitCode': 1, 'stdout': "['show.py', 'a b'] True __main__\n", 'stderr': 'to stderr\nbye\n', 'truncated': False, 'durationMs': 0}
+    assert results[4] == results[3]
+
+
+def test_a_bad_preload_is_an_error_naming_it():
+    (answer,) = exec_all([{'argv': ['true'], 'preload': 'pytest'}])
+    assert answer == {'id': 0, 'ok': False, 'error': 'ValueError: preload must be a list of module names'}
