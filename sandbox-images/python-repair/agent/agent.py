@@ -480,7 +480,8 @@ class Exec:
         self.status_r, status_w = os.pipe()
         command = python_command(argv, env) if preload else None
         # A warm exec's shepherd is the zygote's child: its pid comes on the status pipe, its end is the pipe's.
-        self.warm = command is not None and agent.launch_warm(command, env, cwd, preload, (stdin_r, stdout_w, stderr_w, status_w))
+        self.zygote = agent.launch_warm(command, env, cwd, preload, (stdin_r, stdout_w, stderr_w, status_w)) if command else None
+        self.warm = self.zygote is not None
         self.shepherd = None
         if not self.warm:
             try:
@@ -546,7 +547,7 @@ class Exec:
             self.close_fd('status_r')
             if self.warm:
                 self.shepherd_reaped = True
-                if self.main_pid is None and self.failure is None:
+                if self.main_pid is None and self.failure is None and not self.killed:
                     self.failure = 'the warm interpreter ended before it started the command (killed from inside the sandbox?)'
             return
         self.status_buffer += data
@@ -569,9 +570,13 @@ class Exec:
         self.main_status = status
 
     def kill_tree(self):
-        # A warm shepherd not yet reported is swept on the next round (a killed exec is swept until it is done).
-        if not self.shepherd_reaped and self.shepherd is not None:
-            kill_descendants(self.shepherd)
+        if not self.shepherd_reaped:
+            if self.shepherd is not None:
+                kill_descendants(self.shepherd)
+            elif self.zygote is not None:
+                # Its zygote never forked a shepherd for it (stopped from inside the sandbox, say): killing the
+                # zygote closes the exec's pipes, which ends it; the next warm exec starts another.
+                self.zygote.stop()
         self.agent.kill_strays()
 
     def expire(self):
@@ -943,7 +948,7 @@ class Agent:
 
     def launch_warm(self, command, env, cwd, preload, fds):
         """Hands an exec to the zygote for its interpreter, environment and modules, starting one if there is
-        none or it died; False when none can take it (the exec then starts cold)."""
+        none or it died; returns that zygote, or None when none can take it (the exec then starts cold)."""
         key = (command[0], tuple(sorted(env.items())), tuple(preload))
         for _ in range(2):
             zygote = self.zygotes.get(key)
@@ -954,10 +959,10 @@ class Agent:
                 try:
                     zygote = self.zygotes[key] = Zygote(command[0], env, preload)
                 except OSError:
-                    return False
+                    return None
             if zygote.launch(command, env, cwd, fds):
-                return True
-        return False
+                return zygote
+        return None
 
     def kill_strays(self):
         """Kills our direct children that are not shepherds: leftovers of an exec whose shepherd was killed."""

@@ -4,6 +4,7 @@ import base64
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 
@@ -175,17 +176,28 @@ def test_only_plain_python_module_and_script_commands_run_warm(argv, expected):
 
 
 def exec_all(requests):
-    """Runs the agent as the executor does and returns its answers to `requests`, in order."""
+    """Runs the agent as the executor does and returns its answers to `requests`, in order; a callable in
+    `requests` is called with the agent's pid instead."""
     process = subprocess.Popen([sys.executable, '-I', '-S', agent.__file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     assert json.loads(process.stdout.readline())['event'] == 'ready'
     answers = []
     for number, request in enumerate(requests):
+        if callable(request):
+            request(process.pid)
+            continue
         process.stdin.write((json.dumps({'op': 'exec', 'id': number, **request}) + '\n').encode())
         process.stdin.flush()
         answers.append(json.loads(process.stdout.readline()))
     process.stdin.close()
     assert process.wait(timeout=30) == 0
     return answers
+
+
+def stop_zygotes(agent_pid):
+    for pid in agent.live_children().get(agent_pid, []):
+        with open('/proc/%d/cmdline' % pid, 'rb') as f:
+            if b'--zygote' in f.read().split(b'\0'):
+                os.kill(pid, signal.SIGSTOP)
 
 
 def test_a_warm_exec_answers_as_a_cold_one(root):
@@ -210,3 +222,11 @@ def test_a_warm_exec_answers_as_a_cold_one(root):
 def test_a_bad_preload_is_an_error_naming_it():
     (answer,) = exec_all([{'argv': ['true'], 'preload': 'pytest'}])
     assert answer == {'id': 0, 'ok': False, 'error': 'ValueError: preload must be a list of module names'}
+
+
+def test_a_warm_exec_whose_zygote_was_stopped_times_out_and_the_next_one_runs(root):
+    run = {'argv': [sys.executable, '-m', 'json.tool', '--help'], 'cwd': root, 'preload': ['json.tool'], 'timeoutMs': 2000}
+    first, stuck, after = [answer['result'] for answer in exec_all([run, stop_zygotes, run, run])]
+    assert first['exitCode'] == 0 and 'usage' in first['stdout']
+    assert stuck['status'] == 'timeout'
+    assert {**after, 'durationMs': 0} == {**first, 'durationMs': 0}
