@@ -548,7 +548,7 @@ class Exec:
             if self.warm:
                 self.shepherd_reaped = True
                 if self.main_pid is None and self.failure is None and not self.killed:
-                    self.failure = 'the warm interpreter ended before it started the command (killed from inside the sandbox?)'
+                    self.failure = 'the warm interpreter could not start the command (at the sandbox\'s process limit, or killed from inside it)'
             return
         self.status_buffer += data
         *lines, self.status_buffer = self.status_buffer.split(b'\n')
