@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import type { LoopSummary } from '../pipelines/loop/index.js';
-import { budgetComparisons, formatBudgets, formatTrainingCounts } from './experiment.js';
+import { budgetComparisons, formatBudgets, formatThroughput, formatTrainingCounts } from './experiment.js';
 
 // successesWithin[n]: episodes solved within n turns; the scripted repair loop solves at 5 (one try) or 8 (two).
 const within = (atFive: number, atEight: number): number[] => Array.from({ length: 9 }, (_, n) => (n >= 8 ? atEight : n >= 5 ? atFive : 0));
@@ -30,4 +30,18 @@ test('the training counts explain no-signal groups, max-turn episodes and checkp
   assert.match(lines[1]!, /^no-signal +24 of 40 rewards \(60\.0%\).*16 carried a gradient$/);
   assert.match(lines[2]!, /^max-turn episodes 28 of 40 /);
   assert.match(lines[3]!, /^checkpoints +2: /);
+});
+
+test('the throughput lines show each instance of a stage, so that one idle instance stands out', () => {
+  const evaluation = { evaluation: { episodes: 232 }, seconds: 200, load: 2 } as never;
+  const training = {
+    elapsedMs: 600_000,
+    stages: {
+      'rollout-worker': { instances: 2, records: 1000, perMinute: 100, busySeconds: 590, perInstance: [{ records: 1000, busySeconds: 590 }, { records: 0, busySeconds: 0 }] },
+      reward: { instances: 1, records: 1000, perMinute: 100, busySeconds: 1, perInstance: [{ records: 1000, busySeconds: 1 }] },
+    },
+  } as unknown as LoopSummary;
+  const lines = formatThroughput({ training, untrained: evaluation, trained: evaluation, trainingLoad: 1.5 });
+  assert.match(lines[1]!, /^  rollout-worker +1000 records +100\.0\/min  2 instances  busy 49\.2% \(each: 98\.3% \/ 1000 records, 0\.0% \/ 0 records\)$/);
+  assert.match(lines[2]!, /^  reward +1000 records +100\.0\/min  1 instance   busy 0\.2%$/);
 });

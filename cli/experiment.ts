@@ -217,7 +217,9 @@ export function formatThroughput(report: Pick<ExperimentReport, 'training' | 'un
     `throughput over ${minutes.toFixed(1)} min of loop (load ${report.trainingLoad.toFixed(1)}; busy = handling time over instances x loop time):`,
     ...Object.entries(training.stages).map(
       ([stage, s]) =>
-        `  ${stage.padEnd(16)} ${String(s.records).padStart(5)} records  ${s.perMinute.toFixed(1).padStart(6)}/min  ${s.instances} instance${s.instances === 1 ? ' ' : 's'}  busy ${pct(s.busySeconds / Math.max(1e-9, s.instances * minutes * 60))}`,
+        `  ${stage.padEnd(16)} ${String(s.records).padStart(5)} records  ${s.perMinute.toFixed(1).padStart(6)}/min  ${s.instances} instance${s.instances === 1 ? ' ' : 's'}  busy ${pct(s.busySeconds / Math.max(1e-9, s.instances * minutes * 60))}` +
+        // Per instance, so that one idle instance (half the stage's busy share) is told from two half-idle ones.
+        (s.instances > 1 ? ` (each: ${s.perInstance.map((i) => `${pct(i.busySeconds / Math.max(1e-9, minutes * 60))} / ${i.records} records`).join(', ')})` : ''),
     ),
     evalLine('untrained', report.untrained),
     evalLine('trained', report.trained),

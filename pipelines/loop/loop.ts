@@ -145,6 +145,8 @@ export interface StageThroughput {
   readonly perMinute: number;
   /** Handling time summed over its instances, in seconds: near instances x elapsed, the stage was the bound. */
   readonly busySeconds: number;
+  /** Records and handling seconds of each instance, in instance order: an idle instance shows here, not in the sums. */
+  readonly perInstance: readonly { readonly records: number; readonly busySeconds: number }[];
 }
 
 export interface LoopSummary {
@@ -409,8 +411,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     const counts = async (table: string, column: string): Promise<Record<string, number>> =>
       Object.fromEntries((await catalog.query(`SELECT ${column}, count(*) FROM ${table} WHERE run_id = ${run} GROUP BY 1 ORDER BY 1`)).rows.map(([key, n]) => [String(key), Number(n)]));
     const stage = (members: readonly { metrics: { busyMs: number; committed: ReadonlyMap<string, number> } }[], key: TopicKey): StageThroughput => {
-      const records = members.reduce((sum, m) => sum + committed(m, key), 0);
-      return { instances: members.length, records, perMinute: records / Math.max(1e-9, loopMs / 60_000), busySeconds: members.reduce((sum, m) => sum + m.metrics.busyMs, 0) / 1000 };
+      const perInstance = members.map((m) => ({ records: committed(m, key), busySeconds: m.metrics.busyMs / 1000 }));
+      const records = perInstance.reduce((sum, m) => sum + m.records, 0);
+      const busySeconds = perInstance.reduce((sum, m) => sum + m.busySeconds, 0);
+      return { instances: members.length, records, perMinute: records / Math.max(1e-9, loopMs / 60_000), busySeconds, perInstance };
     };
     const stages: Record<string, StageThroughput> = {
       'rollout-worker': stage(workers, 'trajectories'),
@@ -418,7 +422,9 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       reward: stage([reward], 'rewards'),
       ...(learner ? { learner: stage([learner], 'policyCheckpoints') } : {}),
       // The external learner's checkpoints, counted in the store (its handling time is in each checkpoint's metrics).
-      ...(external ? { learner: { instances: 1, records: landed('checkpoints'), perMinute: landed('checkpoints') / Math.max(1e-9, loopMs / 60_000), busySeconds: 0 } } : {}),
+      ...(external
+        ? { learner: { instances: 1, records: landed('checkpoints'), perMinute: landed('checkpoints') / Math.max(1e-9, loopMs / 60_000), busySeconds: 0, perInstance: [{ records: landed('checkpoints'), busySeconds: 0 }] } }
+        : {}),
     };
     const recordsPerTopic: Record<string, number> = { tasks: published };
     for (const table of ['trajectories', 'verifications', 'rewards', 'checkpoints']) {
