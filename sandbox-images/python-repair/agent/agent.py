@@ -193,14 +193,18 @@ def find_program(name, env):
     raise FileNotFoundError(2, 'not found on PATH %s' % env.get('PATH', os.defpath))
 
 
-def prepare_command(cwd):
-    """What the shepherd does for its command before starting it: the command inherits both."""
+def volunteer_for_oom_kill():
+    """The command (and a zygote, which only holds modules), not the agent, is what the OOM killer should pick."""
     try:
-        # The command, not the agent, is what the out-of-memory killer should pick.
         with open('/proc/self/oom_score_adj', 'w') as f:
             f.write('1000')
     except OSError:
         pass
+
+
+def prepare_command(cwd):
+    """What the shepherd does for its command before starting it: the command inherits both."""
+    volunteer_for_oom_kill()
     os.chdir(cwd)
 
 
@@ -407,11 +411,7 @@ class Zygote:
 def zygote_main(modules):
     """The zygote's own loop: import `modules`, then fork a shepherd for each request until the agent hangs up."""
     prctl(PR_SET_DUMPABLE, 0)
-    try:
-        with open('/proc/self/oom_score_adj', 'w') as f:
-            f.write('1000')
-    except OSError:
-        pass
+    volunteer_for_oom_kill()
     # Shepherds are reaped by the kernel; each sets SIGCHLD back to the default for its command.
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     for name in modules:
@@ -481,7 +481,6 @@ class Exec:
         command = python_command(argv, env) if preload else None
         # A warm exec's shepherd is the zygote's child: its pid comes on the status pipe, its end is the pipe's.
         self.zygote = agent.launch_warm(command, env, cwd, preload, (stdin_r, stdout_w, stderr_w, status_w)) if command else None
-        self.warm = self.zygote is not None
         self.shepherd = None
         if not self.warm:
             try:
@@ -504,6 +503,10 @@ class Exec:
             sel.register(nonblocking(self.stdin_w), selectors.EVENT_WRITE, self.write_stdin)
         else:
             self.close_stdin()
+
+    @property
+    def warm(self):
+        return self.zygote is not None
 
     def write_stdin(self):
         try:
