@@ -61,16 +61,36 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
 }
 
 /**
- * Runs `work` until it succeeds, a non-retriable error is thrown, or the retries are spent. A retriable
- * error may ask for a minimum wait (`retryAfterMs`, e.g. from HTTP Retry-After).
+ * Settles as `work` does, or rejects with `expired()` once `ms` have passed, whichever comes first. `work` is
+ * not stopped: a caller that must stop it aborts it when the deadline error arrives.
  */
-export async function withRetries<T>(work: (attempt: number) => Promise<T>, options: ResolvedRetryOptions, signal: AbortSignal): Promise<T> {
+export async function withDeadline<T>(work: Promise<T>, ms: number, expired: () => Error): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(expired()), ms)));
+  try {
+    return await Promise.race([work, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Runs `work` until it succeeds, an error `retryIf` refuses is thrown, or the retries are spent. A retried
+ * error may ask for a minimum wait (`retryAfterMs`, e.g. from HTTP Retry-After). `retryIf` defaults to the
+ * errors' own `retriable` flag; a client passes its own to retry one condition its library leaves to callers.
+ */
+export async function withRetries<T>(
+  work: (attempt: number) => Promise<T>,
+  options: ResolvedRetryOptions,
+  signal: AbortSignal,
+  retryIf: (error: unknown) => boolean = isRetriable,
+): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await work(attempt);
     } catch (error) {
       if (error instanceof ShutdownError || signal.aborted) throw error;
-      if (!isRetriable(error) || attempt >= options.retries) {
+      if (!retryIf(error) || attempt >= options.retries) {
         if (typeof error === 'object' && error !== null) attempts.set(error, attempt + 1);
         throw error;
       }

@@ -14,11 +14,13 @@ import {
   type TableSpec,
 } from '../../connectors/analytics/index.js';
 import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
-import { ConfigError, errorMessage, ShutdownError, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, errorMessage, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
+  CRASH_REJOIN_DELAY_MS,
   deadLetter,
   metrics,
+  partitionKey,
   ProcessorMetrics,
   retry,
   TransactionalProducer,
@@ -93,8 +95,6 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
   return resolved;
 }
 
-const partitionKey = (topic: string, partition: number): string => `${topic}:${partition}`;
-
 /**
  * Where the sink's time goes, in milliseconds since start: what `npm run bench:analytics` prints per
  * record. `decode` and `waiting` lie on the consumer's path, and the rest of its wall time is the
@@ -155,6 +155,8 @@ export class AnalyticsSink {
   private failedLanding: { batch: FlushBatch; error: unknown } | undefined;
   private timer: NodeJS.Timeout | undefined;
   private consumer: KafkaConsumer | undefined;
+  /** Set while the sink joins its group again after its consumer stopped (see rejoinAfterCrash). */
+  private rejoining: Promise<void> | null = null;
   private producer: TransactionalProducer | undefined;
   private admin: KafkaAdmin | undefined;
   private writer: ParquetWriter | undefined;
@@ -202,15 +204,27 @@ export class AnalyticsSink {
   async start(): Promise<void> {
     const { kafka } = this.context;
     this.writer = await ParquetWriter.open({ threads: this.options.writerThreads });
-    this.admin = kafka.admin();
-    await this.admin.connect();
-    this.producer = new TransactionalProducer(async () => {
-      const producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
-      await producer.connect();
-      return producer;
-    }, 'analytics-sink');
+    const admin = kafka.admin();
+    await admin.connect();
+    this.admin = admin;
+    this.producer = new TransactionalProducer(
+      async () => {
+        const producer = kafka.producer({ transactionalId: `${this.groupId}-0` });
+        await producer.connect();
+        return producer;
+      },
+      'analytics-sink',
+      (groupId, topics) => admin.fetchGroupOffsets(groupId, topics),
+    );
     await this.producer.connect();
-    this.consumer = kafka.consumer({
+    await this.startConsumer();
+    const tick = Math.max(50, Math.min(1000, Math.floor(this.options.rollAgeMs / 4)));
+    this.timer = setInterval(() => void this.flushDue().catch((error: unknown) => process.stderr.write(`[analytics-sink] age-based flush failed, retrying: ${errorMessage(error)}\n`)), tick);
+  }
+
+  /** Joins the group and starts reading; returns once running. */
+  private async startConsumer(): Promise<void> {
+    const consumer = this.context.kafka.consumer({
       groupId: this.groupId,
       fromBeginning: true,
       sessionTimeoutMs: this.options.sessionTimeoutMs,
@@ -218,9 +232,15 @@ export class AnalyticsSink {
       // A (re)join restarts every assigned partition from its committed offset: what was buffered is read again.
       onAssignment: () => void this.exclusive(async () => this.forgetAssignment()).catch((error: unknown) => process.stderr.write(`[analytics-sink] ${errorMessage(error)}\n`)),
     });
-    await this.consumer.connect();
-    await this.consumer.subscribe([...this.topicKeys.keys()]);
-    await this.consumer.run({
+    this.consumer = consumer;
+    await consumer.connect();
+    await consumer.subscribe([...this.topicKeys.keys()]);
+    let running = false;
+    await consumer.run({
+      // A failed start is thrown from here; a consumer that stops later would leave the group without a word.
+      onCrash: (error) => {
+        if (running && this.consumer === consumer) this.rejoinAfterCrash(error);
+      },
       eachBatch: async ({ batch, resolveOffset, heartbeat, isActive }) => {
         const work = this.exclusive(async () => {
           if (this.shutdown.signal.aborted || !isActive()) return;
@@ -246,14 +266,40 @@ export class AnalyticsSink {
         await heartbeat();
       },
     });
-    const tick = Math.max(50, Math.min(1000, Math.floor(this.options.rollAgeMs / 4)));
-    this.timer = setInterval(() => void this.flushDue().catch((error: unknown) => process.stderr.write(`[analytics-sink] age-based flush failed, retrying: ${errorMessage(error)}\n`)), tick);
+    running = true;
+  }
+
+  /**
+   * The consumer stopped for good (the client gave up on an error it met): the sink is no member any more, and
+   * what it buffered would never be committed. It drops its buffers, waits CRASH_REJOIN_DELAY_MS and joins again,
+   * as often as that takes, until stopped; the new assignment reads from the committed offsets.
+   */
+  private rejoinAfterCrash(cause: Error): void {
+    if (this.rejoining || this.shutdown.signal.aborted) return;
+    process.stderr.write(`[analytics-sink] its consumer stopped (${errorMessage(cause)}); rejoining the group\n`);
+    this.rejoining = (async () => {
+      for (;;) {
+        const crashed = this.consumer;
+        this.consumer = undefined;
+        await crashed?.disconnect().catch(() => undefined);
+        try {
+          await this.exclusive(async () => this.forgetAssignment());
+          await sleep(CRASH_REJOIN_DELAY_MS, this.shutdown.signal);
+          await this.startConsumer();
+          return;
+        } catch (error) {
+          if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
+          process.stderr.write(`[analytics-sink] rejoining failed (${errorMessage(error)}); trying again\n`);
+        }
+      }
+    })().finally(() => (this.rejoining = null));
   }
 
   /** Graceful stop: everything read so far is written and committed first. */
   async stop(): Promise<void> {
     clearInterval(this.timer);
     this.shutdown.abort();
+    await this.rejoining;
     try {
       await this.exclusive(async () => {
         for (const buffer of this.buffers.values()) if (!buffer.empty && this.landed.has(partitionKey(buffer.topic, buffer.partition))) await this.flush(buffer);

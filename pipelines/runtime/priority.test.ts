@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { byPriority, decodeProgress, encodeHandled, isHandled, nextToCommit } from './priority.js';
+import { byPriority, decodeProgress, encodeHandled, freshestProgress, isHandled, nextToCommit } from './priority.js';
 
 describe('out-of-order progress', () => {
   it('round-trips the records handled above the committed offset through the commit metadata', () => {
@@ -24,6 +24,18 @@ describe('out-of-order progress', () => {
     assert.equal(nextToCommit(offsets, { next: 10n, handled: new Set([10n, 11n, 13n, 14n]) }), 15n);
     assert.equal(isHandled({ next: 12n, handled: new Set([14n]) }, 11n), true);
     assert.equal(isHandled({ next: 12n, handled: new Set([14n]) }, 13n), false);
+  });
+
+  it('trusts whichever reading of the progress is further along: the group commit read back, or its own last commit', () => {
+    const own = { next: 12n, handled: new Set([14n]) };
+    assert.equal(freshestProgress({ next: 10n, handled: new Set() }, own), own, 'a lagging read');
+    assert.equal(freshestProgress({ next: null, handled: new Set() }, own), own, 'a read that shows no commit yet');
+    const later = { next: 15n, handled: new Set<bigint>() };
+    assert.equal(freshestProgress(later, own), later, 'another member committed after it');
+    const more = { next: 12n, handled: new Set([13n, 14n]) };
+    assert.equal(freshestProgress(more, own), more);
+    assert.equal(freshestProgress({ next: 12n, handled: new Set() }, own), own);
+    assert.equal(freshestProgress(later, undefined), later, 'nothing committed here');
   });
 
   it('orders by priority, highest first, offsets breaking ties', () => {

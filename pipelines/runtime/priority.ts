@@ -42,6 +42,17 @@ export function decodeProgress(offset: string | null | undefined, metadata: stri
   return { next, handled };
 }
 
+/**
+ * The further along of two readings of a partition's progress: the group's commit as read back, and what this
+ * instance last committed itself (the read can lag it while a moved group coordinator loads its offsets).
+ */
+export function freshestProgress(read: PartitionProgress, own: PartitionProgress | undefined): PartitionProgress {
+  if (own === undefined || own.next === null) return read;
+  if (read.next === null || own.next > read.next) return own;
+  // At the same offset, the commit that marks more records handled above it is the later one.
+  return own.next === read.next && own.handled.size > read.handled.size ? own : read;
+}
+
 /** Whether a record is handled according to the progress. */
 export const isHandled = (progress: PartitionProgress, offset: bigint): boolean => (progress.next !== null && offset < progress.next) || progress.handled.has(offset);
 

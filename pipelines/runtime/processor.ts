@@ -1,19 +1,19 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, resolveRetryOptions, ShutdownError, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, resolveRetryOptions, ShutdownError, sleep, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter } from './dead-letter.js';
 import { hostGuard } from './host.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
-import { byPriority, decodeProgress, encodeHandled, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
+import { byPriority, decodeProgress, encodeHandled, freshestProgress, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { ProcessorLease } from './lease.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
 import { TransactionalProducer } from './transaction.js';
-import { compose, type Accept, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
+import { compose, partitionKey, type Accept, type EncodedOutput, type Handler, type Output, type RawHandler, type RawRecord, type TypedRecord } from './types.js';
 
 /** The connections a processor runs on; one per process, shared by its processors. */
 export interface ProcessorContext {
@@ -112,6 +112,9 @@ function resolveHostProbe(options: Pick<ProcessorOptions<TopicKey>, 'name' | 'ho
   }
 }
 
+/** How long a processor whose consumer stopped for good waits before it joins its group again. */
+export const CRASH_REJOIN_DELAY_MS = 5_000;
+
 /**
  * Consume -> handle -> produce, exactly once: the outputs of a chunk of records, the state-store changes
  * they caused, and the consumed offsets are committed in one Kafka transaction; consumers downstream read
@@ -125,16 +128,22 @@ export class StreamProcessor<K extends TopicKey> {
   /** Aborted when this instance stops processing: on stop(), or when a standby took its lease. */
   private activation = new AbortController();
   private stopped = false;
-  /** Aborted by stop(): ends the probes of a host that is down. */
+  /** Aborted by stop(): ends the probes of a host that is down, and the wait before a rejoin. */
   private readonly lifetime = new AbortController();
-  /** Set while this instance is out of its group because its host is down (see leaveUntilHostAnswers). */
-  private hostOutage: Promise<void> | null = null;
+  /** Set while this instance is out of its group to join again: its host is down, or its consumer stopped. */
+  private rejoining: Promise<void> | null = null;
   private lease: ProcessorLease | undefined;
   private readonly topicKeys: Map<string, K>;
   private consumer: KafkaConsumer | undefined;
   private producer: TransactionalProducer | undefined;
-  /** Reads committed offsets and their metadata back, for priority order. */
-  private admin: KafkaAdmin | undefined;
+  /** Reads committed offsets and their metadata back (priority order, a commit of unknown outcome); connected on first use. */
+  private admin: Promise<KafkaAdmin> | undefined;
+  /**
+   * What this instance itself last committed per input partition. The group's commit as read back can lag it (a
+   * moved group coordinator that has not loaded it yet, a consumer restarted inside the client): such records are
+   * not handled twice.
+   */
+  private readonly committedHere = new Map<string, PartitionProgress>();
   private assigned: ReadonlyArray<{ readonly topic: string; readonly partition: number }> = [];
 
   constructor(
@@ -233,7 +242,9 @@ export class StreamProcessor<K extends TopicKey> {
     const { kafka, names } = this.context;
     this.activation = new AbortController();
     for (const store of this.options.stores) await store.restore(kafka);
-    this.producer = new TransactionalProducer(() => this.newProducer(), `${this.options.name} instance ${this.options.instanceId}`);
+    this.producer = new TransactionalProducer(() => this.newProducer(), `${this.options.name} instance ${this.options.instanceId}`, async (groupId, topics) =>
+      (await this.groupOffsets()).fetchGroupOffsets(groupId, topics),
+    );
     await this.producer.connect();
     this.consumer = kafka.consumer({
       groupId: this.groupId,
@@ -246,13 +257,31 @@ export class StreamProcessor<K extends TopicKey> {
     });
     await this.consumer.connect();
     await this.consumer.subscribe(this.options.inputs.map((key) => names.name(key)));
-    if (this.options.priority) {
-      this.admin = kafka.admin();
-      await this.admin.connect();
-    }
+    let running = false;
+    const activation = this.activation;
     await this.consumer.run({
       eachBatch: (payload) => (this.options.priority ? this.handleByPriority(payload, this.options.priority) : this.handleInOrder(payload)),
+      // A failed start is thrown from here; a consumer that stops later would leave the group without a word.
+      onCrash: (error) => {
+        if (running && !activation.signal.aborted) this.rejoinAfterCrash(error);
+      },
     });
+    running = true;
+  }
+
+  /** The admin client, connected on first use. */
+  private groupOffsets(): Promise<KafkaAdmin> {
+    this.admin ??= (async () => {
+      const admin = this.context.kafka.admin();
+      await admin.connect();
+      return admin;
+    })();
+    const connecting = this.admin;
+    connecting.catch(() => {
+      // A failed connect is tried again next time.
+      if (this.admin === connecting) this.admin = undefined;
+    });
+    return connecting;
   }
 
   /**
@@ -270,9 +299,11 @@ export class StreamProcessor<K extends TopicKey> {
     this.activation.abort();
     await this.consumer?.disconnect();
     await this.producer?.disconnect();
-    await this.admin?.disconnect();
+    const admin = this.admin;
     this.consumer = this.producer = this.admin = undefined;
+    await admin?.then((connected) => connected.disconnect(), () => undefined);
     this.assigned = [];
+    this.committedHere.clear();
     for (const store of this.options.stores) store.discard();
   }
 
@@ -286,9 +317,12 @@ export class StreamProcessor<K extends TopicKey> {
 
   private async handleInOrder({ batch, resolveOffset, heartbeat, isActive }: BatchPayload): Promise<void> {
     const size = this.options.maxRecordsPerTransaction;
-    for (let i = 0; i < batch.messages.length; i += size) {
+    const done = this.committedHere.get(partitionKey(batch.topic, batch.partition))?.next ?? null;
+    const messages = done === null ? batch.messages : batch.messages.filter((message) => BigInt(message.offset) >= done);
+    if (messages.length < batch.messages.length) resolveOffset((done! - 1n).toString());
+    for (let i = 0; i < messages.length; i += size) {
       if (!isActive() || this.activation.signal.aborted) return;
-      const chunk = batch.messages.slice(i, i + size);
+      const chunk = messages.slice(i, i + size);
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
         for (const message of chunk) {
@@ -330,7 +364,7 @@ export class StreamProcessor<K extends TopicKey> {
    */
   private async handleByPriority({ batch, resolveOffset, heartbeat, isActive }: BatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
     const { topic, partition } = batch;
-    const committed = await this.committedProgress(topic, partition);
+    const committed = freshestProgress(await this.committedProgress(topic, partition), this.committedHere.get(partitionKey(topic, partition)));
     const handled = new Set(committed.handled);
     const progress: PartitionProgress = { next: committed.next, handled };
     const offsets = batch.messages.map((message) => BigInt(message.offset));
@@ -365,7 +399,7 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async committedProgress(topic: string, partition: number): Promise<PartitionProgress> {
-    const [committed] = await this.admin!.fetchGroupOffsets(this.groupId, [topic]);
+    const [committed] = await (await this.groupOffsets()).fetchGroupOffsets(this.groupId, [topic]);
     const entry = committed?.partitions.find((p) => p.partition === partition);
     return decodeProgress(entry?.offset, entry?.metadata);
   }
@@ -379,7 +413,7 @@ export class StreamProcessor<K extends TopicKey> {
    * rejoin that fails (Kafka unreachable) is left unhandled and ends the process, as a failed start would.
    */
   private leaveUntilHostAnswers(cause: HostUnavailableError): void {
-    if (this.hostOutage || this.stopped) return;
+    if (this.rejoining || this.stopped) return;
     const what = `[${this.options.name}] instance ${this.options.instanceId}`;
     process.stderr.write(`${what}: ${cause.message}; leaving the group until the host answers\n`);
     // Aborted now, synchronously: the batch loop must not start another record on this host.
@@ -387,7 +421,7 @@ export class StreamProcessor<K extends TopicKey> {
     const probe = async (): Promise<void> => {
       if (!(await this.options.hostAvailable!())) throw new ConnectionError(`${what}: the host's engine still does not answer`);
     };
-    this.hostOutage = (async () => {
+    this.rejoining = (async () => {
       // Once the batch handler has returned: the client seeks back to its unhandled records then, while connected.
       await new Promise((resolve) => setImmediate(resolve));
       await this.deactivate();
@@ -400,14 +434,39 @@ export class StreamProcessor<K extends TopicKey> {
       if (this.stopped) return;
       process.stderr.write(`${what}: the host answers again; rejoining the group\n`);
       await this.activate();
-    })().finally(() => (this.hostOutage = null));
+    })().finally(() => (this.rejoining = null));
+  }
+
+  /**
+   * The consumer stopped for good (the client gave up on an error it met, e.g. while a killed broker's partitions
+   * moved): this instance is no member any more and its partitions wait for the session timeout. It leaves, waits
+   * CRASH_REJOIN_DELAY_MS and joins again, as often as that takes, until stopped.
+   */
+  private rejoinAfterCrash(cause: Error): void {
+    if (this.rejoining || this.stopped) return;
+    const what = `[${this.options.name}] instance ${this.options.instanceId}`;
+    process.stderr.write(`${what}: its consumer stopped (${errorMessage(cause)}); rejoining the group\n`);
+    this.activation.abort();
+    this.rejoining = (async () => {
+      for (;;) {
+        await this.deactivate();
+        try {
+          await sleep(CRASH_REJOIN_DELAY_MS, this.lifetime.signal);
+          await this.activate();
+          return;
+        } catch (error) {
+          if (error instanceof ShutdownError || this.stopped) return;
+          process.stderr.write(`${what}: rejoining failed (${errorMessage(error)}); trying again\n`);
+        }
+      }
+    })().finally(() => (this.rejoining = null));
   }
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
   async stop(): Promise<void> {
     this.stopped = true;
     this.lifetime.abort();
-    await this.hostOutage?.catch(() => undefined);
+    await this.rejoining?.catch(() => undefined);
     await this.deactivate();
     await this.lease?.leave();
   }
@@ -429,7 +488,14 @@ export class StreamProcessor<K extends TopicKey> {
 
   private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string, metadata: string | null = null): Promise<void> {
     // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
-    await this.producer!.commit([...outputs, ...this.options.stores.flatMap((store) => store.changelog())], this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
+    try {
+      await this.producer!.commit([...outputs, ...this.options.stores.flatMap((store) => store.changelog())], this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
+    } catch (error) {
+      // Said here: the client logs an error thrown out of a batch only at a level we mute.
+      if (!this.activation.signal.aborted) process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: a transaction failed, its records are handled again (${errorMessage(error)})\n`);
+      throw error;
+    }
+    this.committedHere.set(partitionKey(topic, partition), decodeProgress(nextOffset, metadata));
     for (const store of this.options.stores) store.commit();
     for (const output of outputs) this.metrics.committed.set(output.topic, (this.metrics.committed.get(output.topic) ?? 0) + 1);
   }

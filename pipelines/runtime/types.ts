@@ -12,6 +12,9 @@ interface RecordMeta {
   readonly timestamp: string;
 }
 
+/** A topic partition as one map key. */
+export const partitionKey = (topic: string, partition: number): string => `${topic}:${partition}`;
+
 /** A record as it came off the wire. */
 export interface RawRecord extends RecordMeta {
   readonly key: Buffer | null;

@@ -116,12 +116,8 @@ async function brokerKilledMidRun(client: 'confluent' | 'kafkajs'): Promise<void
   }
 }
 
-// TODO, not skipped: it runs and reports in every suite. On 2026-12-01 it failed 3 runs of 3 on a fresh machine: after
-// the broker came back, all 8 trajectories and verifications were committed but only 7 rewards, with no trace of the
-// missing group in the reward processor's changelogs (docs/kafka.md, Known limits). Until that loss is understood it
-// does not fail the suite.
 test(
   'a broker SIGKILLed mid-run and restarted: every sample still ends with exactly one trajectory, verification and reward (kafkajs)',
-  { timeout: 900_000, todo: 'a reward is lost when the killed broker comes back: docs/kafka.md, Known limits' },
+  { timeout: 900_000 },
   () => brokerKilledMidRun('kafkajs'),
 );

@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type Transaction } from 'kafkajs';
-import { ConnectionError, KafkaError } from '../../../schemas/index.js';
+import { ConnectionError, KafkaError, resolveRetryOptions, withRetries } from '../../../schemas/index.js';
 import { headerText } from '../headers.js';
 import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
 import type {
@@ -200,12 +200,23 @@ function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped)
   };
 }
 
+/**
+ * The transaction coordinator answers AddOffsetsToTxn with CONCURRENT_TRANSACTIONS until the markers of the
+ * producer's previous transaction are written (slow with three brokers, slower with one down). The broker expects
+ * clients to retry it, but kafkajs sends that request once, outside its retrier, so the adapter retries it.
+ */
+const coordinatorBusy = (error: unknown): boolean => error instanceof KafkaError && error.code === 'CONCURRENT_TRANSACTIONS';
+const COORDINATOR_BUSY_RETRY = resolveRetryOptions({ retries: 12, initialDelayMs: 50, maxDelayMs: 2000 });
+/** Transactions end with their producer, not with a signal of their own. */
+const NEVER_STOPPED = new AbortController().signal;
+
 function kafkajsTransaction(transaction: Transaction, mapped: Mapped): KafkaTransaction {
   return {
     send: async (records) => void (await mapped(transaction.send(outgoing(records)))),
     sendBatch: async (batch) => void (await mapped(transaction.sendBatch({ topicMessages: batch.map(outgoing) }))),
     // TxnOffsetCommit v1: the group id only, no generation; fencing rests on the transactional id.
-    sendOffsets: (consumer, offsets) => mapped(transaction.sendOffsets({ consumerGroupId: consumer.groupId, topics: byTopic(offsets) })),
+    sendOffsets: (consumer, offsets) =>
+      withRetries(() => mapped(transaction.sendOffsets({ consumerGroupId: consumer.groupId, topics: byTopic(offsets) })), COORDINATOR_BUSY_RETRY, NEVER_STOPPED, coordinatorBusy),
     commit: () => mapped(transaction.commit()),
     abort: () => mapped(transaction.abort()),
   };
@@ -253,7 +264,12 @@ class KafkajsConsumer implements KafkaConsumer {
   }
 
   async run({ eachBatch, onPosition, onCrash }: ConsumerRunOptions): Promise<void> {
-    if (onCrash) this.consumer.on(this.consumer.events.CRASH, ({ payload }) => onCrash(payload.error));
+    // kafkajs also reports the crashes it restarts the consumer after by itself: only a final one is the port's.
+    if (onCrash) {
+      this.consumer.on(this.consumer.events.CRASH, ({ payload }) => {
+        if (!payload.restart) onCrash(payload.error);
+      });
+    }
     // Fetches holding only transaction markers never reach eachBatch; this event sees every batch.
     if (onPosition) {
       this.consumer.on(this.consumer.events.END_BATCH_PROCESS, ({ payload }) => {
