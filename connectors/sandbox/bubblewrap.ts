@@ -135,6 +135,13 @@ class BubblewrapBackend implements SandboxBackend {
     return [...ids];
   }
 
+  /** A sandbox's processes all live in its cgroup, so removing this owner's cgroups removes what is left. */
+  async removeAll(): Promise<string[]> {
+    if (!this.cgroups) return [];
+    const mine = ownerKey(this.owner);
+    return reapCgroups(this.cgroups, (key) => key === mine);
+  }
+
   /** Sandboxes are processes of this host's own kernel: there is no engine to lose. */
   async reachable(): Promise<boolean> {
     return true;

@@ -44,7 +44,11 @@ interface ImageInfo {
   readonly agent: readonly string[];
 }
 
-const isGone = (error: unknown): boolean => /no such container|404|is already in progress/i.test(errorMessage(error));
+const statusOf = (error: unknown): number | undefined => (error as { statusCode?: unknown } | null)?.statusCode as number | undefined;
+/** The engine has no such container (by status, not by a "404" that a container id or name may contain). */
+const isGone = (error: unknown): boolean => statusOf(error) === 404 || /no such container/i.test(errorMessage(error));
+/** Another removal of the container is under way: it is not gone yet, and that removal may still fail. */
+const isRemovalInProgress = (error: unknown): boolean => /removal of container .* is already in progress/i.test(errorMessage(error));
 /** The engine did not answer at all (stopped or restarting), as opposed to refusing a request. */
 const isUnreachable = (error: unknown): boolean => /ECONNREFUSED|ENOENT|ECONNRESET|EPIPE|socket hang up/i.test(errorMessage(error));
 
@@ -117,6 +121,9 @@ class DockerBackend implements SandboxBackend {
           },
         });
       } catch (error) {
+        // The engine may have made the container although its answer was lost (a reset connection): nothing
+        // would know its id, so it is removed by its name.
+        if (statusOf(error) !== 409) await this.docker.getContainer(name).remove({ force: true, v: true }).catch(() => undefined);
         throw new SandboxError(`creating a sandbox from ${spec.image} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
       }
       return created;
@@ -138,29 +145,46 @@ class DockerBackend implements SandboxBackend {
       await withTimeout(channel.ready, this.startTimeoutMs, `its agent did not start within ${this.startTimeoutMs} ms`);
     } catch (error) {
       channel?.close('it failed to start');
-      await this.remove(container).catch(() => undefined);
+      const left = await this.remove(container).then(
+        () => '',
+        (cleanup: unknown) => `; removing it failed too: ${errorMessage(cleanup)}`,
+      );
       const detail = agentErrors.toString().trim();
-      throw new SandboxError(`starting sandbox ${name} from ${spec.image} failed: ${errorMessage(error)}${detail ? `; agent said: ${detail}` : ''}`, {
+      throw new SandboxError(`starting sandbox ${name} from ${spec.image} failed: ${errorMessage(error)}${detail ? `; agent said: ${detail}` : ''}${left}`, {
         retriable: true,
         cause: error,
       });
     }
 
     const ready = channel;
+    // A rename must never overlap the container's removal: the engine (20.10) does not serialise the two, and a
+    // rename that writes the container's config while a forced removal deletes its directory leaves the container
+    // listed after the removal, as "Removal In Progress" (the removal failed) or as a ghost no removal can reach.
+    // So renames run one at a time, none starts once removal was asked for, and removal waits for the one in flight.
+    let removing = false;
+    let renamed: Promise<void> = Promise.resolve();
     return {
       id: container.id,
       imageDigest: image.digest,
       channel: ready,
-      assign: async (taskId) => {
-        if (taskId === spec.taskId) return;
-        await this.engine.run(() => container.rename({ name: containerName(taskId, suffix) })).catch((error: unknown) => {
-          // Released (and removed) before the rename got its turn: nothing left to label.
+      assign: (taskId) => {
+        if (taskId === spec.taskId) return Promise.resolve();
+        const rename = renamed.then(() =>
+          this.engine.run(async () => {
+            // Released while waiting for its turn: nothing left to label.
+            if (!removing) await container.rename({ name: containerName(taskId, suffix) });
+          }),
+        );
+        renamed = rename.catch(() => undefined);
+        return rename.catch((error: unknown) => {
           if (!isGone(error)) throw error;
         });
       },
       diagnose: async () => ((await container.inspect()).State?.OOMKilled ? 'oom' : null),
       destroy: async () => {
+        removing = true;
         ready.close('it was released');
+        await renamed;
         await this.remove(container);
       },
     };
@@ -190,7 +214,17 @@ class DockerBackend implements SandboxBackend {
     );
   }
 
-  /** Force-removes a container; while the engine is unreachable (restarting), keeps trying for about a minute. */
+  async removeAll(): Promise<string[]> {
+    const left = await this.existing();
+    await Promise.all(left.map((id) => this.remove(this.docker.getContainer(id))));
+    return left;
+  }
+
+  /**
+   * Force-removes a container and returns once the engine no longer has it. While the engine is unreachable
+   * (restarting) or another removal of it is under way, keeps trying for about a minute; a removal the engine
+   * failed half-way (the container left "Removal In Progress") is retried a few times.
+   */
   private async remove(container: Docker.Container): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -198,7 +232,8 @@ class DockerBackend implements SandboxBackend {
         return;
       } catch (error) {
         if (isGone(error)) return;
-        if (!isUnreachable(error) || attempt >= 12) {
+        const attempts = isUnreachable(error) || isRemovalInProgress(error) ? 12 : (statusOf(error) ?? 0) >= 500 ? 3 : 0;
+        if (attempt >= attempts) {
           throw new SandboxError(`removing sandbox ${container.id.slice(0, 12)} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
         }
         await sleep(Math.min(5_000, 250 * 2 ** attempt));
@@ -280,7 +315,8 @@ async function reapContainers(docker: Docker, decide: (info: Docker.ContainerInf
         await engine.run(() => docker.getContainer(info.Id).remove({ force: true, v: true }));
         removed.push(info.Id);
       } catch (error) {
-        if (!isGone(error)) throw error;
+        // Being removed by someone else (its own pool, another reaper) is as good as removed here.
+        if (!isGone(error) && !isRemovalInProgress(error)) throw error;
       }
     }),
   );

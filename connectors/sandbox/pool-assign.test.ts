@@ -38,6 +38,10 @@ class FakeBackend implements SandboxBackend {
     return [];
   }
 
+  async removeAll(): Promise<string[]> {
+    return [];
+  }
+
   async reachable(): Promise<boolean> {
     return true;
   }
@@ -94,4 +98,25 @@ test('the lease budget: an acquire past maxSandboxes waits for a release, and an
     await pool.close();
   }
   assert.throws(() => resolvePoolOptions({ maxSandboxes: 0 }, 'PoolOptions'), /PoolOptions.maxSandboxes must be a whole number/);
+});
+
+test('an acquire whose sandbox was still starting when the pool closed fails, and its sandbox is destroyed', async () => {
+  let open = (): void => undefined;
+  const gate = new Promise<void>((resolve) => (open = resolve));
+  const backend = new FakeBackend();
+  const start = backend.start.bind(backend);
+  backend.start = async (spec) => {
+    await gate;
+    return start(spec);
+  };
+  const pool = new AgentSandboxPool(backend, resolvePoolOptions({ warmSize: 0, reapIntervalMs: 0 }, 'test'));
+  const acquiring = pool.acquire({ image: 'img', runId: 'run', taskId: 'late' });
+  for (let i = 0; i < 20 && pool.stats.pending === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+  const closing = pool.close();
+  open();
+  await closing;
+  await assert.rejects(acquiring, /the sandbox pool is closed/);
+  assert.equal(backend.channels.length, 1);
+  assert.ok(backend.channels[0]!.closed, 'the sandbox started for it was destroyed');
+  assert.equal(pool.stats.held, 0);
 });

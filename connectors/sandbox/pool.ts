@@ -86,6 +86,8 @@ export interface SandboxBackend {
   reap(live: ReadonlySet<string>): Promise<ReapReport>;
   /** Ids of this owner's sandboxes that exist on the host right now (for leak checks). */
   existing(): Promise<string[]>;
+  /** Removes every sandbox of this owner still on the host and returns their ids (close's last step). */
+  removeAll(): Promise<string[]>;
   /** Whether the engine answers at all (SandboxPool.reachable); never throws. */
   reachable(): Promise<boolean>;
 }
@@ -144,6 +146,12 @@ export class AgentSandboxPool implements SandboxPool {
       lease();
       throw error;
     }
+    if (this.closed) {
+      // Closed while it started: close has destroyed it (or will), so it must not be handed out.
+      lease();
+      this.warm.retire(handle);
+      throw new SandboxError('the sandbox pool is closed');
+    }
     this.held.set(handle, lease);
     handle.channel.assign(options.taskId);
     this.chore(handle.assign(options.taskId).catch((error: unknown) => this.options.onWarning(`labelling sandbox ${handle.id} with task ${options.taskId} failed: ${errorMessage(error)}`)));
@@ -200,6 +208,14 @@ export class AgentSandboxPool implements SandboxPool {
     this.held.clear();
     await this.warm.close();
     while (this.chores.size > 0) await Promise.allSettled([...this.chores]);
+    // Every creation and removal has settled; whatever of this owner is still on the host was lost by the
+    // bookkeeping (a creation whose answer never came, a removal that failed) and goes now.
+    try {
+      const left = await this.backend.removeAll();
+      if (left.length > 0) this.options.onWarning(`removed ${left.length} sandbox(es) the pool had lost track of at close: ${left.join(', ')}`);
+    } catch (error) {
+      this.options.onWarning(`removing what was left of this pool's sandboxes at close failed: ${errorMessage(error)}`);
+    }
   }
 
   private async start(spec: StartSpec): Promise<SandboxHandle> {
