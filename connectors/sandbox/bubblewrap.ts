@@ -4,7 +4,7 @@ import { statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Docker from 'dockerode';
-import { checkoutFile, ConfigError, SandboxError, errorMessage } from '../../schemas/index.js';
+import { checkoutFile, ConfigError, SandboxError, errorMessage, withDeadline } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { detectCgroups, reapCgroups, SandboxCgroup, sandboxCgroupsOf, type CgroupLayout } from './cgroups.js';
@@ -99,7 +99,7 @@ class BubblewrapBackend implements SandboxBackend {
       await cgroup?.destroy();
     };
     try {
-      await withDeadline(channel.ready, this.startTimeoutMs, `its agent did not start within ${this.startTimeoutMs} ms`);
+      await withDeadline(channel.ready, this.startTimeoutMs, () => new SandboxError(`its agent did not start within ${this.startTimeoutMs} ms`, { retriable: true }));
     } catch (error) {
       await destroy().catch((cleanup: unknown) => this.warn(`cleaning up sandbox ${id} failed: ${errorMessage(cleanup)}`));
       const detail = errors.toString().trim();
@@ -224,15 +224,6 @@ function tmpfsMounts(rootfs: string, limits: ResolvedSandboxLimits, ids: { uid: 
     'tmpfs', join(rootfs, WORKSPACE), `nosuid,nodev,size=${limits.workspaceBytes},nr_inodes=${limits.workspaceInodes},mode=0755,uid=${ids.uid},gid=${ids.gid}`,
     'tmpfs', join(rootfs, 'tmp'), `nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`,
   ];
-}
-
-async function withDeadline<T>(work: Promise<T>, timeoutMs: number, message: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  try {
-    return await Promise.race([work, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new SandboxError(message, { retriable: true })), timeoutMs)))]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
