@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parsePosition, type Position } from '../connectors/kafka/index.js';
-import { LLM_POLICY, LLM_SERVER_KINDS, resolveLlmPolicyOptions, type LlmPolicyOptions, type LlmServerKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
+import { LLM_POLICY, LLM_SCAFFOLDS, LLM_SERVER_KINDS, resolveLlmPolicyOptions, type LlmPolicyOptions, type LlmScaffold, type LlmServerKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { ConfigError } from '../schemas/index.js';
 
 /** Parsed option values, as `node:util` parseArgs returns them. */
@@ -136,6 +136,7 @@ export const LLM_OPTIONS = {
   'episode-tokens': { type: 'string' },
   'episode-seconds': { type: 'string' },
   unconstrained: { type: 'boolean' },
+  scaffold: { type: 'string' },
 } as const;
 
 /** LlmPolicyOptions' own defaults, for the help (never a second copy of them). */
@@ -154,6 +155,7 @@ export const LLM_HELP: Readonly<Record<keyof typeof LLM_OPTIONS, string>> = {
   'episode-tokens': `--policy llm: token budget of an episode's sequence (default: ${LLM_DEFAULTS.maxEpisodeTokens})`,
   'episode-seconds': `--policy llm: wall-clock budget in seconds of an episode's model turns (default: ${LLM_DEFAULTS.maxEpisodeMs / 1000})`,
   unconstrained: '--policy llm: no constrained decoding (an invalid reply is then a failed turn the model is told about)',
+  scaffold: `--policy llm: how the model acts, one of ${LLM_SCAFFOLDS.join(', ')} (default: ${LLM_DEFAULTS.scaffold}): agent calls any of the environment's tools; repair-script (program-repair/v1) makes the scripted repair policies' one choice, which candidate edit to apply, the rest scripted`,
 };
 
 const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
@@ -168,6 +170,7 @@ const FLAG_OF_FIELD: Readonly<Record<string, string>> = {
   concurrentEpisodes: '--concurrent-episodes',
   maxEpisodeTokens: '--episode-tokens',
   maxEpisodeMs: '--episode-seconds (in ms)',
+  scaffold: '--scaffold',
 };
 
 export interface PolicyChoice {
@@ -207,6 +210,7 @@ export function policyChoice(values: OptionValues, allowed: readonly string[], e
     maxEpisodeTokens: intOption(values, 'episode-tokens'),
     maxEpisodeMs: seconds === undefined ? undefined : Math.round(seconds * 1000),
     constrained: values.unconstrained === true ? false : undefined,
+    scaffold: values.scaffold === undefined ? undefined : choiceOption<LlmScaffold>(values, 'scaffold', LLM_SCAFFOLDS),
   };
   try {
     return { policyId, llm: resolveLlmPolicyOptions(options, env) };

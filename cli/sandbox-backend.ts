@@ -7,8 +7,8 @@ export type SandboxBackendName = (typeof SANDBOX_BACKENDS)[number];
 
 export const SANDBOX_HELP =
   'sandbox backend: process (bubblewrap: namespaces, cgroups, rlimits, sized tmpfs; the default for the scripted repair policies, ' +
-  'whose code under test is the task\'s own with one candidate edit) or docker (adds a seccomp filter; the default for --policy llm, ' +
-  'which runs whatever the model writes). Both pass the same sandbox contract (docs/sandbox.md)';
+  'whose code under test is the task\'s own with one candidate edit, and for --policy llm --scaffold repair-script) or docker (adds a ' +
+  'seccomp filter; the default for --policy llm as an agent, which runs whatever the model writes). Both pass the same sandbox contract (docs/sandbox.md)';
 
 /**
  * `--sandbox`, or the cheapest backend that keeps the contract for the policy: the scripted repair policies
@@ -17,7 +17,8 @@ export const SANDBOX_HELP =
  * seccomp filter too.
  */
 export function sandboxBackend(values: OptionValues, policyId: string): SandboxBackendName {
-  if (values.sandbox === undefined) return policyId === LLM_POLICY ? 'docker' : 'process';
+  // The llm policy under the repair script picks among the same candidate edits as the scripted policies.
+  if (values.sandbox === undefined) return policyId === LLM_POLICY && values.scaffold !== 'repair-script' ? 'docker' : 'process';
   return choiceOption(values, 'sandbox', SANDBOX_BACKENDS);
 }
 

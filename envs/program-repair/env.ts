@@ -60,6 +60,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
     this.state = {
       description: task.description,
       modulePath,
+      moduleSource: source,
       moduleLineCount: source.split('\n').length,
       functions: functionSpans(source),
       turn: 0,

@@ -21,6 +21,8 @@ export interface FunctionSpan {
 export interface RepairObservation {
   readonly description: string;
   readonly modulePath: string;
+  /** The module as the task gave it: what `list_edits` lists edits of, until the agent writes the file itself. */
+  readonly moduleSource: string;
   readonly moduleLineCount: number;
   readonly functions: readonly FunctionSpan[];
   readonly turn: number;

@@ -1,9 +1,10 @@
 import { IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, readLoraArtifact } from '../../connectors/checkpoints/index.js';
-import type { AgentObservation } from '../../envs/index.js';
+import { PROGRAM_REPAIR_ENV, type AgentObservation } from '../../envs/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { PolicyKind } from '../types.js';
 import type { ResolvedLlmPolicyOptions } from './options.js';
 import { LLM_POLICY, LlmPolicy } from './policy.js';
+import { LlmRepairPolicy } from './repair-scaffold.js';
 
 /** What an llm checkpoint names: the model the server serves (its weights live in the server, not here). */
 export interface LlmParams {
@@ -18,10 +19,12 @@ export interface LlmParams {
 export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<AgentObservation, LlmParams, null> {
   return {
     policyId: LLM_POLICY,
-    // It takes each episode's tools and prompt from that environment's spec.
-    serves: 'any',
+    // As an agent it takes each episode's tools and prompt from that environment's spec; the repair script is program repair's.
+    serves: options.scaffold === 'repair-script' ? [PROGRAM_REPAIR_ENV] : 'any',
     featureNames: [],
     trainable: 'external',
+    // Under the repair script the model chooses again only after its last edit failed the tests and was undone.
+    earlierDecisionsFailed: options.scaffold === 'repair-script',
     initial: () => ({ params: { model: options.model }, optimizer: null }),
     encodeParams: (params) => Buffer.from(JSON.stringify({ policyId: LLM_POLICY, model: params.model })),
     decodeParams: (bytes) => {
@@ -46,7 +49,7 @@ export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<Age
     decodeOptimizer: () => null,
     inlineWeights: () => [],
     // A checkpoint names the model to serve; the server's settings (and its model, unless named) are this run's.
-    load: async (params, version) => new LlmPolicy({ ...options, model: params.model }, version),
+    load: async (params, version) => (options.scaffold === 'repair-script' ? new LlmRepairPolicy({ ...options, model: params.model }, version) : new LlmPolicy({ ...options, model: params.model }, version)),
     update: async () => {
       throw new ConfigError('the llm policy is not trained by the learner: its weights live in the model server');
     },

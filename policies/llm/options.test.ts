@@ -13,6 +13,7 @@ test('defaults: the stack\'s own server and model, constrained decoding, budgets
     [options.temperature, options.topP, options.maxTokensPerTurn, options.seed, options.concurrentEpisodes, options.maxEpisodeTokens, options.maxEpisodeMs, options.constrained],
     [0.7, 0.95, 256, null, 2, 4096, 600_000, true],
   );
+  assert.equal(options.scaffold, 'agent');
 });
 
 test('LLM_BASE_URL, LLM_MODEL and the API key variable point at another server', () => {
@@ -33,6 +34,7 @@ test('bad values and combinations are refused, naming the field', () => {
     [{ server: 'tgi' as never }, /server must be one of auto, llama\.cpp, vllm, openai/],
     [{ apiKeyEnv: 'NOT_SET_HERE' }, /apiKeyEnv names NOT_SET_HERE, which is not set/],
     [{ apiKeyEnv: 'bad name' }, /apiKeyEnv must name an environment variable/],
+    [{ scaffold: 'swe-agent' as never }, /scaffold must be one of agent, repair-script, got "swe-agent"/],
   ];
   for (const [options, message] of refused) assert.throws(() => resolveLlmPolicyOptions(options, {}), (error: unknown) => error instanceof ConfigError && message.test(error.message));
 });

@@ -4,6 +4,15 @@ import { ConfigError, STACK_LLM_MODEL, STACK_LLM_URL } from '../../schemas/index
 export const LLM_SERVER_KINDS = ['auto', 'llama.cpp', 'vllm', 'openai'] as const;
 export type LlmServerKind = (typeof LLM_SERVER_KINDS)[number];
 
+/**
+ * How the model acts. 'agent': it calls any of the environment's tools, every turn. 'repair-script'
+ * (program-repair/v1 only): the repair script the scripted policies share runs the tests, lists the candidate
+ * edits, re-runs the tests after an edit, reverts or submits, and the model makes the one choice they learn,
+ * which untried edit to apply, its reply constrained to an apply_edit call of one of their ids.
+ */
+export const LLM_SCAFFOLDS = ['agent', 'repair-script'] as const;
+export type LlmScaffold = (typeof LLM_SCAFFOLDS)[number];
+
 export interface LlmPolicyOptions {
   /** OpenAI-compatible base URL (ends in /v1 for llama.cpp, vLLM, SGLang). @default env LLM_BASE_URL, else the stack's server STACK_LLM_URL */
   baseUrl?: string;
@@ -38,6 +47,8 @@ export interface LlmPolicyOptions {
   maxToolResultChars?: number;
   /** Budget for one HTTP attempt. @default 180000 */
   requestTimeoutMs?: number;
+  /** How the model acts: every tool call itself, or the repair script's edit choice (LLM_SCAFFOLDS). @default 'agent' */
+  scaffold?: LlmScaffold;
 }
 
 export type ResolvedLlmPolicyOptions = Required<Omit<LlmPolicyOptions, 'seed' | 'apiKeyEnv'>> & {
@@ -74,6 +85,8 @@ export function resolveLlmPolicyOptions(options: LlmPolicyOptions = {}, env: Nod
   if (seed !== null) whole('seed', seed, 0);
   const maxEpisodeMs = whole('maxEpisodeMs', options.maxEpisodeMs ?? 600_000, 1);
   const requestTimeoutMs = whole('requestTimeoutMs', options.requestTimeoutMs ?? 180_000, 1);
+  const scaffold = options.scaffold ?? 'agent';
+  if (!LLM_SCAFFOLDS.includes(scaffold)) throw new ConfigError(`LlmPolicyOptions.scaffold must be one of ${LLM_SCAFFOLDS.join(', ')}, got "${scaffold}"`);
   return {
     baseUrl,
     model,
@@ -90,5 +103,6 @@ export function resolveLlmPolicyOptions(options: LlmPolicyOptions = {}, env: Nod
     constrained: options.constrained ?? true,
     maxToolResultChars: whole('maxToolResultChars', options.maxToolResultChars ?? 2000, 100),
     requestTimeoutMs,
+    scaffold,
   };
 }

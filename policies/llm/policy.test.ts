@@ -1,49 +1,23 @@
 import assert from 'node:assert/strict';
-import { createServer, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { PROGRAM_REPAIR, type RepairObservation } from '../../envs/index.js';
+import { ChatStandIn, toolCallChoice as choice } from '../../test/fixtures/chat-stand-in.js';
 import { seededRandom } from '../types.js';
 import { resolveLlmPolicyOptions } from './options.js';
 import { INVALID_REPLY, LlmPolicy } from './policy.js';
 
-/**
- * The function-calling path against a stand-in OpenAI-compatible server that answers like vLLM (with
- * `return_token_ids`): the token-exact llama.cpp path is tested against the real server in
- * test/integration/llm-episode.test.ts.
- */
-const replies: Array<(body: Record<string, unknown>) => unknown> = [];
-const requests: Array<Record<string, unknown>> = [];
-const server = createServer((req, res) => {
-  let raw = '';
-  req.on('data', (chunk: Buffer) => (raw += chunk.toString()));
-  req.on('end', () => {
-    if (req.url === '/version') return send(res, { version: '0.11.0' });
-    if (req.url !== '/v1/chat/completions') return send(res, { error: 'not found' }, 404);
-    const body = JSON.parse(raw) as Record<string, unknown>;
-    requests.push(body);
-    send(res, replies.shift()!(body));
-  });
-});
-const send = (res: ServerResponse, body: unknown, status = 200): void => {
-  res.writeHead(status, { 'content-type': 'application/json' });
-  res.end(JSON.stringify(body));
-};
+/** The function-calling path against a stand-in vLLM: the token-exact llama.cpp path is tested against the real server in test/integration/llm-episode.test.ts. */
+const standIn = new ChatStandIn();
+const { replies, requests } = standIn;
 let baseUrl = '';
 before(async () => {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  await standIn.listen();
+  baseUrl = standIn.baseUrl;
 });
-after(() => server.close());
+after(() => standIn.close());
 
 const observation = (maxTurns: number, lastResult: RepairObservation['lastResult'] = null): RepairObservation => ({
-  description: 'Fix it.', modulePath: 'mod.py', moduleLineCount: 3, functions: [], turn: 0, maxTurns, lastTests: null, baselineTests: null, edits: null, applied: null, tried: [], lastTool: null, lastResult,
-});
-const choice = (toolCalls: Array<{ name: string; arguments: string }>, tokenIds: number[]) => ({
-  message: { content: null, tool_calls: toolCalls.map((c, i) => ({ id: `c${i}`, type: 'function', function: c })) },
-  finish_reason: 'tool_calls',
-  token_ids: tokenIds,
-  logprobs: { content: tokenIds.map(() => ({ logprob: -0.5 })) },
+  description: 'Fix it.', modulePath: 'mod.py', moduleSource: 'x = 1\n', moduleLineCount: 3, functions: [], turn: 0, maxTurns, lastTests: null, baselineTests: null, edits: null, applied: null, tried: [], lastTool: null, lastResult,
 });
 
 test('on vLLM a call is required of every reply, token ids are recorded, and a prompt extends the previous turn only where its ids do', async () => {

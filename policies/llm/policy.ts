@@ -59,6 +59,16 @@ interface EpisodeEnv {
   readonly prompt: AnyEnvSpec['prompt'];
 }
 
+/** What one model turn is asked: how the episode opens (its first turn), what answers the previous reply, and the tools the reply may call. */
+export interface TurnRequest {
+  /** The episode's first messages (system, then task), used on its first turn; `listTools` when the system prompt must list the tools itself. */
+  readonly opening: (listTools: boolean) => TemplateMessage[];
+  /** What the previous reply led to, as the model reads it (a tool result, or why the reply was refused); null on the first turn. */
+  readonly followUp: string | null;
+  /** The tools this reply may call; decoding is constrained to them where the server can. */
+  readonly tools: readonly ToolSpec[];
+}
+
 /** The first two messages of an episode: the environment's instructions with its tools, and the task. */
 export function openingMessages(observation: AgentObservation, env: EpisodeEnv, listTools: boolean): TemplateMessage[] {
   const toolList = listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(env.tools)}` : ' Call exactly one tool per reply.';
@@ -137,10 +147,22 @@ export class LlmEpisode implements Policy<AgentObservation> {
     return this.messages;
   }
 
+  /** True once the episode may take no more model turns: `maxTurns` replies made, or its wall-clock budget spent. */
+  exhausted(maxTurns: number): boolean {
+    return this.turns >= maxTurns || performance.now() - this.started >= this.policy.options.maxEpisodeMs;
+  }
+
   async act(observation: AgentObservation, random: () => number, signal?: AbortSignal): Promise<Action> {
     const { options } = this.policy;
     // Every reply is a turn, valid or not: the turn cap and the wall-clock budget end the episode by submitting.
-    if (this.turns >= observation.maxTurns || performance.now() - this.started >= options.maxEpisodeMs) return submit();
+    if (this.exhausted(observation.maxTurns)) return submit();
+    const followUp = this.last && (this.last.invalid === null ? resultMessage(this.last.tool, observation.lastResult ?? { ok: false, output: '' }, options.maxToolResultChars) : `invalid reply: ${this.last.invalid}`);
+    return this.turn({ opening: (listTools) => openingMessages(observation, this.env, listTools), followUp, tools: this.env.tools }, random, signal);
+  }
+
+  /** One model turn: the reply to `request`, as an action (an invalid reply is a failed turn the model is told about next). */
+  async turn(request: TurnRequest, random: () => number, signal?: AbortSignal): Promise<Action> {
+    const { options } = this.policy;
     const backend = await this.policy.connect();
     const sampling: SamplingParams = {
       temperature: options.temperature,
@@ -148,15 +170,14 @@ export class LlmEpisode implements Policy<AgentObservation> {
       maxTokens: options.maxTokensPerTurn,
       seed: options.seed ?? Math.floor(random() * 2 ** 31),
     };
-    const result = this.last && (this.last.invalid === null ? resultMessage(this.last.tool, observation.lastResult ?? { ok: false, output: '' }, options.maxToolResultChars) : `invalid reply: ${this.last.invalid}`);
-    return backend.kind === 'llama.cpp' ? this.tokenTurn(backend, observation, result, sampling, signal) : this.chatTurn(backend.client, backend.kind, observation, result, sampling, signal);
+    return backend.kind === 'llama.cpp' ? this.tokenTurn(backend, request, sampling, signal) : this.chatTurn(backend.client, backend.kind, request, sampling, signal);
   }
 
-  private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, observation: AgentObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+  private async tokenTurn(backend: Extract<Backend, { kind: 'llama.cpp' }>, request: TurnRequest, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
     const { client, identity } = backend;
     const { options } = this.policy;
-    const { tools } = this.env;
-    const messages: TemplateMessage[] = result === null ? openingMessages(observation, this.env, true) : [...this.messages, { role: 'tool', content: result }];
+    const { tools, followUp: result } = request;
+    const messages: TemplateMessage[] = result === null ? request.opening(true) : [...this.messages, { role: 'tool', content: result }];
     const rendered = await client.applyTemplate(messages, signal);
     // Only the new part is tokenised: what the template renders after the model's reply (its end-of-turn and
     // the result's turn up to the next generation prompt); the reply's own tokens stay as sampled. A template
@@ -194,10 +215,10 @@ export class LlmEpisode implements Policy<AgentObservation> {
     return this.answer(parseToolCallReply(completion.content, tools), llm, completion.content, []);
   }
 
-  private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', observation: AgentObservation, result: string | null, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
-    const { tools } = this.env;
+  private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', request: TurnRequest, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
+    const { tools, followUp: result } = request;
     if (result === null) {
-      const opening = openingMessages(observation, this.env, false);
+      const opening = request.opening(false);
       this.messages.push(...opening);
       this.chat.push(...opening.map((m) => ({ role: m.role as 'system' | 'user', content: m.content })));
     } else {

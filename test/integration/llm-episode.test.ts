@@ -9,7 +9,7 @@ import { envToolSpecs, makeEnv, PROGRAM_REPAIR, type RepairObservation } from '.
 import { runLoop } from '../../pipelines/loop/index.js';
 import { runEpisode } from '../../pipelines/rollout-worker/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
-import { INVALID_REPLY, LLM_POLICY, LlmPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
+import { INVALID_REPLY, LLM_POLICY, LlmPolicy, LlmRepairPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
 import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../../stack/index.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
@@ -29,14 +29,18 @@ before(async () => {
 }, { timeout: 900_000 });
 after(() => pool.close());
 
-/** One episode with the actor kept, so its transcript can be compared with the recorded tokens. */
-async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; actor: LlmEpisode }> {
-  const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, server: 'llama.cpp', ...options }, {}), 0);
-  const actor = policy.startEpisode(PROGRAM_REPAIR);
-  const once: Policy<RepairObservation> = { policyId: policy.policyId, version: policy.version, act: () => Promise.reject(new Error('unused')), startEpisode: () => actor };
+const policyOptions = (options: LlmPolicyOptions) => resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, server: 'llama.cpp', ...options }, {});
+
+/** One episode of `actor`, kept by the caller so that its transcript can be compared with the recorded tokens. */
+async function playWith(actor: Policy<RepairObservation>, maxTurns: number, seed: string): Promise<Step[]> {
+  const once: Policy<RepairObservation> = { policyId: actor.policyId, version: actor.version, act: () => Promise.reject(new Error('unused')), startEpisode: () => actor };
   const env = makeEnv(task.envId, { pool, runId: 'llm-it', imageFor, maxTurns });
-  const episode = await runEpisode(PROGRAM_REPAIR, env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal);
-  return { steps: episode.steps, actor };
+  return (await runEpisode(PROGRAM_REPAIR, env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal)).steps;
+}
+
+async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; actor: LlmEpisode }> {
+  const actor = new LlmPolicy(policyOptions(options), 0).startEpisode(PROGRAM_REPAIR);
+  return { steps: await playWith(actor, maxTurns, seed), actor };
 }
 
 test('a multi-turn episode on llama.cpp is token-exact: one growing sequence that detokenises to its transcript, with a mask over exactly the model tokens', { timeout: 900_000 }, async () => {
@@ -106,6 +110,32 @@ test('a reply that is no valid call (cut off at its token limit) is a failed tur
   assert.equal(last!.toolCall.name, 'submit');
   assert.equal(last!.llm, null);
   assert.equal(steps.length, 3);
+});
+
+test('under the repair script the model makes only the edit choices, each an untried candidate, in one token-exact sequence that carries the script\'s results', { timeout: 600_000 }, async () => {
+  const steps = await playWith(new LlmRepairPolicy(policyOptions({ maxTokensPerTurn: 48, scaffold: 'repair-script' }), 0).startEpisode(PROGRAM_REPAIR), 8, 'scaffold');
+  assert.deepEqual(steps.slice(0, 3).map((step) => step.toolCall.name), ['run_tests', 'list_edits', 'apply_edit']);
+  const listed = new Set([...steps[1]!.toolResult.output.matchAll(/^#(\d+) /gm)].map((match) => Number(match[1])));
+  assert.ok(listed.size > 1, `several candidates listed:\n${steps[1]!.toolResult.output}`);
+  const choices = steps.filter((step) => step.llm !== null);
+  assert.ok(choices.length >= 1);
+  const chosen: number[] = [];
+  for (const { toolCall, llm } of choices) {
+    assert.equal(toolCall.name, 'apply_edit', 'the model only ever applies an edit');
+    const id = toolCall.arguments.id as number;
+    assert.ok(listed.has(id) && !chosen.includes(id), `edit ${id} is a candidate not tried before (${[...chosen]})`);
+    chosen.push(id);
+    assert.deepEqual(JSON.parse(llm!.content!), { name: 'apply_edit', arguments: { id } });
+  }
+  assert.ok(steps.filter((step) => step.llm === null).every((step) => step.toolCall.name !== 'apply_edit'), 'the script never chooses an edit');
+  const [sample, ...others] = llmTrainingSamples(steps);
+  assert.deepEqual(others, [], 'one sequence for the episode');
+  assert.deepEqual(sample!.completionIds.filter((_, i) => sample!.completionMask[i] === 1), choices.flatMap(({ llm }) => llm!.tokens!.completionIds));
+  if (choices.length > 1) {
+    // What the model read before its second choice: the script's re-run of the tests and its revert.
+    const read = await server.detokenize(choices[1]!.llm!.tokens!.appendedPromptIds);
+    assert.match(read, /run_tests (ok|failed):[\s\S]*revert ok:\nreverted[\s\S]*Edits not tried yet: /);
+  }
 });
 
 test('an episode of program-repair/v1 with the llm policy runs through the rollout worker to a verification, its tokens intact through the registry', { timeout: 900_000 }, async () => {
