@@ -158,10 +158,19 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
  * The external learner of a loop run (`learn`, `demo`) with the llm policy: the Python learner on `topicPrefix` and
  * the checkpoint folder `checkpoints`, training the GGUF the stack's model server serves, its log under the state folder.
  */
-export async function loopLlmLearner(options: { runId: string; topicPrefix: string; checkpoints: string; batchSize: number; extraArgs: readonly string[] }): Promise<ExternalLearner> {
+export async function loopLlmLearner(options: {
+  runId: string;
+  topicPrefix: string;
+  checkpoints: string;
+  batchSize: number;
+  /** The policy kind's PolicyKind.earlierDecisionsFailed: the learner then credits earlier turns as failures. */
+  earlierDecisionsFailed: boolean;
+  extraArgs: readonly string[];
+}): Promise<ExternalLearner> {
   const python = await llmLearnerVenv();
+  const extraArgs = [...(options.earlierDecisionsFailed ? ['--earlier-turns-failed'] : []), ...options.extraArgs];
   const launch: LlmLearnerLaunch = {
-    ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs: options.extraArgs }),
+    ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs }),
     topicPrefix: options.topicPrefix,
     checkpoints: localCheckpointRoot(options.checkpoints),
   };

@@ -1,4 +1,4 @@
-from trialrun_llm_learner.batch import build_rows
+from trialrun_llm_learner.batch import build_rows, failure_advantage, last_turn_start
 from trialrun_llm_learner.samples import TrainingSample
 
 
@@ -50,3 +50,42 @@ def test_a_token_without_a_finite_engine_logprob_is_not_trained_on():
     s.completion_logprobs = [float("-inf"), -0.2, 0.0, float("nan")]
     [row] = build_rows([s], 1.0, fallback_version=0, current_version=5, max_staleness=1, max_sequence_tokens=64).rows
     assert row.mask == [0, 0, 1, 0, 0] and row.behaviour_logprobs == [0, 0, -0.2, 0, 0]
+
+
+def two_turns(mask=(1, 1, 0, 1)):
+    s = sample([5, 5, -1, 5], [5, 5])
+    s.completion_mask = list(mask)
+    return s
+
+
+def test_the_last_turn_starts_at_the_last_run_of_sampled_tokens():
+    assert last_turn_start([1, 1, 0, 0, 1, 1, 0]) == 4
+    assert last_turn_start([1, 1]) == 0
+    assert last_turn_start([0, 0]) == 2
+
+
+def test_without_earlier_credit_every_entry_earns_the_outcome():
+    [row] = build_rows([two_turns()], 0.5, fallback_version=0, current_version=5, max_staleness=1, max_sequence_tokens=64).rows
+    assert row.advantages() == [0.5] * 5
+
+
+def test_earlier_turns_earn_the_failure_s_advantage_and_the_last_turn_the_outcome_s():
+    # ids [1, 2 | 10, 11, 3, 12]: entries 1-2 are the first turn's tokens, entry 4 the last turn's.
+    [row] = build_rows([two_turns()], 0.8, fallback_version=0, current_version=5, max_staleness=1, max_sequence_tokens=64, earlier_advantage=-0.4).rows
+    assert row.last_turn_from == 4
+    assert row.advantages() == [-0.4, -0.4, -0.4, -0.4, 0.8]
+    assert row.mask == [0, 1, 1, 0, 1], "the mask is unchanged: only what each trained token earns differs"
+
+
+def test_a_sample_before_the_trajectory_s_last_holds_earlier_turns_only():
+    first, last = two_turns(), two_turns()
+    rows = build_rows([first, last], 1.0, fallback_version=0, current_version=5, max_staleness=1, max_sequence_tokens=64, earlier_advantage=-1.0).rows
+    assert rows[0].advantages() == [-1.0] * 5
+    assert rows[1].advantages() == [-1.0] * 4 + [1.0]
+
+
+def test_a_failure_s_advantage_is_recovered_from_a_reward_s_own_as_the_reward_stage_computes_it():
+    # Group rewards [1, 0, 0, 1]: mean 0.5, std 0.5; advantages (r - 0.5) / 0.5 = +1 and -1.
+    assert failure_advantage(1.0, 1.0, 0.5) == -1.0
+    assert failure_advantage(0.0, -1.0, 0.5) == -1.0
+    assert failure_advantage(0.5, 0.0, 0.5) == 0.0

@@ -18,7 +18,7 @@ def trajectory(i, policy="llm", version=0):
 
 
 def reward(i, advantage=1.0, **extra):
-    return {"trajectoryId": f"t{i}", "reward": 1.0, "advantage": advantage, **extra}
+    return {"trajectoryId": f"t{i}", "reward": 1.0, "advantage": advantage, "groupMean": 0.5, **extra}
 
 
 def test_a_sample_is_ready_once_both_sides_arrive_in_either_order_and_a_batch_takes_the_oldest():
@@ -63,3 +63,13 @@ def test_the_store_stages_writes_until_commit_and_its_changelog_deletes_with_nul
     store.put("a", {"x": 2})
     store.discard()
     assert store.get("a") == {"x": 1} and list(store.changelog()) == []
+
+
+def test_with_earlier_turns_failed_a_batch_credits_earlier_turns_as_the_group_s_failures():
+    j = Join(LearnerOptions(batch_size=1, max_staleness=1, earlier_turns_failed=True), ChangelogStore("pending", "p"), ChangelogStore("trainer", "t"))
+    j.add("trajectories", trajectory(0))
+    j.add("rewards", reward(0))
+    _, rows, _ = j.take_batch()
+    # reward 1 in a group of mean 0.5 with advantage 1: a failure there had -1.
+    assert {row.earlier_advantage for row in rows.rows} == {-1.0}
+    assert OPTIONS.earlier_turns_failed is False

@@ -22,6 +22,13 @@ def test_flags_set_fields_and_lists_are_comma_separated(gguf, tmp_path):
     assert options.topic("policy-checkpoints") == "exp1.policy-checkpoints"
 
 
+def test_a_yes_no_option_is_a_flag_and_its_negation(gguf, tmp_path):
+    base = ["--gguf", gguf, "--checkpoints", str(tmp_path)]
+    assert parse_args(base).earlier_turns_failed is False
+    assert parse_args(base + ["--earlier-turns-failed"]).earlier_turns_failed is True
+    assert parse_args(base + ["--earlier-turns-failed", "--no-earlier-turns-failed"]).earlier_turns_failed is False
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

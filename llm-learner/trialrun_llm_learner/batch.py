@@ -17,11 +17,23 @@ class Row:
     mask: list[float]
     behaviour_logprobs: list[float]
     off_policy: list[bool]
+    #: The outcome's advantage: what the sample's last model turn earns.
     advantage: float
+    #: The entry from which the trajectory's last model turn runs (len(mask) when it is in a later sample).
+    last_turn_from: int = 0
+    #: What the tokens of earlier turns earn where each was a choice that failed and was undone; None: `advantage`.
+    earlier_advantage: Optional[float] = None
 
     @property
     def tokens(self) -> int:
         return int(sum(self.mask))
+
+    def advantages(self) -> list[float]:
+        """The advantage of each entry: earlier turns' entries get `earlier_advantage` where it is set."""
+        if self.earlier_advantage is None:
+            return [self.advantage] * len(self.mask)
+        earlier = min(self.last_turn_from, len(self.mask))
+        return [self.earlier_advantage] * earlier + [self.advantage] * (len(self.mask) - earlier)
 
 
 @dataclass
@@ -35,6 +47,30 @@ class BatchRows:
     cut_tokens: int = 0
 
 
+def failure_advantage(reward: float, advantage: float, group_mean: float) -> float:
+    """
+    The advantage reward 0 had in a reward's group, from the reward's own (the twin of `failureAdvantage` in
+    pipelines/reward/advantages.ts): advantages are (r - mean) / (std + eps), so a failure's is the reward's
+    scaled by (0 - mean) / (r - mean). A reward equal to its group's mean has no signal.
+    """
+    if reward == 0:
+        return advantage
+    if reward == group_mean:
+        return 0.0
+    return advantage * (0 - group_mean) / (reward - group_mean)
+
+
+def last_turn_start(completion_mask: Sequence[int]) -> int:
+    """Where the last model turn's tokens begin in a sample's completion: the start of its last run of sampled tokens."""
+    start = len(completion_mask)
+    for j in range(len(completion_mask) - 1, -1, -1):
+        if completion_mask[j] == 1:
+            start = j
+        elif start < len(completion_mask):
+            break
+    return start
+
+
 def build_rows(
     samples: Sequence[TrainingSample],
     advantage: float,
@@ -43,15 +79,17 @@ def build_rows(
     current_version: int,
     max_staleness: int,
     max_sequence_tokens: int,
+    earlier_advantage: Optional[float] = None,
     into: Optional[BatchRows] = None,
 ) -> BatchRows:
     """
     Adds a trajectory's samples to `into`. A token's version is its turn's (`completionPolicyVersions`), or the
     trajectory's where the turn recorded none (-1). A turn lagging the learner by more than `max_staleness` is
-    dropped: its tokens get mask 0. One lagging by less is off-policy (truncated importance weight).
+    dropped: its tokens get mask 0. One lagging by less is off-policy (truncated importance weight). With
+    `earlier_advantage`, every model turn but the trajectory's last earns it instead of `advantage`.
     """
     out = into if into is not None else BatchRows()
-    for sample in samples:
+    for index, sample in enumerate(samples):
         turn_lags = [current_version - (v if v is not None else fallback_version) for v in sample.turn_policy_versions]
         out.turns += len(turn_lags)
         out.stale_turns += sum(1 for lag in turn_lags if lag > max_staleness)
@@ -75,5 +113,7 @@ def build_rows(
             mask, off, behaviour = mask[: max_sequence_tokens - 1], off[: max_sequence_tokens - 1], behaviour[: max_sequence_tokens - 1]
         if sum(mask) == 0:
             continue
-        out.rows.append(Row(ids=ids, mask=mask, behaviour_logprobs=behaviour, off_policy=off, advantage=advantage))
+        # Entry prompt - 1 + j is about completion token j; a sample before the trajectory's last holds earlier turns only.
+        last_from = prompt - 1 + last_turn_start(sample.completion_mask) if index == len(samples) - 1 else len(mask)
+        out.rows.append(Row(ids=ids, mask=mask, behaviour_logprobs=behaviour, off_policy=off, advantage=advantage, last_turn_from=last_from, earlier_advantage=earlier_advantage))
     return out

@@ -19,7 +19,7 @@ from typing import Any, Optional
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from .batch import BatchRows, build_rows
+from .batch import BatchRows, build_rows, failure_advantage
 from .checkpoint import adapter_bytes, adapter_metadata, file_sha256, put_artifact, put_bytes, read_adapter, read_verified, STATE_FOLDER
 from .kafka_io import ChangelogStore, DecodeError, TopicCodec, ensure_topics
 from .options import LearnerOptions
@@ -84,6 +84,7 @@ class Join:
             else:
                 entry["reward"] = float(value["reward"])
                 entry["advantage"] = float(value["advantage"])
+                entry["groupMean"] = float(value["groupMean"])
         if entry.get("skip"):
             # Kept (without its samples) until both sides came, so the late side is recognised and dropped too.
             if seen == {"trajectory", "reward"}:
@@ -109,9 +110,12 @@ class Join:
         for key, entry in batch:
             self.pending.delete(key)
             before_rows, before_turns, before_stale = len(rows.rows), rows.turns, rows.stale_turns
+            # An entry joined by an older learner has no group mean: its turns keep the outcome's advantage.
+            earlier = failure_advantage(entry["reward"], entry["advantage"], entry["groupMean"]) if self.options.earlier_turns_failed and "groupMean" in entry else None
             build_rows(
                 [TrainingSample.from_wire(s) for s in entry["samples"]],
                 entry["advantage"],
+                earlier_advantage=earlier,
                 fallback_version=entry.get("fallbackVersion", 0),
                 current_version=state["version"],
                 max_staleness=self.options.max_staleness,

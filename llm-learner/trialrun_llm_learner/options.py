@@ -62,6 +62,9 @@ class LearnerOptions:
     max_grad_norm: float = 1.0
     #: Optimizer steps per batch (PPO epochs); after the first, the clip keeps the update near the behaviour policy.
     epochs: int = 1
+    #: Each model turn before a trajectory's last was a choice that failed and was undone (the repair script's edit
+    #: choices): it earns the advantage a failure had in its group, not the outcome's, which only the last earned.
+    earlier_turns_failed: bool = False
     #: Logits are divided by this before the logprobs (the engine's logprobs are at temperature 1).
     temperature: float = 1.0
     #: Tokens of one sample (prompt + completion) kept; the rest of a longer sample is not trained on.
@@ -160,7 +163,9 @@ def parse_args(argv: Sequence[str]) -> LearnerOptions:
     defaults = LearnerOptions()
     for f in dataclasses.fields(LearnerOptions):
         default = getattr(defaults, f.name)
-        if isinstance(default, tuple):
+        if isinstance(default, bool):
+            parser.add_argument(_flag(f.name), dest=f.name, action=argparse.BooleanOptionalAction, default=default, help=f"(default {default!r})")
+        elif isinstance(default, tuple):
             parser.add_argument(_flag(f.name), dest=f.name, default=",".join(default), help=f"comma-separated (default {','.join(default)})")
         else:
             parser.add_argument(_flag(f.name), dest=f.name, type=type(default), default=default, help=f"(default {default!r})")

@@ -189,7 +189,7 @@ class Trainer:
                     proximal[i],
                     torch.tensor(row.off_policy, device=self.device),
                     torch.tensor(row.mask, device=self.device),
-                    torch.full_like(logprobs, row.advantage),
+                    torch.tensor(row.advantages(), device=self.device, dtype=logprobs.dtype),
                     clip_low=options.clip_low,
                     clip_high=options.clip_high,
                     max_importance_weight=options.max_importance_weight,
