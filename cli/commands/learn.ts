@@ -115,6 +115,11 @@ export const learnCommand: Command = {
       ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, earlierDecisionsFailed: kind.earlierDecisionsFailed === true, extraArgs: [...(learningRate === undefined ? [] : ['--learning-rate', String(learningRate)]), '--epochs', String(epochs)] })
       : undefined;
     const pool = openSandboxPool(sandbox);
+    // Ctrl-C stops the processors and the learner process and releases every sandbox, as in demo.
+    const interrupt = new AbortController();
+    const stop = (): void => interrupt.abort();
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
     try {
       const report = await runExperiment({
         runId,
@@ -140,11 +145,18 @@ export const learnCommand: Command = {
         llm: policy.llm,
         weightServer: loopWeightServer(policy.llm),
         externalLearner,
+        signal: interrupt.signal,
       });
       const file = saveExperiment(report, data);
       process.stdout.write(`${formatExperiment(report, file, sandbox)}\n`);
       return 0;
+    } catch (error) {
+      if (!interrupt.signal.aborted) throw error;
+      process.stderr.write(`${runId} interrupted; processors and the learner stopped, sandboxes released\n`);
+      return 130;
     } finally {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
       await pool.close();
     }
   },
