@@ -30,3 +30,9 @@ def test_synthetic_rows_train_the_last_tokens_and_alternate_the_advantage():
     assert [row.tokens for row in rows.rows] == [4, 4, 4]
     assert [row.advantage for row in rows.rows] == [1.0, -1.0, 1.0]
     assert all(len(row.ids) == 10 and len(row.mask) == 9 and row.mask[-4:] == [1.0] * 4 for row in rows.rows)
+
+
+def test_write_config_needs_the_gguf(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        device_bench.main(["--config", str(tmp_path / "config.json"), "--write-config", str(tmp_path / "out.json")])
+    assert "--write-config needs --gguf" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """Update tokens per second of the learner's own step on each device, for the same batch.
 
 `python -m trialrun_llm_learner.device_bench (--gguf FILE | --config config.json) [--devices cpu,cuda,cuda-tf32]
-[--rows 8 --sequence-tokens 1024 --sampled-tokens 192 --rounds 3 --out result.json]`
+[--rows 8 --sequence-tokens 1024 --sampled-tokens 192 --rounds 3 --out result.json]`;
+`... --gguf FILE --write-config config.json` writes the GGUF's architecture for `--config` elsewhere.
 
 Each side is a `Trainer` (the learner's LoRA adapter, AdamW, clipped objective) on a copy of the same base model,
 given the same rows; one `Trainer.update` per side per round, the sides' order rotated each round after one
@@ -51,6 +52,18 @@ def synthetic_rows(count: int, sequence_tokens: int, sampled_tokens: int, vocab:
     return BatchRows(rows=rows, turns=count)
 
 
+def write_config(gguf: str, path: str) -> None:
+    """The GGUF's architecture as a transformers config.json (no weights): what `--config` builds on a machine without the GGUF."""
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(os.path.dirname(os.path.abspath(gguf)), gguf_file=os.path.basename(gguf)).to_dict()
+    # The file describes float32 weights built from scratch, not the GGUF's quantization.
+    config.pop("quantization_config", None)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as handle:
+        json.dump(config, handle, indent=1)
+
+
 def base_from(args: argparse.Namespace) -> tuple[torch.nn.Module, str]:
     if args.gguf:
         return load_base_model(args.gguf, torch.device("cpu")), f"the GGUF's weights ({os.path.basename(args.gguf)}), float32"
@@ -85,7 +98,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="", help="also write the figures here as JSON")
+    parser.add_argument("--write-config", default="", help="with --gguf: write its transformers config.json here (for --config on another machine) and exit")
     args = parser.parse_args(argv)
+    if args.write_config:
+        if not args.gguf:
+            parser.error("--write-config needs --gguf: the config is read from the GGUF's metadata")
+        write_config(args.gguf, args.write_config)
+        return 0
     sides = [s.strip() for s in args.devices.split(",") if s.strip()]
     unknown = [s for s in sides if s not in SIDES]
     if unknown or not sides:
