@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { ConfigError, ConnectionError, KafkaError } from '../../schemas/index.js';
 import { logLevel } from 'kafkajs';
 import { asKafkaConnectionError } from './client.js';
-import { fromConfluentError, rebalanceListener } from './confluent/index.js';
+import { fromConfluentError, rebalanceListener, rebalanceTimeoutFor } from './confluent/index.js';
 import { fromKafkajsError, kafkaLogCreator } from './kafkajs/index.js';
 import { resolveKafkaOptions, stderrKafkaLog, type KafkaLogLine } from './options.js';
 
@@ -112,4 +112,11 @@ test("the confluent client's rebalance steps are reported as whole assignments, 
   listener(REVOKE, [{ topic: 't', partition: 1 }]);
   listener(ASSIGN, []);
   assert.deepEqual(reports, [['t/0', 't/1'], ['t/1'], ['t/1', 't/2'], ['t/2']]);
+});
+
+test("the confluent client's time between polls stays within what librdkafka accepts, after the kafkaJS layer doubles it", () => {
+  assert.equal(rebalanceTimeoutFor(300_000), 300_000);
+  // A rollout worker of 8 llm episodes of 10 minutes, with retries, asks for about 14 h: librdkafka would get 29 h and refuse.
+  assert.equal(rebalanceTimeoutFor(51_975_000), 43_200_000);
+  assert.ok(2 * rebalanceTimeoutFor(Number.MAX_SAFE_INTEGER) <= 86_400_000);
 });

@@ -83,6 +83,16 @@ function confluentLogger(resolved: ResolvedKafkaOptions, namespace = 'kafka'): K
 export const CONFLUENT_PRODUCER_TUNING = { 'linger.ms': 10, 'batch.num.messages': 10_000 } as const;
 export const CONFLUENT_CONSUMER_TUNING = { 'js.consumer.max.batch.size': -1, 'fetch.wait.max.ms': 100 } as const;
 
+/** librdkafka's largest max.poll.interval.ms (24 h): a consumer configured above it is refused at creation. */
+const RDKAFKA_MAX_POLL_INTERVAL_MS = 86_400_000;
+
+/**
+ * The kafkaJS `rebalanceTimeout` for a wanted time between polls. The kafkaJS layer hands librdkafka twice that
+ * (its own loop polls in between), so the wanted time is capped at half librdkafka's largest: a member stuck
+ * for 12 h is as gone as one stuck for 24.
+ */
+export const rebalanceTimeoutFor = (maxPollIntervalMs: number): number => Math.min(maxPollIntervalMs, RDKAFKA_MAX_POLL_INTERVAL_MS / 2);
+
 /** The @confluentinc/kafka-javascript (librdkafka) implementation of the port. */
 export function confluentPort(resolved: ResolvedKafkaOptions): KafkaPort {
   const { Kafka, logLevel } = confluentClient();
@@ -290,7 +300,7 @@ class ConfluentConsumer implements KafkaConsumer {
         sessionTimeout: options.sessionTimeoutMs ?? 45_000,
         heartbeatInterval: options.heartbeatIntervalMs ?? 3_000,
         // librdkafka heartbeats by itself; what ends a stuck member is the time between polls.
-        rebalanceTimeout: options.maxPollIntervalMs ?? 300_000,
+        rebalanceTimeout: rebalanceTimeoutFor(options.maxPollIntervalMs ?? 300_000),
         ...(options.sticky ? { partitionAssigners: ['cooperative-sticky' as KafkaJS.PartitionAssigners] } : {}),
       },
       ...CONFLUENT_CONSUMER_TUNING,
