@@ -8,7 +8,7 @@ import { resolveRegistryUrl } from '../connectors/registry/index.js';
 import { servedModelPath } from '../connectors/llm/index.js';
 import type { ExternalLearner } from '../pipelines/loop/index.js';
 import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
-import { llmLearnerPython, llmLearnerVenvDir, stackPaths } from '../stack/index.js';
+import { llmLearnerPython, llmLearnerVenvDir, llmThreadShare, stackPaths } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
 import { checkpointsLocation } from './paths.js';
 
@@ -168,7 +168,8 @@ export async function loopLlmLearner(options: {
   extraArgs: readonly string[];
 }): Promise<ExternalLearner> {
   const python = await llmLearnerVenv();
-  const extraArgs = [...(options.earlierDecisionsFailed ? ['--earlier-turns-failed'] : []), ...options.extraArgs];
+  // The loop's learner shares the machine with the model server: each takes half the cores. Flags in extraArgs, given later, win.
+  const extraArgs = ['--threads', String(llmThreadShare()), ...(options.earlierDecisionsFailed ? ['--earlier-turns-failed'] : []), ...options.extraArgs];
   const launch: LlmLearnerLaunch = {
     ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs }),
     topicPrefix: options.topicPrefix,

@@ -14,7 +14,7 @@ export type { StackComponent, StackLog } from './component.js';
 export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
-export { llamaCppWeightServer, llmComponent, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
+export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm-learner.js';
 export { freePort } from './process.js';
 export { setupLogFile, stackPaths } from './state.js';

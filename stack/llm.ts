@@ -10,6 +10,7 @@
  * checks that it answers and starts nothing.
  */
 import { execFile } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
@@ -40,7 +41,7 @@ export interface LlmServerOptions {
   readonly contextTokens?: number;
   /** Requests the started server decodes at once (slots). @default 2 */
   readonly parallel?: number;
-  /** CPU threads of the started server. @default 2 */
+  /** CPU threads of the started server. @default llmThreadShare() */
   readonly threads?: number;
   /** @default stackPaths(env) */
   readonly paths?: StackPaths;
@@ -53,6 +54,13 @@ export interface LlmServerOptions {
   /** Names the pid and log files of the started server, so a second server (a test's) has its own. @default 'llm' */
   readonly daemonName?: string;
 }
+
+/**
+ * Threads for the model server, and for the LLM learner beside it in the loop: half the cores each. llama.cpp's
+ * threads meet at every operation, so one that waits for a core another process holds stalls them all: on 2 cores
+ * beside a 2-thread torch process, a 2-thread server decoded 3-4 tokens a second and a 1-thread one 80-100 (125 idle).
+ */
+export const llmThreadShare = (): number => Math.max(1, Math.floor(availableParallelism() / 2));
 
 /** How a started llama.cpp server is launched: its model name and the LoRA adapter it applies (weight sync). */
 interface Launch {
@@ -100,7 +108,7 @@ function llmServer(options: LlmServerOptions): LlmServer {
           ...(launch.lora ? ['--lora', launch.lora] : []),
           '--ctx', String(options.contextTokens ?? 8192),
           '--parallel', String(options.parallel ?? 2),
-          '--threads', String(options.threads ?? 2),
+          '--threads', String(options.threads ?? llmThreadShare()),
         ],
         env,
       });

@@ -44,6 +44,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--ctx", type=int, default=8192, help="context tokens, shared by the slots")
     parser.add_argument("--parallel", type=int, default=2, help="slots: requests decoded at once")
     parser.add_argument("--threads", type=int, default=2)
+    # llama.cpp's threads spin while they wait for work by default (50): on a machine shared with a learner and
+    # sandboxes, that spinning burns cores the others need. 0 makes them sleep instead.
+    parser.add_argument("--poll", type=int, default=0, help="how busily llama.cpp's threads wait for work, 0..100 (llama.cpp's own default is 50)")
     # Unused here: it marks the process as the one that stack's state folder started (see stack/llm.ts).
     parser.add_argument("--state", default=None, help="the state folder of the stack that started this server")
     args = parser.parse_args(argv)
@@ -51,6 +54,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--port must be within 1..65535, got {args.port}")
     if args.lora is not None and not os.path.isfile(args.lora):
         parser.error(f"--lora {args.lora} is not a file")
+    if not 0 <= args.poll <= 100:
+        parser.error(f"--poll must be within 0..100, got {args.poll}")
     for name in ("ctx", "parallel", "threads"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be >= 1, got {getattr(args, name)}")
@@ -73,6 +78,8 @@ def main(argv: list[str]) -> int:
     params.n_parallel = args.parallel
     params.cpuparams.n_threads = args.threads
     params.cpuparams_batch.n_threads = args.threads
+    params.cpuparams.poll = args.poll
+    params.cpuparams_batch.poll = args.poll
     server = xllamacpp.Server(params)  # loads the model and listens on a thread of its own
     adapter = f" with the LoRA adapter {args.lora}" if args.lora else ""
     print(f"serving {model}{adapter} as {args.alias} at {server.listening_address}", flush=True)

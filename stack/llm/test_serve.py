@@ -30,7 +30,10 @@ def test_a_missing_package_or_file_is_named(tmp_path, monkeypatch):
 
 def test_arguments_are_checked():
     args = serve.parse_args(["--port", "8090", "--alias", "m"])
-    assert (args.host, args.ctx, args.parallel) == ("127.0.0.1", 8192, 2)
+    assert (args.host, args.ctx, args.parallel, args.poll) == ("127.0.0.1", 8192, 2, 0)
+    assert serve.parse_args(["--port", "8090", "--alias", "m", "--poll", "50"]).poll == 50
+    with pytest.raises(SystemExit):
+        serve.parse_args(["--port", "8090", "--alias", "m", "--poll", "101"])
     with pytest.raises(SystemExit):
         serve.parse_args(["--port", "0", "--alias", "m"])
     with pytest.raises(SystemExit):
