@@ -65,6 +65,14 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
   hostAvailable?: () => Promise<boolean>;
   /** Backoff of the probes while the host is down; once they are spent the instance rejoins anyway. @default { retries: 720, initialDelayMs: 1000, maxDelayMs: 5000 } (about an hour) */
   hostProbe?: RetryOptions;
+  /**
+   * How long one fetched batch is worked on before it is handed back (after the record or chunk in hand): its
+   * unhandled records are fetched again. A consumer joins a rebalance, and so lets a new instance of its group
+   * take partitions, only between batches, and the confluent client hands over a partition's whole backlog as
+   * one batch: a rollout worker with a backlog of slow tasks kept its group's other instance without partitions
+   * for a whole run. @default 10000
+   */
+  yieldBatchAfterMs?: number;
 }
 
 export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<Omit<ProcessorOptions<K>, 'retry' | 'priority' | 'accept' | 'sessionTimeoutMs' | 'hostAvailable' | 'hostProbe'>>, ResolvedMembership {
@@ -85,6 +93,7 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     stores: [],
     fromBeginning: true,
     priority: null,
+    yieldBatchAfterMs: 10_000,
     onDeadLetter: (letter: DeadLetter) =>
       process.stderr.write(`[${letter.processor}] dead-lettered ${letter.sourceTopic}[${letter.partition}]@${letter.offset}: ${letter.error.name}: ${letter.error.message}\n`),
     ...options,
@@ -98,6 +107,7 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
   if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
     throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
   }
+  if (!(resolved.yieldBatchAfterMs >= 0)) throw new Error(`ProcessorOptions.yieldBatchAfterMs of ${options.name} must be >= 0, got ${resolved.yieldBatchAfterMs}`);
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
     throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
@@ -320,8 +330,9 @@ export class StreamProcessor<K extends TopicKey> {
     const done = this.committedHere.get(partitionKey(batch.topic, batch.partition))?.next ?? null;
     const messages = done === null ? batch.messages : batch.messages.filter((message) => BigInt(message.offset) >= done);
     if (messages.length < batch.messages.length) resolveOffset((done! - 1n).toString());
+    const keepBatch = this.batchTimer(isActive);
     for (let i = 0; i < messages.length; i += size) {
-      if (!isActive() || this.activation.signal.aborted) return;
+      if (!keepBatch()) return;
       const chunk = messages.slice(i, i + size);
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
@@ -381,8 +392,9 @@ export class StreamProcessor<K extends TopicKey> {
     );
     // kafkajs resumes a partition after its last resolved offset: resolve only what the commit covers.
     let resolved = committed.next ?? offsets[0]!;
+    const keepBatch = this.batchTimer(isActive);
     for (const index of byPriority(priorities)) {
-      if (!isActive() || this.activation.signal.aborted) return;
+      if (!keepBatch()) return;
       const message = pending[index]!;
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.activation.signal });
@@ -396,6 +408,20 @@ export class StreamProcessor<K extends TopicKey> {
       });
       if (!finished) return;
     }
+  }
+
+  /**
+   * Whether to go on with the batch in hand: not once it is stale or this instance stops, nor once it has been
+   * held `yieldBatchAfterMs` (its unhandled records are fetched again, and a pending rebalance can complete).
+   */
+  private batchTimer(isActive: () => boolean): () => boolean {
+    const since = performance.now();
+    let first = true;
+    return () => {
+      const goOn = isActive() && !this.activation.signal.aborted && (first || performance.now() - since < this.options.yieldBatchAfterMs);
+      first = false;
+      return goOn;
+    };
   }
 
   private async committedProgress(topic: string, partition: number): Promise<PartitionProgress> {

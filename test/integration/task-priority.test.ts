@@ -68,3 +68,39 @@ it('a priority-ordered processor (as the rollout worker runs) commits higher pri
   // Within a priority, offset order.
   assert.deepEqual(committed.slice(4, 8).map((letter) => Number(letter.offset)), [4, 5, 6, 7]);
 });
+
+it('an instance started while another works through a backlog of slow records gets partitions once that one hands its batch back', { timeout: 180_000 }, async () => {
+  const context = await freshContext('task-yield');
+  const prepared = await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('task-yield') });
+  // Six slow tasks in each of two partitions: the client hands each partition's backlog over as one batch.
+  const tasks = prepared.tasks.slice(0, 12);
+  const producer = context.kafka.producer();
+  await producer.connect();
+  await producer.send({
+    topic: context.names.name('tasks'),
+    messages: await Promise.all(tasks.map(async (task, i) => ({ key: task.taskId, value: await context.serde.encode('tasks', task), partition: i % 2 }))),
+  });
+  await producer.disconnect();
+
+  const handledBy: number[] = [];
+  const processor = (instance: number): StreamProcessor<'tasks'> =>
+    new StreamProcessor(context, { name: 'yield-probe', inputs: ['tasks'], maxRecordsPerTransaction: 1, priority: (task) => task.priority, yieldBatchAfterMs: 1_000 }, async () => {
+      await new Promise((resolve) => setTimeout(resolve, 2_000));
+      handledBy.push(instance);
+      return [];
+    });
+  const first = processor(0);
+  await first.start();
+  await eventually('the first instance to handle a record', async () => handledBy.length > 0, 60_000);
+  const second = processor(1);
+  await second.start();
+  try {
+    await eventually('the second instance to handle a record', async () => handledBy.includes(1), 60_000);
+    const firstBefore = handledBy.indexOf(1);
+    // Without handing batches back, the first instance would hold its six-record batch (12 s) before the group could rebalance.
+    assert.ok(firstBefore < 6, `the second instance started handling after ${firstBefore} records of the first`);
+    await eventually('every task to be handled', async () => handledBy.length >= tasks.length, 120_000);
+  } finally {
+    await Promise.all([first.stop(), second.stop()]);
+  }
+});
