@@ -7,6 +7,7 @@ import torch
 from tiny import tiny_llama
 from trialrun_llm_learner.batch import build_rows
 from trialrun_llm_learner.checkpoint import LORA_FORMAT, ArtifactIntegrityError, adapter_bytes, adapter_metadata, put_artifact, read_adapter, read_verified
+from trialrun_llm_learner.objective import token_logprobs
 from trialrun_llm_learner.options import LearnerOptions
 from trialrun_llm_learner.samples import TrainingSample
 from trialrun_llm_learner.trainer import Trainer, peft_config_json
@@ -55,11 +56,31 @@ def test_version_0_is_the_base_model_and_an_update_moves_the_adapter_the_way_the
         base = trainer.model(input_ids=ids.unsqueeze(0)).logits
         with trainer.model.disable_adapter():
             assert torch.allclose(trainer.model(input_ids=ids.unsqueeze(0)).logits, base), "LoRA B starts at 0"
-    before = trainer._logprobs(rows(1.0).rows[0]).detach()[2:].sum()
+    row = rows(1.0).rows[0]
+    entries = torch.tensor(row.trained_entries())
+    before = trainer._logprobs(row, entries).detach().sum()
     result = trainer.update(rows(1.0))
     assert result.tokens == 3 and result.grad_norm > 0 and result.clip_fraction == 0
-    after = trainer._logprobs(rows(1.0).rows[0]).detach()[2:].sum()
+    after = trainer._logprobs(row, entries).detach().sum()
     assert after > before, "a positive advantage makes the sampled tokens likelier"
+
+
+def test_projecting_only_the_trained_positions_gives_the_full_forward_s_logprobs_and_gradient(trainer):
+    # A row whose mask leaves holes: the prompt, a trained token, an appended one, two trained tokens.
+    sample = TrainingSample(sample_index=0, prompt_ids=[1, 2, 3], completion_ids=[4, 7, 5, 6], completion_mask=[1, 0, 1, 1], completion_logprobs=[-3.0, 0.0, -3.0, -3.0], completion_policy_versions=[0, -1, 0, 0], turn_policy_versions=[0, 0], step_indices=[0, 1])
+    [row] = build_rows([sample], 1.0, fallback_version=0, current_version=0, max_staleness=4, max_sequence_tokens=64).rows
+    entries = torch.tensor(row.trained_entries())
+    assert entries.tolist() == [2, 4, 5]
+    ids = torch.tensor(row.ids)
+    selected = trainer._logprobs(row, entries)
+    full = token_logprobs(trainer.model(input_ids=ids.unsqueeze(0)).logits[0], ids)
+    assert torch.allclose(selected, full[entries], atol=1e-6)
+    grads = []
+    for logprobs in (selected, full[entries]):
+        trainer.optimizer.zero_grad()
+        (logprobs * torch.tensor([1.0, -2.0, 0.5])).sum().backward(retain_graph=True)
+        grads.append([p.grad.clone() for p in trainer.parameters if p.grad is not None])
+    assert grads[0] and all(torch.allclose(a, b, atol=1e-6) for a, b in zip(*grads))
 
 
 def test_the_trainer_state_round_trips_and_version_0_restores_the_initial_adapter(trainer):

@@ -28,6 +28,10 @@ class Row:
     def tokens(self) -> int:
         return int(sum(self.mask))
 
+    def trained_entries(self) -> list[int]:
+        """The entries whose token is trained (mask > 0): the only ones whose logprob the objective reads."""
+        return [j for j, m in enumerate(self.mask) if m > 0]
+
     def advantages(self) -> list[float]:
         """The advantage of each entry: earlier turns' entries get `earlier_advantage` where it is set."""
         if self.earlier_advantage is None:

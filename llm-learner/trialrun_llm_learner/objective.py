@@ -82,5 +82,9 @@ def clipped_policy_loss(
 
 def token_logprobs(logits: torch.Tensor, ids: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """log p(ids[t] | ids[:t]) for t = 1..n-1, from logits of shape (n, vocab) over the same sequence."""
-    scaled = logits[:-1].float() / temperature
-    return torch.log_softmax(scaled, dim=-1).gather(-1, ids[1:].unsqueeze(-1)).squeeze(-1)
+    return chosen_logprobs(logits[:-1], ids[1:], temperature)
+
+
+def chosen_logprobs(logits: torch.Tensor, chosen: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+    """log p(chosen[k]) under logits[k] (shape (k, vocab)), the logits divided by `temperature` first."""
+    return torch.log_softmax(logits.float() / temperature, dim=-1).gather(-1, chosen.unsqueeze(-1)).squeeze(-1)
