@@ -7,6 +7,7 @@ import { TopicSerde } from '../connectors/registry/index.js';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
 import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison } from '../pipelines/jobs/evaluate/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
+import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { topicNames, type Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
@@ -130,6 +131,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     return { evaluation, seconds, load: load() };
   };
 
+  // The untrained policy is the base model: whatever an earlier run left the server serving is not.
+  if (options.weightServer) await serveBaseModel(options.weightServer, options.signal);
   const untrained = await evaluate('untrained', 0, kind.initial().params);
   const training = await runLoop(context, {
     tasks: options.train,

@@ -16,7 +16,7 @@ import { createRolloutWorkerLanes, llmTaskTimeoutMs, PolicyTracker } from '../ro
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { prepareTasks, publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
-import { createWeightSync } from '../weight-sync/index.js';
+import { createWeightSync, serveBaseModel } from '../weight-sync/index.js';
 import { committedPastInputs, type ExternalLearner } from './external-learner.js';
 
 export interface LoopOptions {
@@ -337,6 +337,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   let activeMs = 0;
   let externalStopped: PromiseSettledResult<void> | undefined;
   try {
+    // The server starts on the base model; weight sync then applies this run's newest checkpoint, if it has one.
+    if (options.weightServer) await serveBaseModel(options.weightServer, signal);
     // Every processor starts, or none is left running: a refused start (a bad option, a broker that is down)
     // stops the ones that did start, in the finally below.
     const starts = await Promise.allSettled([...processors.map((p) => p.start()), ...(external ? [external.start()] : [])]);

@@ -1,1 +1,1 @@
-export { createWeightSync, resolveWeightSyncOptions, verifiedAdapter, type ResolvedWeightSyncOptions, type WeightSyncOptions } from './sync.js';
+export { createWeightSync, resolveWeightSyncOptions, serveBaseModel, verifiedAdapter, type ResolvedWeightSyncOptions, type WeightSyncOptions } from './sync.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import { ArtifactIntegrityError, IncompatibleAdapterError, LocalCheckpointStore, LORA_SAFETENSORS_FORMAT } from '../../connectors/checkpoints/index.js';
 import type { ServedAdapter, WeightServer } from '../../connectors/llm/index.js';
 import { ConfigError, nowIso, type PolicyCheckpoint } from '../../schemas/index.js';
-import { resolveWeightSyncOptions, verifiedAdapter } from './sync.js';
+import { resolveWeightSyncOptions, serveBaseModel, verifiedAdapter } from './sync.js';
 
 const BASE = 'b'.repeat(64);
 
@@ -67,4 +67,13 @@ test('options have their defaults and bad values are refused', () => {
   assert.deepEqual(resolveWeightSyncOptions({}), { policyId: 'llm', timeoutMs: 600_000 });
   assert.throws(() => resolveWeightSyncOptions({ timeoutMs: 10 }), ConfigError);
   assert.throws(() => resolveWeightSyncOptions({ policyId: ' ' }), /policyId is empty/);
+});
+
+test('a run starts its server on the base model: one serving another run\'s adapter is restarted without it, one on the base is left alone', async () => {
+  const served: Array<ServedAdapter | null> = [];
+  const on = (version: number): WeightServer => ({ ...server(BASE), servedVersion: async () => version, serve: async (adapter) => void served.push(adapter) });
+  await serveBaseModel(on(2));
+  assert.deepEqual(served, [null]);
+  await serveBaseModel(on(0));
+  assert.deepEqual(served, [null], 'nothing restarted');
 });

@@ -58,6 +58,15 @@ export async function verifiedAdapter(checkpoint: PolicyCheckpoint, store: Check
 }
 
 /**
+ * Makes `server` serve the base model (version 0) unless it does. A run starts there whatever an earlier run left
+ * served: a version number names a checkpoint of one run only, so a server still on another run's v2 would pass
+ * for this run's v2 (weight sync would not restart it), and an "untrained" evaluation would sample trained weights.
+ */
+export async function serveBaseModel(server: WeightServer, signal: AbortSignal = new AbortController().signal): Promise<void> {
+  if ((await server.servedVersion(signal)) !== 0) await server.serve(null, signal);
+}
+
+/**
  * Weight sync: follows the checkpoint and pin topics of one policy and makes the inference server serve the
  * version rollouts should use, the pinned one after a rollback, else the newest. The server names the version
  * in every reply (`<model>@v<N>`), which is what a rollout turn records (`LlmCall.policyVersion`): a turn never

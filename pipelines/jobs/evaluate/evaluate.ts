@@ -103,6 +103,11 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
         };
         return { trajectory, verification: await verifier.verify(trajectory, signal) };
       }, RETRY, signal);
+      const foreign = foreignWeights(episode.trajectory, policy.version);
+      if (foreign) {
+        next = jobs.length;
+        throw new ConfigError(`evaluating v${policy.version}: ${foreign}; make the model server serve v${policy.version} first (weight sync, or trialrun policy rollback)`);
+      }
       records[index] = episode;
       const { verification } = episode;
       const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0 });
@@ -117,6 +122,15 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, lane));
   const successes = Object.values(byTask).reduce((sum, t) => sum + t.successes, 0);
   return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask, successesWithin, records };
+}
+
+/**
+ * Why an episode does not belong to an evaluation of `version`, or null when it does: a language model's turns
+ * name the weights that answered them (LlmCall.policyVersion), and an evaluation of one version holds no other's.
+ */
+export function foreignWeights(trajectory: Pick<Trajectory, 'steps' | 'lineage'>, version: number): string | null {
+  const step = trajectory.steps.find(({ llm }) => llm && llm.policyVersion !== null && llm.policyVersion !== version);
+  return step ? `turn ${step.index} of ${trajectory.lineage.taskId} was answered by the weights of v${step.llm!.policyVersion}` : null;
 }
 
 export interface LandOptions {
