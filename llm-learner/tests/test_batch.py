@@ -1,4 +1,4 @@
-from trialrun_llm_learner.batch import build_rows, failure_advantage, last_turn_start
+from trialrun_llm_learner.batch import Row, build_rows, failure_advantage, last_turn_start, shared_prefixes
 from trialrun_llm_learner.samples import TrainingSample
 
 
@@ -89,3 +89,18 @@ def test_a_failure_s_advantage_is_recovered_from_a_reward_s_own_as_the_reward_st
     assert failure_advantage(1.0, 1.0, 0.5) == -1.0
     assert failure_advantage(0.0, -1.0, 0.5) == -1.0
     assert failure_advantage(0.5, 0.0, 0.5) == 0.0
+
+
+def row(ids, trained_from):
+    mask = [0.0] * (trained_from) + [1.0] * (len(ids) - 1 - trained_from)
+    return Row(ids=ids, mask=mask, behaviour_logprobs=[0.0] * len(mask), off_policy=[False] * len(mask), advantage=1.0)
+
+
+def test_rows_that_share_their_start_are_grouped_with_the_tokens_they_share_and_train_on_none_of():
+    prompt = list(range(100))
+    rows = [row(prompt + [7, 8, 9], 100), row([5] + prompt, 50), row(prompt + [7, 6, 5, 4], 100), row(prompt + [1, 2], 90)]
+    # Rows 0, 2 and 3 share 100 tokens; row 3 trains from entry 90 on (the hidden state of token 90), so 90 run once.
+    assert shared_prefixes(rows, min_tokens=64) == [(90, [0, 2, 3]), (0, [1])]
+    assert shared_prefixes(rows[:2], min_tokens=64) == [(0, [0]), (0, [1])]
+    assert shared_prefixes([row(prompt[:70] + [1], 65), row(prompt[:70] + [2], 65)], min_tokens=64) == [(65, [0, 1])]
+    assert shared_prefixes([row(prompt[:70] + [1], 30), row(prompt[:70] + [2], 30)], min_tokens=64) == [(0, [0]), (0, [1])], "too little to share"

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from tiny import tiny_llama
-from trialrun_llm_learner.batch import build_rows
+from trialrun_llm_learner.batch import BatchRows, build_rows, shared_prefixes
 from trialrun_llm_learner.checkpoint import LORA_FORMAT, ArtifactIntegrityError, adapter_bytes, adapter_metadata, put_artifact, read_adapter, read_verified
 from trialrun_llm_learner.objective import token_logprobs
 from trialrun_llm_learner.options import LearnerOptions
@@ -93,3 +93,26 @@ def test_the_trainer_state_round_trips_and_version_0_restores_the_initial_adapte
     assert trainer.optimizer.state_dict()["state"], "AdamW moments restored"
     trainer.load(None, None)
     assert all(torch.equal(initial[k], v) for k, v in trainer.adapter_state().items())
+
+
+def test_a_prompt_the_batch_s_rows_share_runs_once_and_the_update_is_the_one_of_rows_run_alone(monkeypatch):
+    from trialrun_llm_learner import trainer as trainer_module
+
+    prompt = [int(t) for t in torch.randint(0, 32, (70,), generator=torch.Generator().manual_seed(1))]
+    samples = [
+        TrainingSample(sample_index=0, prompt_ids=prompt, completion_ids=completion, completion_mask=[1] * len(completion), completion_logprobs=[-3.0] * len(completion), completion_policy_versions=[0] * len(completion), turn_policy_versions=[0], step_indices=[0])
+        for completion in ([4, 5, 6], [4, 7], [9, 9, 9, 9])
+    ]
+    batch = BatchRows()
+    for sample, advantage in zip(samples, (1.0, -0.5, 0.25)):
+        build_rows([sample], advantage, fallback_version=0, current_version=0, max_staleness=4, max_sequence_tokens=128, into=batch)
+    assert shared_prefixes(batch.rows) == [(69, [0, 1, 2])]
+    adapters, losses = [], []
+    for shared in (True, False):
+        if not shared:
+            monkeypatch.setattr(trainer_module, "shared_prefixes", lambda rows: [(0, [i]) for i in range(len(rows))])
+        trainer = Trainer(LearnerOptions(gguf="unused", checkpoints="unused", learning_rate=0.05, epochs=2), base=tiny_llama())
+        losses.append(trainer.update(batch).loss)
+        adapters.append(trainer.adapter_state())
+    assert losses[0] == pytest.approx(losses[1], abs=1e-5)
+    assert all(torch.allclose(adapters[0][k], adapters[1][k], atol=1e-5) for k in adapters[0])

@@ -36,3 +36,10 @@ def test_write_config_needs_the_gguf(tmp_path, capsys):
     with pytest.raises(SystemExit):
         device_bench.main(["--config", str(tmp_path / "config.json"), "--write-config", str(tmp_path / "out.json")])
     assert "--write-config needs --gguf" in capsys.readouterr().err
+
+
+def test_rows_can_share_their_first_prompt_as_a_group_s_members_do():
+    rows = device_bench.synthetic_rows(3, 10, 2, vocab=32, seed=0, shared_tokens=6).rows
+    assert rows[0].ids[:6] == rows[1].ids[:6] == rows[2].ids[:6]
+    with pytest.raises(ValueError, match="shared-prompt-tokens"):
+        device_bench.synthetic_rows(2, 10, 4, vocab=32, seed=0, shared_tokens=7)

@@ -121,3 +121,31 @@ def build_rows(
         last_from = prompt - 1 + last_turn_start(sample.completion_mask) if index == len(samples) - 1 else len(mask)
         out.rows.append(Row(ids=ids, mask=mask, behaviour_logprobs=behaviour, off_policy=off, advantage=advantage, last_turn_from=last_from, earlier_advantage=earlier_advantage))
     return out
+
+
+def shared_prefixes(rows: Sequence[Row], min_tokens: int = 64) -> list[tuple[int, list[int]]]:
+    """
+    The rows as groups that share their start, each with the number of leading tokens all its rows share and no
+    row trains on (a group's members share their first prompt): a forward pass can run those once for the group.
+    Rows that share fewer than `min_tokens` with any other stand alone, with 0. Every row is in one group, in order.
+    """
+    by_start: dict[tuple[int, ...], list[int]] = {}
+    for i, row in enumerate(rows):
+        by_start.setdefault(tuple(row.ids[:min_tokens]), []).append(i)
+    groups: list[tuple[int, list[int]]] = []
+    for members in by_start.values():
+        shared = 0
+        if len(members) > 1 and len(rows[members[0]].ids) >= min_tokens:
+            first = rows[members[0]].ids
+            shared = min(len(rows[i].ids) for i in members)
+            for i in members[1:]:
+                ids = rows[i].ids
+                shared = next((k for k in range(min(shared, len(ids))) if ids[k] != first[k]), min(shared, len(ids)))
+            # Entry j is about token j + 1 from the hidden state of token j: every trained entry stays outside the prefix.
+            shared = min([shared] + [min(rows[i].trained_entries(), default=len(rows[i].ids)) for i in members])
+        if shared >= min_tokens:
+            groups.append((shared, members))
+        else:
+            groups.extend((0, [i]) for i in members)
+    return sorted(groups, key=lambda group: group[1][0])
+

@@ -36,15 +36,21 @@ from .trainer import Trainer, load_base_model
 SIDES = ("cpu", "cuda", "cuda-tf32")
 
 
-def synthetic_rows(count: int, sequence_tokens: int, sampled_tokens: int, vocab: int, seed: int) -> BatchRows:
-    """`count` sequences shaped like an episode's sample: a prompt, then `sampled_tokens` trained tokens at the end."""
+def synthetic_rows(count: int, sequence_tokens: int, sampled_tokens: int, vocab: int, seed: int, shared_tokens: int = 0) -> BatchRows:
+    """
+    `count` sequences shaped like an episode's sample: a prompt, then `sampled_tokens` trained tokens at the end;
+    the first `shared_tokens` are the same in every row, as a GRPO group's members share their first prompt.
+    """
     if not 0 < sampled_tokens < sequence_tokens:
         raise ValueError(f"--sampled-tokens must be within 1..{sequence_tokens - 1}, got {sampled_tokens}")
+    if not 0 <= shared_tokens <= sequence_tokens - sampled_tokens:
+        raise ValueError(f"--shared-prompt-tokens must be within 0..{sequence_tokens - sampled_tokens} (the untrained part), got {shared_tokens}")
     generator = torch.Generator().manual_seed(seed)
+    shared = torch.randint(0, vocab, (shared_tokens,), generator=generator).tolist()
     rows = []
     prompt = sequence_tokens - sampled_tokens
     for i in range(count):
-        ids = torch.randint(0, vocab, (sequence_tokens,), generator=generator).tolist()
+        ids = shared + torch.randint(0, vocab, (sequence_tokens - shared_tokens,), generator=generator).tolist()
         mask = [0.0] * (prompt - 1) + [1.0] * sampled_tokens
         # A near-uniform model's logprob, so the ratios start near 1 as they do on-policy.
         behaviour = [(-torch.log(torch.tensor(float(vocab))).item() if m else 0.0) for m in mask]
@@ -94,6 +100,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--rows", type=int, default=8, help="sequences in the batch (the learner's batch of samples)")
     parser.add_argument("--sequence-tokens", type=int, default=1024, help="tokens per sequence (the learner's --max-sequence-tokens default)")
     parser.add_argument("--sampled-tokens", type=int, default=192, help="trained tokens per sequence")
+    parser.add_argument("--shared-prompt-tokens", type=int, default=0, help="leading tokens every row shares (a GRPO group's first prompt)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch's choice)")
     parser.add_argument("--seed", type=int, default=0)
@@ -117,7 +124,7 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
 
     base, weights = base_from(args)
-    rows = synthetic_rows(args.rows, args.sequence_tokens, args.sampled_tokens, base.config.vocab_size, args.seed)
+    rows = synthetic_rows(args.rows, args.sequence_tokens, args.sampled_tokens, base.config.vocab_size, args.seed, args.shared_prompt_tokens)
     trained = sum(row.tokens for row in rows.rows)
     sequence = sum(len(row.ids) for row in rows.rows)
     options = LearnerOptions(gguf="unused", checkpoints="unused", seed=args.seed)
@@ -136,7 +143,7 @@ def main(argv: list[str]) -> int:
         "loadAverage": os.getloadavg()[0],
     }
     print(f"# {weights}; {base.config.num_hidden_layers} layers, hidden {base.config.hidden_size}, vocab {base.config.vocab_size}; LoRA r={options.lora_r} on {','.join(options.lora_targets)}", flush=True)
-    print(f"# batch: {args.rows} rows x {args.sequence_tokens} tokens, {trained} trained tokens; {json.dumps(environment)}", flush=True)
+    print(f"# batch: {args.rows} rows x {args.sequence_tokens} tokens ({args.shared_prompt_tokens} shared), {trained} trained tokens; {json.dumps(environment)}", flush=True)
     seconds: dict[str, list[float]] = {side: [] for side in sides}
     for round_index in range(args.rounds + 1):
         shift = round_index % len(sides)
@@ -163,7 +170,7 @@ def main(argv: list[str]) -> int:
         print(f"{side:<11} {f['secondsPerUpdate']['median']:>10.3f}        {rate['min']:>9.0f} / {rate['median']:>9.0f} / {rate['max']:>9.0f}   {f['sequenceTokensPerSecond']:>12.0f}   {ratio}")
     if args.out:
         with open(args.out, "w") as handle:
-            json.dump({"weights": weights, "rows": args.rows, "sequenceTokens": args.sequence_tokens, "trainedTokens": trained, "rounds": args.rounds, "environment": environment, "sides": figures}, handle, indent=2)
+            json.dump({"weights": weights, "rows": args.rows, "sequenceTokens": args.sequence_tokens, "sharedPromptTokens": args.shared_prompt_tokens, "trainedTokens": trained, "rounds": args.rounds, "environment": environment, "sides": figures}, handle, indent=2)
     return 0
 
 

@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import torch
 
-from .batch import BatchRows, Row
+from .batch import BatchRows, Row, shared_prefixes
 from .objective import ObjectiveSums, chosen_logprobs, clipped_policy_loss
 from .options import LearnerOptions
 
@@ -104,6 +104,16 @@ class UpdateResult:
     seconds: float
 
 
+def forked(cache: Any) -> Any:
+    """A cache holding `cache`'s keys and values, which a forward pass extends without touching `cache`."""
+    from transformers import DynamicCache
+
+    fork = DynamicCache()
+    for index, layer in enumerate(cache.layers):
+        fork.update(layer.keys, layer.values, index)
+    return fork
+
+
 def finite(value: float) -> float:
     """Figures go into JSON records, which have no NaN or infinity: a non-finite one is reported as 0."""
     return value if math.isfinite(value) else 0.0
@@ -154,14 +164,18 @@ class Trainer:
         torch.save(self.optimizer.state_dict(), buffer)
         return buffer.getvalue()
 
-    def _logprobs(self, row: Row, entries: torch.Tensor) -> torch.Tensor:
+    def _logprobs(self, row: Row, entries: torch.Tensor, prefix: int = 0, cache: Any = None) -> torch.Tensor:
         """
         The logprob of the token each of `entries` is about (entry j: ids[j + 1]). The vocabulary projection runs
         at those positions only (`logits_to_keep`): a sample's trained tokens are a few dozen of its thousand,
-        and projecting every position onto 49k words was a fifth of the update's arithmetic.
+        and projecting every position onto 49k words was a fifth of the update's arithmetic. With `cache`, the
+        keys and values of the row's first `prefix` tokens (shared with other rows), only the rest is run.
         """
         ids = torch.tensor(row.ids, device=self.device)
-        logits = self.model(input_ids=ids.unsqueeze(0), logits_to_keep=entries).logits[0]
+        if cache is None:
+            logits = self.model(input_ids=ids.unsqueeze(0), logits_to_keep=entries).logits[0]
+        else:
+            logits = self.model(input_ids=ids[prefix:].unsqueeze(0), cache=forked(cache), logits_to_keep=entries - prefix).logits[0]
         return chosen_logprobs(logits, ids[entries + 1], self.options.temperature)
 
     def update(self, batch: BatchRows) -> UpdateResult:
@@ -182,36 +196,19 @@ class Trainer:
         last: dict[str, float] = {}
         grad_norm = 0.0
         skipped = 0
+        # A group's members share their first prompt: it runs once per group, and one backward pass covers them.
+        groups = shared_prefixes(batch.rows)
         for _ in range(options.epochs):
             self.optimizer.zero_grad(set_to_none=True)
             sums = {"loss": 0.0, "clipped": 0.0, "kl": 0.0, "off": 0.0, "truncated": 0.0, "ratio": 0.0}
-            for i, row in enumerate(batch.rows):
-                logprobs = self._logprobs(row, entries[i])
-                if proximal[i] is None:
-                    # The first epoch runs the current version: its logprobs are the proximal policy's.
-                    proximal[i] = logprobs.detach()
-                at = lambda values: torch.tensor(values, device=self.device)[entries[i]]  # noqa: E731
-                part: ObjectiveSums = clipped_policy_loss(
-                    logprobs,
-                    at(row.behaviour_logprobs),
-                    proximal[i],
-                    at(row.off_policy),
-                    at(row.mask),
-                    at(row.advantages()).to(logprobs.dtype),
-                    clip_low=options.clip_low,
-                    clip_high=options.clip_high,
-                    max_importance_weight=options.max_importance_weight,
-                    reference_logprobs=reference[i],
-                    kl_coef=options.kl_coef,
-                )
-                # Token-level mean over the whole batch (each row's share of it), accumulated row by row.
-                (part.loss / total_tokens).backward()
-                sums["loss"] += float(part.loss.detach())
-                sums["clipped"] += part.clipped
-                sums["kl"] += part.kl
-                sums["off"] += part.off_policy
-                sums["truncated"] += part.truncated_weights
-                sums["ratio"] += part.ratio
+            for prefix, members in groups:
+                cache = None
+                if prefix > 0:
+                    start = torch.tensor(batch.rows[members[0]].ids[:prefix], device=self.device)
+                    cache = self.model(input_ids=start.unsqueeze(0), use_cache=True, logits_to_keep=1).past_key_values
+                group_loss = self._group_loss(batch.rows, members, entries, proximal, reference, prefix, cache, total_tokens, sums)
+                # Token-level mean over the whole batch (each row's share of it), accumulated group by group.
+                group_loss.backward()
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, options.max_grad_norm))
             last = sums
             if not math.isfinite(grad_norm):
@@ -234,3 +231,47 @@ class Trainer:
             skipped_steps=skipped,
             seconds=time.perf_counter() - started,
         )
+
+    def _group_loss(
+        self,
+        rows: list[Row],
+        members: list[int],
+        entries: list[torch.Tensor],
+        proximal: list[Optional[torch.Tensor]],
+        reference: list[Optional[torch.Tensor]],
+        prefix: int,
+        cache: Any,
+        total_tokens: int,
+        sums: dict[str, float],
+    ) -> torch.Tensor:
+        """The objective of `members` (rows sharing their first `prefix` tokens, whose keys and values are `cache`), its figures added to `sums`."""
+        options = self.options
+        loss = torch.zeros((), device=self.device)
+        for i in members:
+            row = rows[i]
+            logprobs = self._logprobs(row, entries[i], prefix, cache)
+            if proximal[i] is None:
+                # The first epoch runs the current version: its logprobs are the proximal policy's.
+                proximal[i] = logprobs.detach()
+            at = lambda values: torch.tensor(values, device=self.device)[entries[i]]  # noqa: E731
+            part: ObjectiveSums = clipped_policy_loss(
+                logprobs,
+                at(row.behaviour_logprobs),
+                proximal[i],
+                at(row.off_policy),
+                at(row.mask),
+                at(row.advantages()).to(logprobs.dtype),
+                clip_low=options.clip_low,
+                clip_high=options.clip_high,
+                max_importance_weight=options.max_importance_weight,
+                reference_logprobs=reference[i],
+                kl_coef=options.kl_coef,
+            )
+            loss = loss + part.loss / total_tokens
+            sums["loss"] += float(part.loss.detach())
+            sums["clipped"] += part.clipped
+            sums["kl"] += part.kl
+            sums["off"] += part.off_policy
+            sums["truncated"] += part.truncated_weights
+            sums["ratio"] += part.ratio
+        return loss
