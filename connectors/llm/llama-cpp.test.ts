@@ -43,6 +43,16 @@ test('a completion sends the token-array prompt, the sampling and the schema, an
   assert.deepEqual(body, { prompt: [1, 2, 3], n_predict: 8, temperature: 0.5, top_p: 0.9, seed: 42, n_probs: 1, return_tokens: true, cache_prompt: true, json_schema: { type: 'object' } });
 });
 
+test('a completion under a grammar sends it as grammar; a schema and a grammar together are refused', async () => {
+  requests.length = 0;
+  answer = (_path, _body, res) => send(res, { model: 'm', content: '1', tokens: [9], stop_type: 'eos', completion_probabilities: [{ id: 9, logprob: -0.1 }] });
+  await client.complete({ promptIds: [1], sampling, grammar: 'root ::= "1"' });
+  assert.equal((requests[0]!.body as { grammar?: unknown }).grammar, 'root ::= "1"');
+  assert.equal('json_schema' in (requests[0]!.body as object), false);
+  await assert.rejects(client.complete({ promptIds: [1], sampling, grammar: 'root ::= "1"', jsonSchema: {} }), /a JSON Schema or a grammar, not both/);
+  assert.equal(requests.length, 1);
+});
+
 test('a completion cut at its token limit finishes with length; a 503 while loading is retried', async () => {
   let calls = 0;
   answer = (_path, _body, res) =>

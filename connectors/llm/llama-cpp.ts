@@ -6,7 +6,8 @@ import { ChatRequestError, postJson } from './http.js';
  * llama.cpp's native server API (`/completion` with a token-array prompt, `/tokenize`, `/detokenize`,
  * `/apply-template`, `/props`), which is what token-exact trajectories need: the prompt goes in as token
  * ids, and the sampled token ids and their logprobs come back, so nothing the model generated is ever
- * re-tokenised. Its `json_schema` parameter constrains sampling to replies that match a JSON Schema.
+ * re-tokenised. Its `json_schema` and `grammar` parameters constrain sampling to replies that match a JSON Schema
+ * or a GBNF grammar.
  */
 export interface LlamaCppClientOptions {
   /** The server's root (not its OpenAI `/v1` base). */
@@ -31,6 +32,8 @@ export interface TokenCompletionRequest {
   readonly sampling: SamplingParams;
   /** Constrains the reply to this JSON Schema (llama.cpp turns it into a grammar). @default unconstrained */
   readonly jsonSchema?: Record<string, unknown>;
+  /** Constrains the reply to this GBNF grammar instead (exact, where a schema would leave whitespace free). @default unconstrained */
+  readonly grammar?: string;
 }
 
 export interface TokenCompletion {
@@ -155,6 +158,7 @@ export class LlamaCppClient {
 
   /** Samples a completion of a token-id prompt; the reply's token ids and one logprob per token come back. */
   async complete(request: TokenCompletionRequest, signal?: AbortSignal): Promise<TokenCompletion> {
+    if (request.jsonSchema !== undefined && request.grammar !== undefined) throw new ConfigError('a completion takes a JSON Schema or a grammar, not both');
     const started = performance.now();
     const { value, attempts } = await postJson<WireCompletion>(
       `${this.rootUrl}/completion`,
@@ -170,6 +174,7 @@ export class LlamaCppClient {
         // The slot keeps the previous turn's KV cache: only the appended tokens are evaluated.
         cache_prompt: true,
         ...(request.jsonSchema ? { json_schema: request.jsonSchema } : {}),
+        ...(request.grammar ? { grammar: request.grammar } : {}),
       },
       { ...this.post, signal },
     );

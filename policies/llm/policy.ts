@@ -67,6 +67,8 @@ export interface TurnRequest {
   readonly followUp: string | null;
   /** The tools this reply may call; decoding is constrained to them where the server can. */
   readonly tools: readonly ToolSpec[];
+  /** A GBNF grammar for the reply, exact where the tools' JSON Schema leaves whitespace free (llama.cpp only; other servers get the tools). @default the tools' schema */
+  readonly grammar?: string;
 }
 
 /** The first two messages of an episode: the environment's instructions with its tools, and the task. */
@@ -187,7 +189,8 @@ export class LlmEpisode implements Policy<AgentObservation> {
     const appended = await client.tokenize(extendsPrevious ? rendered.slice(this.rendered.length) : rendered, !extendsPrevious, signal);
     const promptIds = extendsPrevious ? [...this.ids, ...appended] : appended;
     if (promptIds.length + sampling.maxTokens > options.maxEpisodeTokens) return submit();
-    const completion = await client.complete({ promptIds, sampling, jsonSchema: options.constrained ? toolCallSchema(tools) : undefined }, signal);
+    const constraint = !options.constrained ? {} : request.grammar !== undefined ? { grammar: request.grammar } : { jsonSchema: toolCallSchema(tools) };
+    const completion = await client.complete({ promptIds, sampling, ...constraint }, signal);
     this.turns++;
     this.ids = [...promptIds, ...completion.completionIds];
     // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.

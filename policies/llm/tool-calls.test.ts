@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { REPAIR_TOOL_DEFS, toolSpecs } from '../../envs/index.js';
 
 const REPAIR_TOOL_SPECS = toolSpecs(REPAIR_TOOL_DEFS);
-import { describeTools, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
+import { describeTools, oneArgumentCallGrammar, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
 
 test('the reply schema allows exactly one call of each of the environment\'s tools, with that tool\'s own argument schema', () => {
   const schema = toolCallSchema(REPAIR_TOOL_SPECS) as { oneOf: Array<{ properties: { name: { const: string }; arguments: unknown }; required: string[]; additionalProperties: boolean }> };
@@ -31,4 +31,13 @@ test('a reply is one tool call or a reason it is not', () => {
   assert.match(parseToolCallReply('{"name": "revert", "arguments": [1]}', REPAIR_TOOL_SPECS).invalid!, /arguments of revert must be a JSON object/);
   assert.match(parseFunctionCall('read_file', '{"path": ', REPAIR_TOOL_SPECS).invalid!, /arguments of "read_file" are not JSON/);
   assert.deepEqual(parseFunctionCall('submit', '', REPAIR_TOOL_SPECS).call, { name: 'submit', arguments: {} });
+});
+
+test('the one-argument call grammar admits exactly the listed values, spaced as the parser reads them', () => {
+  const grammar = oneArgumentCallGrammar('apply_edit', 'id', [3, 17]);
+  assert.equal(grammar, 'root ::= "{\\"name\\": \\"apply_edit\\", \\"arguments\\": {\\"id\\": " value "}}"\nvalue ::= "3" | "17"\n');
+  // Each sentence of the grammar is a call the parser takes.
+  for (const id of [3, 17]) assert.deepEqual(parseToolCallReply(`{"name": "apply_edit", "arguments": {"id": ${id}}}`, REPAIR_TOOL_SPECS).call, { name: 'apply_edit', arguments: { id } });
+  assert.match(oneArgumentCallGrammar('pick', 'name', ['a"b']), /value ::= "\\"a\\\\\\"b\\""/);
+  assert.throws(() => oneArgumentCallGrammar('apply_edit', 'id', []), /no values for apply_edit\.id/);
 });

@@ -16,6 +16,20 @@ export function toolCallSchema(tools: readonly ToolSpec[]): Record<string, unkno
   };
 }
 
+/**
+ * A GBNF grammar (llama.cpp's `grammar`) whose only sentences are `{"name": <tool>, "arguments": {<argument>: v}}`
+ * with v one of `values`, spaced exactly as here. A JSON-Schema grammar admits any whitespace between tokens, and
+ * a model whose weights drift (a few LoRA updates at a high learning rate) fills its whole token budget with it;
+ * this one leaves no choice but the value, and ends the reply after the closing brace.
+ */
+export function oneArgumentCallGrammar(tool: string, argument: string, values: readonly (string | number)[]): string {
+  if (values.length === 0) throw new RangeError(`oneArgumentCallGrammar: no values for ${tool}.${argument}`);
+  const literal = (text: string): string => JSON.stringify(text);
+  const head = `{"name": ${JSON.stringify(tool)}, "arguments": {${JSON.stringify(argument)}: `;
+  const choices = values.map((value) => literal(JSON.stringify(value))).join(' | ');
+  return `root ::= ${literal(head)} value "}}"\nvalue ::= ${choices}\n`;
+}
+
 /** The tools as the system prompt lists them (for servers whose chat template knows no tools). */
 export function describeTools(tools: readonly ToolSpec[]): string {
   return tools
