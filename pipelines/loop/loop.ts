@@ -187,6 +187,37 @@ async function topicEnds(context: ProcessorContext, key: TopicKey): Promise<Map<
   }
 }
 
+/** A consumer group of the loop: its members in this process and the partitions of the topic they split. */
+interface LoopGroup {
+  readonly name: string;
+  readonly members: readonly { readonly assignment: ReadonlyArray<{ readonly topic: string; readonly partition: number }> }[];
+  readonly topic: string;
+  readonly partitions: number;
+}
+
+/** How long the loop waits for its groups to split their partitions before it publishes anyway (and warns). */
+const BALANCE_WAIT_MS = 30_000;
+
+/**
+ * Waits until every group's members hold all of its topic's partitions between them, as many members holding some
+ * as there are partitions to go round. A group's first member to join takes every partition, and the others join
+ * at its next rebalance; the confluent client serves that rebalance only once it has handed over the records it
+ * already fetched, so tasks published before then queue on the first member, and its siblings idle for the whole
+ * run. Returns the groups still unsplit after `timeoutMs`.
+ */
+async function balancedGroups(groups: readonly LoopGroup[], signal: AbortSignal, timeoutMs = BALANCE_WAIT_MS): Promise<string[]> {
+  const unbalanced = (): string[] =>
+    groups
+      .filter(({ members, topic, partitions }) => {
+        const held = members.map((m) => m.assignment.filter((p) => p.topic === topic).length);
+        return held.reduce((sum, n) => sum + n, 0) < partitions || held.filter((n) => n > 0).length < Math.min(members.length, partitions);
+      })
+      .map((group) => group.name);
+  const deadline = Date.now() + timeoutMs;
+  while (unbalanced().length > 0 && Date.now() < deadline) await sleep(100, signal);
+  return unbalanced();
+}
+
 /**
  * The whole loop in one process: publish tasks, roll them out, verify, reward, learn, and land
  * everything in Parquet; returns once every trajectory is rewarded and in the analytics store.
@@ -345,6 +376,15 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     const refused = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected');
     if (refused) throw refused.reason;
     versionAtStart = policies.current().version;
+    const trajectoryPartitions = (await topicEnds(context, 'trajectories')).size;
+    const unsplit = await balancedGroups(
+      [
+        { name: 'rollout-worker', members: workers, topic: context.names.name('tasks'), partitions: ownTasksFrom.size },
+        { name: 'verifier', members: verifiers, topic: context.names.name('trajectories'), partitions: trajectoryPartitions },
+      ],
+      signal,
+    );
+    if (unsplit.length > 0) process.emitWarning(`the ${unsplit.join(' and ')} group${unsplit.length > 1 ? 's have' : ' has'} not split its partitions among its instances after ${BALANCE_WAIT_MS / 1000} s; publishing anyway`, 'TrialrunWarning');
     if (schedule === 'streaming') await publishEpoch();
     else await publishBatch();
     // Done when every trajectory, verification and reward has landed, and the learner has seen them all.
