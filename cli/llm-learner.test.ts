@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
+import { resolveLlmPolicyOptions } from '../policies/index.js';
 import { ConfigError } from '../schemas/index.js';
-import { llmLearnerArgs, llmLearnerLaunch, llmServerRoot, localCheckpointRoot, servedGguf } from './llm-learner.js';
+import { llmThreadShare } from '../stack/index.js';
+import { llmLearnerArgs, llmLearnerLaunch, llmServerRoot, localCheckpointRoot, loopLearnerFlags, servedGguf } from './llm-learner.js';
 
 test('the learner gets the stack endpoints and names of this environment, and the caller\'s flags last', () => {
   const launch = llmLearnerLaunch(
@@ -38,4 +40,12 @@ test('the GGUF is the one the llama.cpp server reports serving; a server that na
     server.close();
   }
   await assert.rejects(servedGguf('http://127.0.0.1:9'), /cannot ask the model server at http:\/\/127\.0\.0\.1:9 which GGUF it serves/);
+});
+
+test("the loop's learner trains whole samples (up to the policy's episode length) and credits the scaffold's earlier turns as failures", () => {
+  const agent = resolveLlmPolicyOptions({ baseUrl: 'http://127.0.0.1:8090/v1', maxEpisodeTokens: 3000 }, {});
+  const threads = String(llmThreadShare());
+  assert.deepEqual(loopLearnerFlags(agent, ['--epochs', '2']), ['--threads', threads, '--max-sequence-tokens', '3000', '--epochs', '2']);
+  const scaffold = resolveLlmPolicyOptions({ baseUrl: 'http://127.0.0.1:8090/v1', scaffold: 'repair-script' }, {});
+  assert.deepEqual(loopLearnerFlags(scaffold, []), ['--threads', threads, '--max-sequence-tokens', '4096', '--earlier-turns-failed']);
 });

@@ -7,6 +7,7 @@ import { resolveKafkaOptions } from '../connectors/kafka/index.js';
 import { resolveRegistryUrl } from '../connectors/registry/index.js';
 import { servedModelPath } from '../connectors/llm/index.js';
 import type { ExternalLearner } from '../pipelines/loop/index.js';
+import { llmPolicyKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
 import { llmLearnerPython, llmLearnerVenvDir, llmThreadShare, stackPaths } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
@@ -154,6 +155,20 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
   };
 }
 
+/** The loop's learner flags for the llm policy rolled out, the caller's `extraArgs` last (given later, they win). */
+export function loopLearnerFlags(policy: ResolvedLlmPolicyOptions, extraArgs: readonly string[]): string[] {
+  return [
+    // The loop's learner shares the machine with the model server: each takes half the cores.
+    '--threads', String(llmThreadShare()),
+    // No sample is longer than an episode may grow, so none is cut: the learner's own default (1024) cut the
+    // sampled tokens off every repair-script sample, whose first prompt alone is about 1100 tokens.
+    '--max-sequence-tokens', String(policy.maxEpisodeTokens),
+    // The kind's earlier decisions failed (the repair script's undone edits): the learner credits them so.
+    ...(llmPolicyKind(policy).earlierDecisionsFailed === true ? ['--earlier-turns-failed'] : []),
+    ...extraArgs,
+  ];
+}
+
 /**
  * The external learner of a loop run (`learn`, `demo`) with the llm policy: the Python learner on `topicPrefix` and
  * the checkpoint folder `checkpoints`, training the GGUF the stack's model server serves, its log under the state folder.
@@ -163,13 +178,12 @@ export async function loopLlmLearner(options: {
   topicPrefix: string;
   checkpoints: string;
   batchSize: number;
-  /** The policy kind's PolicyKind.earlierDecisionsFailed: the learner then credits earlier turns as failures. */
-  earlierDecisionsFailed: boolean;
+  /** The llm policy rolled out, whose turns the learner trains on. */
+  policy: ResolvedLlmPolicyOptions;
   extraArgs: readonly string[];
 }): Promise<ExternalLearner> {
   const python = await llmLearnerVenv();
-  // The loop's learner shares the machine with the model server: each takes half the cores. Flags in extraArgs, given later, win.
-  const extraArgs = ['--threads', String(llmThreadShare()), ...(options.earlierDecisionsFailed ? ['--earlier-turns-failed'] : []), ...options.extraArgs];
+  const extraArgs = loopLearnerFlags(options.policy, options.extraArgs);
   const launch: LlmLearnerLaunch = {
     ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs }),
     topicPrefix: options.topicPrefix,

@@ -8,7 +8,7 @@ import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/inde
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
-import { LLM_POLICY, llmPolicyKind, ONNX_REPAIR_POLICY, policyIds, policyKind, policyKindFor } from '../../policies/index.js';
+import { LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind, policyKindFor } from '../../policies/index.js';
 import { ConfigError, topicNames } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
@@ -222,7 +222,7 @@ export const demoCommand: Command = {
         weightServer: loopWeightServer(settings.llm),
         // The llm policy learns as it is rolled out, where the Python learner is installed (a demo does not
         // install 5.7 GB unasked): the learner on the demo's topics and checkpoint folder.
-        ...(settings.llm && llmLearnerInstalled() ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, earlierDecisionsFailed: llmPolicyKind(settings.llm).earlierDecisionsFailed === true, extraArgs: [] }) } : {}),
+        ...(settings.llm && llmLearnerInstalled() ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, policy: settings.llm, extraArgs: [] }) } : {}),
         tasks,
         trees: treeStore(),
         pool,

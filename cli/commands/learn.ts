@@ -112,7 +112,7 @@ export const learnCommand: Command = {
     const topicPrefix = `${runId}.`;
     // The llm policy's learner: the Python process, on the experiment's topics and checkpoint folder.
     const externalLearner = policy.llm
-      ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, earlierDecisionsFailed: kind.earlierDecisionsFailed === true, extraArgs: [...(learningRate === undefined ? [] : ['--learning-rate', String(learningRate)]), '--epochs', String(epochs)] })
+      ? await loopLlmLearner({ runId, topicPrefix, checkpoints, batchSize, policy: policy.llm, extraArgs: [...(learningRate === undefined ? [] : ['--learning-rate', String(learningRate)]), '--epochs', String(epochs)] })
       : undefined;
     const pool = openSandboxPool(sandbox);
     // Ctrl-C stops the processors and the learner process and releases every sandbox, as in demo.

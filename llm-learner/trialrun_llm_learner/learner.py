@@ -301,7 +301,9 @@ class LlmLearner:
             },
             "lineage": {"taskId": "all", "attempt": 0, "runId": self.options.run_id, "policyVersion": version, "sandboxImageDigest": None, "verifierVersion": None, "createdAt": now_iso()},
         }
-        log(f"v{version}: {counts['trained']} samples, {result.tokens} tokens, loss {result.loss:.4f}, grad norm {result.grad_norm:.4f}, {result.seconds:.1f} s")
+        # Sampled tokens past --max-sequence-tokens are not trained on: said here, not only in the checkpoint's metrics.
+        cut = f", {rows.cut_tokens} sampled tokens past --max-sequence-tokens {self.options.max_sequence_tokens} cut" if rows.cut_tokens else ""
+        log(f"v{version}: {counts['trained']} samples, {result.tokens} tokens{cut}, loss {result.loss:.4f}, grad norm {result.grad_norm:.4f}, {result.seconds:.1f} s")
         return [Output("policyCheckpoints", self.options.policy_id, checkpoint)]
 
     def _commit(self, offsets: dict[tuple[str, int], int], outputs: list[Output]) -> None:
