@@ -114,6 +114,26 @@ def forked(cache: Any) -> Any:
     return fork
 
 
+def cache_tensors(cache: Any) -> list[torch.Tensor]:
+    """A cache's keys and values, layer by layer."""
+    return [tensor for layer in cache.layers for tensor in (layer.keys, layer.values)]
+
+
+def detached_cache(cache: Any) -> tuple[list[torch.Tensor], list[torch.Tensor], Any]:
+    """
+    `cache`'s tensors; detached copies of them, leaves that collect the gradients of what runs on them; and a cache
+    holding those copies (which may store them as tensors derived from the leaves: the gradients still reach them).
+    """
+    from transformers import DynamicCache
+
+    computed = cache_tensors(cache)
+    leaves = [tensor.detach().requires_grad_() for tensor in computed]
+    copy = DynamicCache()
+    for index in range(len(computed) // 2):
+        copy.update(leaves[2 * index], leaves[2 * index + 1], index)
+    return computed, leaves, copy
+
+
 def finite(value: float) -> float:
     """Figures go into JSON records, which have no NaN or infinity: a non-finite one is reported as 0."""
     return value if math.isfinite(value) else 0.0
@@ -202,13 +222,23 @@ class Trainer:
             self.optimizer.zero_grad(set_to_none=True)
             sums = {"loss": 0.0, "clipped": 0.0, "kl": 0.0, "off": 0.0, "truncated": 0.0, "ratio": 0.0}
             for prefix, members in groups:
-                cache = None
-                if prefix > 0:
-                    start = torch.tensor(batch.rows[members[0]].ids[:prefix], device=self.device)
-                    cache = self.model(input_ids=start.unsqueeze(0), use_cache=True, logits_to_keep=1).past_key_values
-                group_loss = self._group_loss(batch.rows, members, entries, proximal, reference, prefix, cache, total_tokens, sums)
-                # Token-level mean over the whole batch (each row's share of it), accumulated group by group.
-                group_loss.backward()
+                # Token-level mean over the whole batch (each row's share of it), its gradient accumulated row by row:
+                # memory holds one row's activations (and the group's prefix), not the group's: eight rows of 2000
+                # tokens took 17.6 GB and the learner was killed.
+                if prefix == 0:
+                    for i in members:
+                        self._group_loss(batch.rows, [i], entries, proximal, reference, 0, None, total_tokens, sums).backward()
+                    continue
+                start = torch.tensor(batch.rows[members[0]].ids[:prefix], device=self.device)
+                cache = self.model(input_ids=start.unsqueeze(0), use_cache=True, logits_to_keep=1).past_key_values
+                # Each row's backward pass stops at the prefix's keys and values, whose gradients add up over the rows;
+                # one backward pass through the prefix then carries their sum (the chain rule, exactly).
+                computed, leaves, detached = detached_cache(cache)
+                for i in members:
+                    self._group_loss(batch.rows, [i], entries, proximal, reference, prefix, detached, total_tokens, sums).backward()
+                reached = [(tensor, leaf.grad) for tensor, leaf in zip(computed, leaves) if leaf.grad is not None]
+                if reached:
+                    torch.autograd.backward([tensor for tensor, _ in reached], [grad for _, grad in reached])
             grad_norm = float(torch.nn.utils.clip_grad_norm_(self.parameters, options.max_grad_norm))
             last = sums
             if not math.isfinite(grad_norm):
