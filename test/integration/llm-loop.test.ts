@@ -117,7 +117,11 @@ test('the loop runs the Python learner: its checkpoints are served, later turns 
   // The Python learner's checkpoints, one per batch of 2 learnable samples, numbered from 1.
   const learnable = rewards.filter((r) => (r.disposition ?? 'learn') === 'learn').length;
   assert.ok(published.length >= 1, `at least one checkpoint (${learnable} learnable rewards)`);
-  assert.equal(published.length, Math.floor(learnable / 2));
+  // A sample whose version lags the learner's past its staleness bound is dropped, and a batch of only such samples
+  // gives no checkpoint: when rollouts outpace the updates (22 epochs against 9 updates in one run here), fewer than
+  // one per two learnable samples. Each checkpoint trains one or two of them.
+  assert.ok(published.length <= Math.floor(learnable / 2), `${published.length} checkpoints for ${learnable} learnable rewards`);
+  for (const c of published) assert.ok(c.metrics.samples >= 1 && c.metrics.samples <= 2, `v${c.version} trained ${c.metrics.samples} samples`);
   assert.deepEqual(published.map((c) => c.version), published.map((_, i) => i + 1));
   for (const c of published) {
     assert.equal(c.policyId, LLM_POLICY);
