@@ -216,26 +216,20 @@ class Trainer:
         last: dict[str, float] = {}
         grad_norm = 0.0
         skipped = 0
-        # A group's members share their first prompt: it runs once per group, and one backward pass covers them.
+        # A group's members share their first prompt: its forward and backward passes run once per group.
         groups = shared_prefixes(batch.rows)
         for _ in range(options.epochs):
             self.optimizer.zero_grad(set_to_none=True)
             sums = {"loss": 0.0, "clipped": 0.0, "kl": 0.0, "off": 0.0, "truncated": 0.0, "ratio": 0.0}
             for prefix, members in groups:
                 # Token-level mean over the whole batch (each row's share of it), its gradient accumulated row by row:
-                # memory holds one row's activations (and the group's prefix), not the group's: eight rows of 2000
-                # tokens took 17.6 GB and the learner was killed.
-                if prefix == 0:
-                    for i in members:
-                        self._group_loss(batch.rows, [i], entries, proximal, reference, 0, None, total_tokens, sums).backward()
-                    continue
-                start = torch.tensor(batch.rows[members[0]].ids[:prefix], device=self.device)
-                cache = self.model(input_ids=start.unsqueeze(0), use_cache=True, logits_to_keep=1).past_key_values
-                # Each row's backward pass stops at the prefix's keys and values, whose gradients add up over the rows;
-                # one backward pass through the prefix then carries their sum (the chain rule, exactly).
-                computed, leaves, detached = detached_cache(cache)
+                # memory holds one row's activations and the group's prefix, not the group's (eight rows of 2000
+                # tokens in one backward pass took 17.6 GB, and the learner was killed). Each row's backward pass
+                # stops at the prefix's keys and values, whose gradients add up over the rows; one backward pass
+                # through the prefix then carries their sum (the chain rule, exactly).
+                computed, leaves, cache = self._shared_prefix(batch.rows[members[0]], prefix)
                 for i in members:
-                    self._group_loss(batch.rows, [i], entries, proximal, reference, prefix, detached, total_tokens, sums).backward()
+                    self._row_loss(batch.rows, i, entries, proximal, reference, prefix, cache, total_tokens, sums).backward()
                 reached = [(tensor, leaf.grad) for tensor, leaf in zip(computed, leaves) if leaf.grad is not None]
                 if reached:
                     torch.autograd.backward([tensor for tensor, _ in reached], [grad for _, grad in reached])
@@ -262,10 +256,17 @@ class Trainer:
             seconds=time.perf_counter() - started,
         )
 
-    def _group_loss(
+    def _shared_prefix(self, row: Row, prefix: int) -> tuple[list[torch.Tensor], list[torch.Tensor], Any]:
+        """The keys and values of `row`'s first `prefix` tokens (see detached_cache); nothing where no prefix is shared."""
+        if prefix == 0:
+            return [], [], None
+        start = torch.tensor(row.ids[:prefix], device=self.device)
+        return detached_cache(self.model(input_ids=start.unsqueeze(0), use_cache=True, logits_to_keep=1).past_key_values)
+
+    def _row_loss(
         self,
         rows: list[Row],
-        members: list[int],
+        i: int,
         entries: list[torch.Tensor],
         proximal: list[Optional[torch.Tensor]],
         reference: list[Optional[torch.Tensor]],
@@ -274,34 +275,31 @@ class Trainer:
         total_tokens: int,
         sums: dict[str, float],
     ) -> torch.Tensor:
-        """The objective of `members` (rows sharing their first `prefix` tokens, whose keys and values are `cache`), its figures added to `sums`."""
+        """Row `i`'s share of the objective (its first `prefix` tokens' keys and values are `cache`), its figures added to `sums`."""
         options = self.options
-        loss = torch.zeros((), device=self.device)
-        for i in members:
-            row = rows[i]
-            logprobs = self._logprobs(row, entries[i], prefix, cache)
-            if proximal[i] is None:
-                # The first epoch runs the current version: its logprobs are the proximal policy's.
-                proximal[i] = logprobs.detach()
-            at = lambda values: torch.tensor(values, device=self.device)[entries[i]]  # noqa: E731
-            part: ObjectiveSums = clipped_policy_loss(
-                logprobs,
-                at(row.behaviour_logprobs),
-                proximal[i],
-                at(row.off_policy),
-                at(row.mask),
-                at(row.advantages()).to(logprobs.dtype),
-                clip_low=options.clip_low,
-                clip_high=options.clip_high,
-                max_importance_weight=options.max_importance_weight,
-                reference_logprobs=reference[i],
-                kl_coef=options.kl_coef,
-            )
-            loss = loss + part.loss / total_tokens
-            sums["loss"] += float(part.loss.detach())
-            sums["clipped"] += part.clipped
-            sums["kl"] += part.kl
-            sums["off"] += part.off_policy
-            sums["truncated"] += part.truncated_weights
-            sums["ratio"] += part.ratio
-        return loss
+        row = rows[i]
+        logprobs = self._logprobs(row, entries[i], prefix, cache)
+        if proximal[i] is None:
+            # The first epoch runs the current version: its logprobs are the proximal policy's.
+            proximal[i] = logprobs.detach()
+        at = lambda values: torch.tensor(values, device=self.device)[entries[i]]  # noqa: E731
+        part: ObjectiveSums = clipped_policy_loss(
+            logprobs,
+            at(row.behaviour_logprobs),
+            proximal[i],
+            at(row.off_policy),
+            at(row.mask),
+            at(row.advantages()).to(logprobs.dtype),
+            clip_low=options.clip_low,
+            clip_high=options.clip_high,
+            max_importance_weight=options.max_importance_weight,
+            reference_logprobs=reference[i],
+            kl_coef=options.kl_coef,
+        )
+        sums["loss"] += float(part.loss.detach())
+        sums["clipped"] += part.clipped
+        sums["kl"] += part.kl
+        sums["off"] += part.off_policy
+        sums["truncated"] += part.truncated_weights
+        sums["ratio"] += part.ratio
+        return part.loss / total_tokens

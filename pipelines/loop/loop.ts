@@ -176,12 +176,14 @@ export interface LoopSummary {
   readonly learnerBusyMs: number;
 }
 
-/** The offset the next record of each partition of a topic will get (its settled last stable offset). */
-async function topicEnds(context: ProcessorContext, key: TopicKey): Promise<Map<number, bigint>> {
+/** For each topic, the offset the next record of each of its partitions will get (its settled last stable offset). */
+async function topicEnds<K extends TopicKey>(context: ProcessorContext, keys: readonly K[]): Promise<Record<K, Map<number, bigint>>> {
   const admin = context.kafka.admin();
   await admin.connect();
   try {
-    return new Map((await settledTopicOffsets(admin, context.names.name(key))).map((p) => [p.partition, BigInt(p.high)]));
+    const ends = {} as Record<K, Map<number, bigint>>;
+    for (const key of keys) ends[key] = new Map((await settledTopicOffsets(admin, context.names.name(key))).map((p) => [p.partition, BigInt(p.high)]));
+    return ends;
   } finally {
     await admin.disconnect();
   }
@@ -285,7 +287,9 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   // The topics and consumer groups outlive a run: an interrupted run leaves tasks, trajectories and
   // verifications behind that the next run's groups would otherwise pick up as their own. This run takes
   // the tasks it publishes (past the ends below) and the records its lineage names.
-  const ownTasksFrom = await topicEnds(context, 'tasks');
+  // The trajectories' partitions are read with them: the balanced start below waits for the verifiers to split them.
+  const ends = await topicEnds(context, ['tasks', 'trajectories']);
+  const ownTasksFrom = ends.tasks;
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
@@ -376,11 +380,10 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     const refused = starts.find((start): start is PromiseRejectedResult => start.status === 'rejected');
     if (refused) throw refused.reason;
     versionAtStart = policies.current().version;
-    const trajectoryPartitions = (await topicEnds(context, 'trajectories')).size;
     const unsplit = await balancedGroups(
       [
         { name: 'rollout-worker', members: workers, topic: context.names.name('tasks'), partitions: ownTasksFrom.size },
-        { name: 'verifier', members: verifiers, topic: context.names.name('trajectories'), partitions: trajectoryPartitions },
+        { name: 'verifier', members: verifiers, topic: context.names.name('trajectories'), partitions: ends.trajectories.size },
       ],
       signal,
     );
