@@ -365,6 +365,25 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     return policies.current().version - versionAtStart >= committed(learner, 'policyCheckpoints');
   };
   let rolloutsStopped = false;
+  /** What the end condition still waits on, in words (empty when every record due has landed and been learned from). */
+  const stillDue = (): string[] => {
+    // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
+    const trajectoriesDue = rolloutsStopped ? rolledOut() : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
+    const verificationsDue = trajectoriesDue - verifiersDeadLettered();
+    const rewardsDue = verificationsDue - reward.metrics.deadLettered;
+    const due: Array<[string, number, number]> = [
+      ['trajectories landed in the sink', landed('trajectories'), trajectoriesDue],
+      ['verifications landed in the sink', landed('verifications'), verificationsDue],
+      ['rewards landed in the sink', landed('rewards'), rewardsDue],
+      ...(learner === null
+        ? []
+        : ([
+            ['trajectories and rewards handled by the learner', learner.metrics.handled, trajectoriesDue + rewardsDue],
+            ['checkpoints landed in the sink', landed('checkpoints'), learner.metrics.outputs - learner.metrics.deadLettered],
+          ] as Array<[string, number, number]>)),
+    ];
+    return due.filter(([, count, wanted]) => count < wanted).map(([what, count, wanted]) => `${what} (${count} of ${wanted})`);
+  };
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
   let lastReport = 0;
@@ -409,23 +428,14 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       }
       // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
       if (schedule === 'streaming' && !rolloutsStopped && tasksHandled >= published && elapsed < (options.durationMs ?? 0)) await publishEpoch();
-      // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
-      const trajectoriesDue = rolloutsStopped
-        ? rolledOut()
-        : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
-      const verificationsDue = trajectoriesDue - verifiersDeadLettered();
-      const rewardsDue = verificationsDue - reward.metrics.deadLettered;
       const batchesLeft = schedule === 'synchronous' && (cursor !== 0 || elapsed < (options.durationMs ?? 0));
-      if (
-        !batchesLeft &&
-        landed('trajectories') >= trajectoriesDue &&
-        landed('verifications') >= verificationsDue &&
-        landed('rewards') >= rewardsDue &&
-        (learner === null || (learner.metrics.handled >= trajectoriesDue + rewardsDue && landed('checkpoints') >= learner.metrics.outputs - learner.metrics.deadLettered)) &&
-        (await externalDone())
-      )
-        break;
-      if (Date.now() > deadline) throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}`);
+      if (!batchesLeft && stillDue().length === 0 && (await externalDone())) break;
+      if (Date.now() > deadline) {
+        const waitingOn = [...(batchesLeft ? ["the epoch's remaining batches"] : []), ...stillDue()];
+        // Only when all else is done is the external learner asked (externalDone), so it is what is left then.
+        if (waitingOn.length === 0) waitingOn.push("the external learner's commits, its checkpoints in the sink, or weight sync");
+        throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}; still waiting on ${waitingOn.join(', ')}`);
+      }
       if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {
         lastReport = performance.now();
         options.onProgress(progress());

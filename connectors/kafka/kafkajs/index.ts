@@ -2,6 +2,7 @@ import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, ty
 import { ConnectionError, KafkaError, resolveRetryOptions, withRetries } from '../../../schemas/index.js';
 import { headerText } from '../headers.js';
 import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
+import { PartitionLedger, sendCompletely } from './complete-send.js';
 import type {
   BatchPayload,
   ConsumerOptions,
@@ -114,7 +115,7 @@ export function kafkajsPort(resolved: ResolvedKafkaOptions): KafkaPort {
   return {
     client: 'kafkajs',
     admin: () => kafkajsAdmin(kafka, mapped),
-    producer: (options = {}) => kafkajsProducer(kafka, options, mapped),
+    producer: (options = {}) => kafkajsProducer(kafka, options, mapped, resolved.log),
     consumer: (options) => new KafkajsConsumer(kafka, options, mapped),
   };
 }
@@ -182,21 +183,25 @@ export function kafkajsAdmin(kafka: Kafka, mapped: Mapped): KafkaAdmin {
   };
 }
 
-function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
+function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped, log: KafkaLog): KafkaProducer {
   const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
+  const ledger = new PartitionLedger();
   // kafkajs keeps order under retries only with one request in flight, which idempotence needs.
   const producer: Producer = kafka.producer({
     transactionalId: options.transactionalId,
     transactionTimeout: options.transactionTimeoutMs,
     idempotent,
     ...(idempotent ? { maxInFlightRequests: 1 } : {}),
+    createPartitioner: ledger.createPartitioner,
   });
+  const sendAll = (batch: readonly OutgoingRecords[]): Promise<void> =>
+    sendCompletely((topicMessages) => mapped(producer.sendBatch({ topicMessages })), batch.map(outgoing), ledger, log);
   return {
     connect: () => mapped(producer.connect()),
     disconnect: () => producer.disconnect(),
-    send: async (records) => void (await mapped(producer.send(outgoing(records)))),
-    sendBatch: async (batch) => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) }))),
-    transaction: async () => kafkajsTransaction(await mapped(producer.transaction()), mapped),
+    send: (records) => sendAll([records]),
+    sendBatch: sendAll,
+    transaction: async () => kafkajsTransaction(await mapped(producer.transaction()), mapped, ledger, log),
   };
 }
 
@@ -210,10 +215,12 @@ const COORDINATOR_BUSY_RETRY = resolveRetryOptions({ retries: 12, initialDelayMs
 /** Transactions end with their producer, not with a signal of their own. */
 const NEVER_STOPPED = new AbortController().signal;
 
-function kafkajsTransaction(transaction: Transaction, mapped: Mapped): KafkaTransaction {
+function kafkajsTransaction(transaction: Transaction, mapped: Mapped, ledger: PartitionLedger, log: KafkaLog): KafkaTransaction {
+  const sendAll = (batch: readonly OutgoingRecords[]): Promise<void> =>
+    sendCompletely((topicMessages) => mapped(transaction.sendBatch({ topicMessages })), batch.map(outgoing), ledger, log);
   return {
-    send: async (records) => void (await mapped(transaction.send(outgoing(records)))),
-    sendBatch: async (batch) => void (await mapped(transaction.sendBatch({ topicMessages: batch.map(outgoing) }))),
+    send: (records) => sendAll([records]),
+    sendBatch: sendAll,
     // TxnOffsetCommit v1: the group id only, no generation; fencing rests on the transactional id.
     sendOffsets: (consumer, offsets) =>
       withRetries(() => mapped(transaction.sendOffsets({ consumerGroupId: consumer.groupId, topics: byTopic(offsets) })), COORDINATOR_BUSY_RETRY, NEVER_STOPPED, coordinatorBusy),
