@@ -353,24 +353,29 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   });
   const landed = (table: string): number => sink.rowsLanded(table, runId);
   /**
+   * The records the run's trajectories should yield downstream. A dead-lettered record's downstream records never
+   * come: a task's whole group, a trajectory's verification and reward.
+   */
+  const dueFrom = (trajectories: number) => {
+    const verifications = trajectories - verifiersDeadLettered();
+    return { trajectories, verifications, rewards: verifications - reward.metrics.deadLettered };
+  };
+  const trajectoriesOfPublished = (): number => expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
+  /**
    * The synchronous barrier: every published task rolled out, every sample verified and rewarded, the learner has
    * handled them all, and the rollout workers serve every version it published.
    */
   const batchLearned = (tasksHandled: number): boolean => {
     if (tasksHandled < published) return false;
-    const trajectoriesDue = expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
-    const rewardsDue = trajectoriesDue - verifiersDeadLettered() - reward.metrics.deadLettered;
-    if (rolledOut() < trajectoriesDue || committed(reward, 'rewards') < rewardsDue || learner === null) return false;
-    if (learner.metrics.handled < trajectoriesDue + rewardsDue) return false;
+    const due = dueFrom(trajectoriesOfPublished());
+    if (rolledOut() < due.trajectories || committed(reward, 'rewards') < due.rewards || learner === null) return false;
+    if (learner.metrics.handled < due.trajectories + due.rewards) return false;
     return policies.current().version - versionAtStart >= committed(learner, 'policyCheckpoints');
   };
   let rolloutsStopped = false;
   /** What the end condition still waits on, in words (empty when every record due has landed and been learned from). */
   const stillDue = (): string[] => {
-    // A dead-lettered record's downstream records never come: a task's whole group, a trajectory's verification.
-    const trajectoriesDue = rolloutsStopped ? rolledOut() : expected() - groupSize * workers.reduce((sum, w) => sum + w.metrics.deadLettered, 0);
-    const verificationsDue = trajectoriesDue - verifiersDeadLettered();
-    const rewardsDue = verificationsDue - reward.metrics.deadLettered;
+    const { trajectories: trajectoriesDue, verifications: verificationsDue, rewards: rewardsDue } = dueFrom(rolloutsStopped ? rolledOut() : trajectoriesOfPublished());
     const due: Array<[string, number, number]> = [
       ['trajectories landed in the sink', landed('trajectories'), trajectoriesDue],
       ['verifications landed in the sink', landed('verifications'), verificationsDue],
