@@ -373,8 +373,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     return policies.current().version - versionAtStart >= committed(learner, 'policyCheckpoints');
   };
   let rolloutsStopped = false;
-  /** What the end condition still waits on, in words (empty when every record due has landed and been learned from). */
-  const stillDue = (): string[] => {
+  /** What the end condition still waits on: [what, count, wanted] (none once every record due has landed and been learned from). */
+  const stillDue = (): Array<[string, number, number]> => {
     const { trajectories: trajectoriesDue, verifications: verificationsDue, rewards: rewardsDue } = dueFrom(rolloutsStopped ? rolledOut() : trajectoriesOfPublished());
     const due: Array<[string, number, number]> = [
       ['trajectories landed in the sink', landed('trajectories'), trajectoriesDue],
@@ -387,7 +387,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
             ['checkpoints landed in the sink', landed('checkpoints'), learner.metrics.outputs - learner.metrics.deadLettered],
           ] as Array<[string, number, number]>)),
     ];
-    return due.filter(([, count, wanted]) => count < wanted).map(([what, count, wanted]) => `${what} (${count} of ${wanted})`);
+    return due.filter(([, count, wanted]) => count < wanted);
   };
   const deadline = Date.now() + (options.timeoutMs ?? 1_800_000);
   const signal = options.signal ?? new AbortController().signal;
@@ -436,7 +436,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       const batchesLeft = schedule === 'synchronous' && (cursor !== 0 || elapsed < (options.durationMs ?? 0));
       if (!batchesLeft && stillDue().length === 0 && (await externalDone())) break;
       if (Date.now() > deadline) {
-        const waitingOn = [...(batchesLeft ? ["the epoch's remaining batches"] : []), ...stillDue()];
+        // Worded only here: the poll above runs every 25 ms.
+        const waitingOn = [...(batchesLeft ? ["the epoch's remaining batches"] : []), ...stillDue().map(([what, count, wanted]) => `${what} (${count} of ${wanted})`)];
         // Only when all else is done is the external learner asked (externalDone), so it is what is left then.
         if (waitingOn.length === 0) waitingOn.push("the external learner's commits, its checkpoints in the sink, or weight sync");
         throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}; still waiting on ${waitingOn.join(', ')}`);

@@ -60,7 +60,7 @@ export async function sendCompletely(
 const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 
 /** The messages of `batch` whose partition the answer left out, each pinned to the partition it was meant for. */
-export function unanswered(batch: readonly TopicMessages[], answered: ReadonlySet<string>, ledger: PartitionLedger): TopicMessages[] {
+function unanswered(batch: readonly TopicMessages[], answered: ReadonlySet<string>, ledger: PartitionLedger): TopicMessages[] {
   return batch.flatMap(({ topic, messages }) => {
     const left = messages.flatMap((message) => {
       const partition = ledger.partitionOf(message) ?? message.partition;

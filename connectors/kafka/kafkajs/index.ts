@@ -1,4 +1,4 @@
-import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type Transaction } from 'kafkajs';
+import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type RecordMetadata, type TopicMessages, type Transaction } from 'kafkajs';
 import { ConnectionError, KafkaError, resolveRetryOptions, withRetries } from '../../../schemas/index.js';
 import { headerText } from '../headers.js';
 import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
@@ -183,6 +183,12 @@ export function kafkajsAdmin(kafka: Kafka, mapped: Mapped): KafkaAdmin {
   };
 }
 
+/** The port's sendBatch over a kafkajs sendBatch (a producer's or a transaction's): every partition answered for. */
+const completeSends =
+  (sendBatch: (topicMessages: TopicMessages[]) => Promise<RecordMetadata[]>, ledger: PartitionLedger, log: KafkaLog) =>
+  (batch: readonly OutgoingRecords[]): Promise<void> =>
+    sendCompletely(sendBatch, batch.map(outgoing), ledger, log);
+
 function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped, log: KafkaLog): KafkaProducer {
   const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
   const ledger = new PartitionLedger();
@@ -194,8 +200,7 @@ function kafkajsProducer(kafka: Kafka, options: ProducerOptions, mapped: Mapped,
     ...(idempotent ? { maxInFlightRequests: 1 } : {}),
     createPartitioner: ledger.createPartitioner,
   });
-  const sendAll = (batch: readonly OutgoingRecords[]): Promise<void> =>
-    sendCompletely((topicMessages) => mapped(producer.sendBatch({ topicMessages })), batch.map(outgoing), ledger, log);
+  const sendAll = completeSends((topicMessages) => mapped(producer.sendBatch({ topicMessages })), ledger, log);
   return {
     connect: () => mapped(producer.connect()),
     disconnect: () => producer.disconnect(),
@@ -216,8 +221,7 @@ const COORDINATOR_BUSY_RETRY = resolveRetryOptions({ retries: 12, initialDelayMs
 const NEVER_STOPPED = new AbortController().signal;
 
 function kafkajsTransaction(transaction: Transaction, mapped: Mapped, ledger: PartitionLedger, log: KafkaLog): KafkaTransaction {
-  const sendAll = (batch: readonly OutgoingRecords[]): Promise<void> =>
-    sendCompletely((topicMessages) => mapped(transaction.sendBatch({ topicMessages })), batch.map(outgoing), ledger, log);
+  const sendAll = completeSends((topicMessages) => mapped(transaction.sendBatch({ topicMessages })), ledger, log);
   return {
     send: (records) => sendAll([records]),
     sendBatch: sendAll,
