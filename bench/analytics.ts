@@ -7,8 +7,9 @@
  *   1. sink throughput: rows per second from a Kafka topic of trajectories to Parquet (decode, validate,
  *      zstd Parquet by DuckDB, transactional commit), with the sink's default roll settings, against a
  *      bare kafkajs consume loop over the same topic that only counts the records; and where the sink's
- *      time goes per record (its stage timers, and JSON parsing, the zod check, the row's JSON line and
- *      DuckDB's Parquet writing taken apart on the same records);
+ *      time goes per record (its stage timers, and JSON parsing, the contract check, the record's line and
+ *      DuckDB's Parquet writing taken apart on the same records: the last two are also what DuckDB's own
+ *      JSON -> Parquet copy of the records would cost, the ceiling of any sink that checks what it lands);
  *   2. DuckDB on --trajectories trajectories (x --steps steps each) and their verifications, laid out as
  *      the sink lays them out (run and hour folders, one file per topic partition and offset range): the
  *      pass-rate-by-policy-version query over the Parquet views, against the same query on DuckDB tables
@@ -24,13 +25,13 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import '../envs/index.js';
-import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, JsonRowEncoder, listDataFiles, ParquetWriter, readLedger, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, ParquetWriter, readLedger, recordLinesOf, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
-import { parseContract, TopicSerde } from '../connectors/registry/index.js';
+import { parseContract, TopicSerde, WireCheck } from '../connectors/registry/index.js';
 import { AnalyticsSink, type SinkStageTimes } from '../pipelines/analytics-sink/index.js';
 import { topicNames } from '../schemas/index.js';
 import { syntheticPassed, syntheticTrajectory, syntheticVerification } from '../test/integration/analytics-fixtures.js';
-import { BenchReport, figures as spread, type Figures as Spread } from './harness.js';
+import { BenchReport, figures as spread, interleave, type Figures as Spread } from './harness.js';
 
 const { values } = parseArgs({
   options: {
@@ -171,74 +172,99 @@ async function sinkThroughput(): Promise<SinkFigures> {
   };
 
   /**
-   * The sink's work taken apart on the same records, outside Kafka: the whole of serde.decode, and what
-   * JSON parsing and the zod contract check each cost of it; the row's JSON line; and DuckDB reading the
-   * lines and writing them as zstd Parquet, with the sink's writer settings. Decoding is timed record by
-   * record, keeping nothing, so the garbage collector works as it does in the sink.
+   * The sink's work taken apart on the same records, outside Kafka: the whole of serde.check, and what
+   * JSON parsing and the contract check (the contract's JSON Schema, WireCheck) each cost of it; the
+   * record's line (RecordLines: its own bytes copied, nothing printed again); and DuckDB parsing the lines
+   * and writing the rows as zstd Parquet, with the sink's writer settings. For comparison, zod's check of
+   * the same records, which the sink no longer runs. Timed record by record, as the sink does.
    */
   const workParts = async (): Promise<Record<string, number>> => {
-    let decode = 0;
+    let check = 0;
     let jsonParse = 0;
     let contract = 0;
-    let rowLine = 0;
-    const encoder = new JsonRowEncoder(TRAJECTORIES.columns);
-    const lines: string[] = [];
+    let zod = 0;
+    let staging = 0;
+    const wireCheck = new WireCheck();
+    const recordLines = recordLinesOf(TRAJECTORIES);
+    const lines: Buffer[] = [];
     for (const [offset, bytes] of encoded.entries()) {
       let started = performance.now();
-      await serde.decode('trajectories', bytes);
-      decode += performance.now() - started;
+      await serde.check('trajectories', bytes);
+      check += performance.now() - started;
       started = performance.now();
-      const raw = JSON.parse(bytes.toString('utf8', 5)) as unknown;
+      const json = bytes.subarray(5);
+      const input = JSON.parse(json.toString('utf8')) as unknown;
       jsonParse += performance.now() - started;
       started = performance.now();
-      const record = parseContract('trajectories', raw);
+      wireCheck.check('trajectories', input);
       contract += performance.now() - started;
       started = performance.now();
-      lines.push(encoder.encode({ record, meta: { topic, partition: 0, offset: String(offset) } }));
-      rowLine += performance.now() - started;
+      parseContract('trajectories', input);
+      zod += performance.now() - started;
+      started = performance.now();
+      lines.push(...recordLines.line(input, json, { topic, partition: 0, offset: String(offset) }, (checked) => parseContract('trajectories', checked)));
+      staging += performance.now() - started;
     }
     const writer = await ParquetWriter.open({ threads: SINK_WRITER_THREADS });
     const path = join(DIR, `parts-${randomUUID().slice(0, 8)}.parquet`);
     const started = performance.now();
-    await writer.writeJsonRows(path, TRAJECTORIES.columns, lines);
+    await writer.writeLines(path, TRAJECTORIES, lines);
     const parquet = performance.now() - started;
     writer.close();
     rmSync(path, { force: true });
     const perRecord = (ms: number): number => (ms * 1000) / encoded.length;
     return {
-      'serde.decode, all of it': perRecord(decode),
+      'serde.check, all of it': perRecord(check),
       '  of which JSON.parse': perRecord(jsonParse),
-      '  of which the zod contract check': perRecord(contract),
-      'row as a JSON line (JsonRowEncoder)': perRecord(rowLine),
-      'Parquet from the lines (DuckDB, one file)': perRecord(parquet),
+      '  of which the contract check (JSON Schema, ajv)': perRecord(contract),
+      'the record\'s line (RecordLines)': perRecord(staging),
+      'Parquet from the lines (DuckDB: JSON, SQL columns, zstd; one file)': perRecord(parquet),
+      'for comparison, zod\'s check (no longer run)': perRecord(zod),
     };
   };
 
   const figures: SinkFigures = { sink: [], bare: [], load: [], sinkCpu: [], bareCpu: [], stages: new Map(), bytesPerRecord: encoded.reduce((sum, b) => sum + b.length, 0) / encoded.length };
   const addStage = (name: string, microseconds: number): void => void figures.stages.set(name, [...(figures.stages.get(name) ?? []), microseconds]);
-  // One round of each side first, not counted: the JIT, the broker's page cache and DuckDB warm up.
+  // One round of each side first, not counted (the JIT, the broker's page cache and DuckDB warm up); then
+  // the sides alternate (bare, sink; sink, bare; ...), so load from elsewhere lands on both alike.
+  let bareLast = { seconds: 0, cpu: 0 };
+  let sinkLast: { seconds: number; cpu: number; stageMs: SinkStageTimes } = { seconds: 0, cpu: 0, stageMs: { decode: 0, write: 0, commit: 0, waiting: 0 } };
   log('warm-up round (not counted)');
-  await bareRound();
-  await sinkRound();
-  for (let run = 0; run < RUNS; run++) {
-    figures.load.push(loadAverage());
-    const { seconds: bare, cpu: bareCpu } = await bareRound();
-    const { seconds, cpu: sinkCpu, stageMs } = await sinkRound();
-    figures.bare.push(SINK_RECORDS / bare);
-    figures.sink.push(SINK_RECORDS / seconds);
-    figures.bareCpu.push(bareCpu / SINK_RECORDS);
-    figures.sinkCpu.push(sinkCpu / SINK_RECORDS);
-    const us = (ms: number): number => (ms * 1000) / SINK_RECORDS;
-    addStage('bare consume loop, all of it', (bare * 1e6) / SINK_RECORDS);
-    addStage('sink, all of it', (seconds * 1e6) / SINK_RECORDS);
-    addStage('  decode, contract check, row as JSON', us(stageMs.decode));
-    addStage('  waiting for the flush before to land', us(stageMs.waiting));
-    addStage('  the rest (consumer: fetch, framing)', us(seconds * 1000 - stageMs.decode - stageMs.waiting));
-    addStage('  behind: Parquet files (DuckDB, fsync)', us(stageMs.write));
-    addStage('  behind: commit (transaction, ledger)', us(stageMs.commit));
-    for (const [name, value] of Object.entries(await workParts())) addStage(name, value);
-    log(`round ${run + 1}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s (${fmt(figures.bareCpu[run]!, 1)} CPU µs/record), sink ${fmt(figures.sink[run]!)} rows/s (${fmt(figures.sinkCpu[run]!, 1)} CPU µs/record), ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
-  }
+  await interleave(
+    {
+      bare: async () => {
+        bareLast = await bareRound();
+        return SINK_RECORDS / bareLast.seconds;
+      },
+      sink: async () => {
+        sinkLast = await sinkRound();
+        return SINK_RECORDS / sinkLast.seconds;
+      },
+    },
+    {
+      rounds: RUNS,
+      onRound: async (round) => {
+        const { seconds: bare, cpu: bareCpu } = bareLast;
+        const { seconds, cpu: sinkCpu, stageMs } = sinkLast;
+        figures.load.push(loadAverage());
+        figures.bare.push(SINK_RECORDS / bare);
+        figures.sink.push(SINK_RECORDS / seconds);
+        figures.bareCpu.push(bareCpu / SINK_RECORDS);
+        figures.sinkCpu.push(sinkCpu / SINK_RECORDS);
+        const us = (ms: number): number => (ms * 1000) / SINK_RECORDS;
+        addStage('bare consume loop, all of it', (bare * 1e6) / SINK_RECORDS);
+        addStage('sink, all of it', (seconds * 1e6) / SINK_RECORDS);
+        addStage('  decode, contract check, line staged', us(stageMs.decode));
+        addStage('  waiting for the flush before to land', us(stageMs.waiting));
+        addStage('  the rest (consumer: fetch, framing)', us(seconds * 1000 - stageMs.decode - stageMs.waiting));
+        addStage('  behind: Parquet files (DuckDB, fsync)', us(stageMs.write));
+        addStage('  behind: commit (transaction, ledger)', us(stageMs.commit));
+        for (const [name, value] of Object.entries(await workParts())) addStage(name, value);
+        const run = round - 1;
+        log(`round ${round}: load ${fmt(figures.load[run]!, 1)}, bare ${fmt(figures.bare[run]!)} rows/s (${fmt(figures.bareCpu[run]!, 1)} CPU µs/record), sink ${fmt(figures.sink[run]!)} rows/s (${fmt(figures.sinkCpu[run]!, 1)} CPU µs/record), ratio ${fmt(figures.sink[run]! / figures.bare[run]!, 3)}`);
+      },
+    },
+  );
   await admin.deleteTopics(catalogTopics(names).map((t) => t.topic)).catch(() => undefined);
   await admin.disconnect();
   return figures;
@@ -311,9 +337,9 @@ async function generateStore(storeDir: string): Promise<void> {
       }
       for (const [bucket, members] of byBucket) {
         const trajectories = members.map((i, k) => ({ record: trajectoryAt(i), meta: { topic: 'bench.trajectories', partition, offset: String(first + BigInt(k)) } }));
-        await writer.writeRows(join(storeDir, 'trajectories', bucket, dataFileName({ topic: 'bench.trajectories', partition, first, last })), TRAJECTORIES.columns, trajectories);
+        await writer.writeRows(join(storeDir, 'trajectories', bucket, dataFileName({ topic: 'bench.trajectories', partition, first, last })), TRAJECTORIES, trajectories);
         const verifications = members.map((i, k) => ({ record: verificationAt(i), meta: { topic: 'bench.verifications', partition, offset: String(first + BigInt(k)) } }));
-        await writer.writeRows(join(storeDir, 'verifications', bucket, dataFileName({ topic: 'bench.verifications', partition, first, last })), VERIFICATIONS.columns, verifications);
+        await writer.writeRows(join(storeDir, 'verifications', bucket, dataFileName({ topic: 'bench.verifications', partition, first, last })), VERIFICATIONS, verifications);
       }
     }
     log(`  ${fmt(Math.min(TRAJECTORIES_N, from + ROWS_PER_FILE * partitions))} trajectories written`);

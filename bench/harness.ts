@@ -47,8 +47,8 @@ export interface InterleaveOptions {
   readonly rounds: number;
   /** Rounds run first and not counted. @default 1 */
   readonly warmup?: number;
-  /** Called after each counted round with that round's value per side. */
-  readonly onRound?: (round: number, values: Readonly<Record<string, number>>) => void;
+  /** Called (and awaited) after each counted round with that round's value per side. */
+  readonly onRound?: (round: number, values: Readonly<Record<string, number>>) => void | Promise<void>;
 }
 
 /**
@@ -68,7 +68,7 @@ export async function interleave<K extends string>(sides: Readonly<Record<K, () 
     for (const name of [...order.slice(shift), ...order.slice(0, shift)]) result[name] = await sides[name]();
     if (round < warmup) continue;
     for (const name of names) values[name].push(result[name]!);
-    options.onRound?.(round - warmup + 1, result as Record<string, number>);
+    await options.onRound?.(round - warmup + 1, result as Record<string, number>);
   }
   return values;
 }

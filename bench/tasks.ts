@@ -188,7 +188,7 @@ async function writeRewards(analyticsDir: string, rows: number): Promise<void> {
       });
     }
   }
-  await writeParquetRows(join(analyticsDir, 'rewards', bucketOf('bench', createdAt), dataFileName({ topic: 'bench.rewards', partition: 0, first: 0n, last: BigInt(records.length - 1) })), REWARDS.columns, records);
+  await writeParquetRows(join(analyticsDir, 'rewards', bucketOf('bench', createdAt), dataFileName({ topic: 'bench.rewards', partition: 0, first: 0n, last: BigInt(records.length - 1) })), REWARDS, records);
 }
 
 // --- measurements ---------------------------------------------------------------------------------------

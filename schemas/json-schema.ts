@@ -37,3 +37,67 @@ export function hasOpenRoot(schema: string): boolean {
 export function describeIssues(error: z.ZodError): string[] {
   return error.issues.map((issue) => `${issue.path.length ? issue.path.join('.') : '(root)'}: ${issue.message}`);
 }
+
+/**
+ * A contract as JSON Schema for checking records read from the wire: zod's input form (defaults optional)
+ * and open objects, as zod reads them (it strips keys it does not know: a newer writer's field is no error).
+ */
+export function contractJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  return z.toJSONSchema(schema, { target: 'draft-7', io: 'input' }) as Record<string, unknown>;
+}
+
+type ZodNode = { _zod: { def: ZodDef } };
+interface ZodDef {
+  readonly type: string;
+  readonly checks?: ReadonlyArray<{ _zod: { def: { check: string } } }>;
+  readonly [field: string]: unknown;
+}
+
+/**
+ * Whether zod checks more than the JSON Schema it generates can say: a refinement (`refine`, `superRefine`,
+ * `check`) or a transform, anywhere in the contract. JSON Schema drops both silently; a reader that checks
+ * records by the schema alone must run zod as well for such a contract.
+ */
+export function hasChecksBeyondJsonSchema(schema: z.ZodType): boolean {
+  const seen = new Set<ZodDef>();
+  const visit = (node: ZodNode): boolean => {
+    const def = node._zod.def;
+    if (seen.has(def)) return false;
+    seen.add(def);
+    if (def.checks?.some((check) => check._zod.def.check === 'custom')) return true;
+    const children: unknown[] = [];
+    switch (def.type) {
+      case 'custom':
+      case 'transform':
+      case 'pipe':
+        return true;
+      case 'object':
+        children.push(...Object.values(def.shape as Record<string, unknown>), def.catchall);
+        break;
+      case 'array':
+        children.push(def.element);
+        break;
+      case 'union':
+        children.push(...(def.options as unknown[]));
+        break;
+      case 'intersection':
+        children.push(def.left, def.right);
+        break;
+      case 'tuple':
+        children.push(...(def.items as unknown[]), def.rest);
+        break;
+      case 'record':
+      case 'map':
+        children.push(def.keyType, def.valueType);
+        break;
+      case 'lazy':
+        children.push((def.getter as () => unknown)());
+        break;
+      default:
+        // Wrappers (optional, nullable, default, readonly, ...) hold one inner type.
+        children.push(def.innerType);
+    }
+    return children.some((child) => child !== undefined && child !== null && visit(child as ZodNode));
+  };
+  return visit(schema as unknown as ZodNode);
+}

@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { JsonRowEncoder, ParquetWriter } from './parquet.js';
-import type { CellValue, Column } from './tables.js';
+import { syntheticTrajectory } from '../../test/integration/analytics-fixtures.js';
+import { JsonRowEncoder, ParquetWriter, recordLinesOf, type ValueColumn } from './parquet.js';
+import { TRAJECTORIES } from './tables.js';
+import type { CellValue } from './tables.js';
 
 type R = Record<string, CellValue>;
-const column = (name: string, type: Column<R>['type']): Column<R> => ({ name, type, value: (row) => row[name] ?? null });
-const line = (columns: Column<R>[], row: R): unknown => JSON.parse(new JsonRowEncoder(columns).encode(row));
+const column = (name: string, type: ValueColumn<R>['type']): ValueColumn<R> => ({ name, type, value: (row) => row[name] ?? null });
+const line = (columns: ValueColumn<R>[], row: R): unknown => JSON.parse(new JsonRowEncoder(columns).encode(row));
 
 test('encodes each column by its type: exact int64, times as UTC ISO with milliseconds, nulls kept', () => {
   const columns = [column('s', 'utf8'), column('i', 'int64'), column('f', 'float64'), column('b', 'bool'), column('t', 'timestamp'), column('never', 'utf8')];
@@ -61,4 +63,32 @@ test('a struct field may be a list of scalars (a sample\'s token ids); int32 tak
 test('a writer refuses a thread count that is not a whole number >= 1, naming the option', async () => {
   await assert.rejects(ParquetWriter.open({ threads: 0 }), /ParquetWriterOptions\.threads must be a whole number >= 1, got 0/);
   await assert.rejects(ParquetWriter.open({ threads: 1.5 }), /ParquetWriterOptions\.threads must be a whole number >= 1, got 1.5/);
+});
+
+test('a record line keeps the bytes as written, and prints again only what would break the staged file', () => {
+  const lines = recordLinesOf(TRAJECTORIES);
+  const meta = { topic: 't.trajectories', partition: 2, offset: '41' };
+  const record = syntheticTrajectory(1, { steps: 1 });
+  const staged = (json: Buffer, input: unknown = JSON.parse(json.toString('utf8'))): string => Buffer.concat(lines.line(input, json, meta, () => record)).toString('utf8');
+  const compact = Buffer.from(JSON.stringify(record));
+  assert.equal(staged(compact), `{"m":{"topic":"t.trajectories","partition":2,"offset":41},"r":${compact.toString('utf8')}}\n`);
+  const pretty = Buffer.from(JSON.stringify(record, null, 2));
+  assert.equal(staged(pretty), staged(compact), 'line breaks between tokens: printed again on one line');
+  const pair = Buffer.from(JSON.stringify({ ...record, error: 'x' }).replace('"error":"x"', '"error":"\\ud83d\\ude00"'));
+  assert.ok(staged(pair).includes('\\ud83d\\ude00'), 'a surrogate pair is well formed: its escape stays');
+  const lone = Buffer.from(JSON.stringify({ ...record, error: 'x' }).replace('"error":"x"', '"error":"a\\ud800b"'));
+  assert.equal(JSON.parse(staged(lone)).r.error, 'a\ufffdb', 'a lone surrogate becomes U+FFFD');
+  const latin1 = Buffer.from(JSON.stringify({ ...record, error: 'caf_' }));
+  latin1[latin1.indexOf('caf_') + 3] = 0xe9;
+  assert.equal(JSON.parse(staged(latin1)).r.error, 'caf\ufffd', 'bytes that are not UTF-8 become U+FFFD');
+});
+
+test('derived columns are computed only for records that need them', () => {
+  let parsed = 0;
+  const lines = recordLinesOf(TRAJECTORIES);
+  const record = syntheticTrajectory(1, { steps: 1 });
+  const json = Buffer.from(JSON.stringify(record));
+  const line = Buffer.concat(lines.line(JSON.parse(json.toString('utf8')), json, { topic: 't', partition: 0, offset: '0' }, () => (parsed++, record))).toString('utf8');
+  assert.equal(parsed, 0);
+  assert.ok(!line.includes('"d":'));
 });

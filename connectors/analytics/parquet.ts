@@ -1,10 +1,12 @@
-import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { isUtf8 } from 'node:buffer';
+import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmSync, statSync, writeSync, writevSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ConfigError, errorMessage } from '../../schemas/index.js';
+import { ConfigError, contractJsonSchema, errorMessage, TOPICS } from '../../schemas/index.js';
+import { duckdbRecordType } from './record-type.js';
 import { sqlString } from './sql.js';
-import { duckdbType, type Column, type ColumnType, type ScalarType } from './tables.js';
+import { duckdbType, isDerived, type CellValue, type Column, type ColumnType, type DerivedColumn, type Row, type ScalarType, type SourceMeta, type TableSpec } from './tables.js';
 
 /** Writes bytes under a temporary name, flushes them to disk, then renames: readers never see half a file. */
 export function writeFileAtomically(path: string, bytes: Uint8Array | string): void {
@@ -29,7 +31,8 @@ function fsyncFile(path: string): void {
   }
 }
 
-const STAGING_SLICE_CHARS = 8 * 1024 * 1024;
+/** Buffers per writev call: at most IOV_MAX (1024 on Linux). */
+const STAGING_SLICE_PIECES = 1024;
 /**
  * The largest row DuckDB's JSON reader takes. A row is one topic record, which the broker caps at 1 MiB
  * by default; a larger bound costs DuckDB's reader time on every batch (it sizes its buffers by it).
@@ -102,15 +105,17 @@ function cellFor(type: ColumnType, column: string): Cell {
   });
 }
 
+/** A column whose value a function computes (a table's derived columns). */
+export type ValueColumn<R> = Pick<DerivedColumn<R>, 'name' | 'type' | 'value'>;
+
 /**
- * Turns rows of one table into the JSON lines its Parquet files are written from: each line an object of
- * the table's columns, by name. Made once per table; a line can be built as soon as its record is
- * decoded, so a buffer holds flat strings rather than record objects for the garbage collector to trace.
+ * Turns values computed in JavaScript (a table's derived columns) into a JSON object of the columns, by
+ * name, each value checked against its column's type and written as DuckDB reads that type.
  */
 export class JsonRowEncoder<R> {
   private readonly cells: readonly Cell[];
 
-  constructor(readonly columns: readonly Column<R>[]) {
+  constructor(readonly columns: readonly ValueColumn<R>[]) {
     this.cells = columns.map((column) => cellFor(column.type, column.name));
   }
 
@@ -131,23 +136,107 @@ export interface ParquetWriterOptions {
 }
 
 /**
- * The analytics store's one Parquet writer, for the sink's row batches and compaction's merges alike:
- * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose encoder runs natively, on its own
- * threads. Rows reach it as newline-delimited JSON (one `JSON.stringify` per row, the fastest way from
- * JavaScript objects into DuckDB; see JsonRowEncoder), staged in a file of the writer's own and read
- * back with the table's declared column types, so a column that is null in every row still has its
- * type. Every file is written under a temporary name, fsynced, then renamed: a reader or a crashed
- * writer never leaves or sees a half-written file under the final name.
+ * How one table's records become the JSON lines its Parquet files are written from: each line holds the
+ * record's source (`m`), its derived columns (`d`, when it needs them) and the record's own JSON bytes as
+ * they were written (`r`), copied, never parsed and printed again. DuckDB's JSON reader then parses `r`
+ * natively with the type the contract's JSON Schema gives (duckdbRecordType), and the table's SQL columns
+ * make the row from it. Made once per table.
+ */
+export class RecordLines<R> {
+  private readonly derived: readonly DerivedColumn<R>[];
+  private readonly encoder: JsonRowEncoder<R>;
+  /** The SELECT over a staged file (`?` for its path) that makes the table's rows. */
+  private readonly select: string;
+
+  constructor(readonly spec: TableSpec<R>) {
+    this.derived = spec.columns.filter(isDerived);
+    this.encoder = new JsonRowEncoder(this.derived);
+    const recordType = duckdbRecordType(contractJsonSchema(TOPICS[spec.topic].schema));
+    const sources: Record<string, string> = { m: 'STRUCT(topic VARCHAR, "partition" BIGINT, "offset" BIGINT)', r: recordType };
+    if (this.derived.length > 0) sources.d = `STRUCT(${this.derived.map((column) => `${ident(column.name)} ${duckdbType(column.type)}`).join(', ')})`;
+    const projection = spec.columns.map((column) => {
+      const value = isDerived(column) ? (column.otherwise === undefined ? `d.${ident(column.name)}` : `coalesce(d.${ident(column.name)}, ${column.otherwise})`) : column.sql;
+      return `CAST(${value} AS ${duckdbType(column.type)}) AS ${ident(column.name)}`;
+    });
+    const columns = `{${Object.entries(sources).map(([name, type]) => `${name}: ${sqlString(type)}`).join(', ')}}`;
+    this.select = `SELECT ${projection.join(', ')} FROM read_json(?, format = 'newline_delimited', columns = ${columns}, maximum_object_size = ${MAX_ROW_JSON_BYTES})`;
+  }
+
+  /**
+   * The line of a record read from the wire, as the pieces to stage in order: `input` parsed from `json`
+   * and checked against the contract. The record's bytes are not copied: the line holds them as they
+   * came (a buffer holds a partition's records until they land anyway). `parse` gives zod's record,
+   * called only when a derived column needs it.
+   */
+  line(input: unknown, json: Buffer, meta: SourceMeta, parse: (input: unknown) => R): readonly Buffer[] {
+    let derived = '';
+    if (this.derived.length > 0 && this.derived.some((column) => column.needs(input))) derived = `,"d":${this.encoder.encode(parse(input))}`;
+    // A record written with line breaks between its tokens would break the staged file's lines; bytes that
+    // are not UTF-8, or a lone UTF-16 surrogate (JSON allows its escape), the whole file: DuckDB's text is
+    // UTF-8. Such records are printed again, as JavaScript read them, with U+FFFD for what UTF-8 cannot hold.
+    const reprint = json.includes(0x0a) || !isUtf8(json) || (SURROGATE_ESCAPES.some((escape) => json.includes(escape)) && hasLoneSurrogate(input));
+    const body = reprint ? Buffer.from(JSON.stringify(input, wellFormed)) : json;
+    return [Buffer.from(`{"m":{"topic":${JSON.stringify(meta.topic)},"partition":${meta.partition},"offset":${meta.offset}}${derived},"r":`), body, LINE_END];
+  }
+
+  /** The line of a record already in zod's form (fixtures, tests, jobs that hold records). */
+  rowLine(row: Row<R>): readonly Buffer[] {
+    return this.line(row.record, Buffer.from(JSON.stringify(row.record)), row.meta, () => row.record);
+  }
+
+  selectFrom(staged: string): string {
+    return this.select.replace('read_json(?', `read_json(${sqlString(staged)}`);
+  }
+}
+
+const LINE_END = Buffer.from('}\n');
+/** How a surrogate's escape starts in JSON text (`\ud800` to `\udfff`, either case): a quick test before the walk. */
+const SURROGATE_ESCAPES = [Buffer.from('\\ud'), Buffer.from('\\uD')];
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+/** Replaces each lone surrogate with U+FFFD, as a UTF-8 encoder does. */
+const wellFormed = (_key: string, value: unknown): unknown => (typeof value === 'string' ? value.replace(LONE_SURROGATE, '\ufffd') : value);
+
+function hasLoneSurrogate(value: unknown): boolean {
+  if (typeof value === 'string') {
+    LONE_SURROGATE.lastIndex = 0;
+    return LONE_SURROGATE.test(value);
+  }
+  if (typeof value !== 'object' || value === null) return false;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) if (hasLoneSurrogate(item)) return true;
+  return false;
+}
+
+const recordLines = new WeakMap<TableSpec<never>, RecordLines<never>>();
+
+/** The table's RecordLines, made once. */
+export function recordLinesOf<R>(spec: TableSpec<R>): RecordLines<R> {
+  let lines = recordLines.get(spec as TableSpec<never>) as RecordLines<R> | undefined;
+  if (!lines) {
+    lines = new RecordLines(spec);
+    recordLines.set(spec as TableSpec<never>, lines as RecordLines<never>);
+  }
+  return lines;
+}
+
+const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
+
+/**
+ * The analytics store's one Parquet writer, for the sink's record batches and compaction's merges alike:
+ * DuckDB's `COPY ... (FORMAT parquet, COMPRESSION zstd)`, whose JSON reader and Parquet encoder run
+ * natively, on its own threads. Records reach it as lines of their own JSON bytes (see RecordLines),
+ * staged in a file of the writer's own; each column is cast to its declared type, so a column that is
+ * null in every row still has its type. Every file is written under a temporary name, fsynced, then
+ * renamed: a reader or a crashed writer never leaves or sees a half-written file under the final name.
  */
 export class ParquetWriter {
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly connection: DuckDBConnection,
-    /** Where row batches are staged as JSON; a folder of this writer's own, removed on close. */
+    /** Where record batches are staged as JSON lines; a folder of this writer's own, removed on close. */
     private readonly stagingDir: string,
   ) {}
 
-  /** Row batches staged so far: names each staging file. */
+  /** Record batches staged so far: names each staging file. */
   private staged = 0;
 
   static async open(options: ParquetWriterOptions = {}): Promise<ParquetWriter> {
@@ -159,31 +248,34 @@ export class ParquetWriter {
   }
 
   /**
-   * Writes rows as one Parquet file with the given columns, in row order.
+   * Writes records (zod's form, with their source) as one Parquet file of the table, in order.
    * @returns the file's size in bytes
    */
-  async writeRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
-    const encoder = new JsonRowEncoder(columns);
-    const lines = rows.map((row, index) => {
-      try {
-        return encoder.encode(row);
-      } catch (error) {
-        throw new TypeError(`row ${index}: ${errorMessage(error)}`, { cause: error });
-      }
-    });
-    return this.writeJsonRows(path, columns, lines, metadata);
+  async writeRows<R>(path: string, spec: TableSpec<R>, rows: readonly Row<R>[], metadata: ParquetMetadata = {}): Promise<number> {
+    const lines = recordLinesOf(spec);
+    return this.writeLines(
+      path,
+      spec,
+      rows.flatMap((row, index) => {
+        try {
+          return lines.rowLine(row);
+        } catch (error) {
+          throw new TypeError(`row ${index}: ${errorMessage(error)}`, { cause: error });
+        }
+      }),
+      metadata,
+    );
   }
 
   /**
-   * Writes rows already encoded by a JsonRowEncoder of the same columns as one Parquet file, in order.
+   * Writes lines made by the table's RecordLines (their pieces, in order) as one Parquet file.
    * @returns the file's size in bytes
    */
-  async writeJsonRows(path: string, columns: readonly Column<never>[], lines: readonly string[], metadata: ParquetMetadata = {}): Promise<number> {
-    const staged = join(this.stagingDir, `rows-${++this.staged}.json`);
+  async writeLines<R>(path: string, spec: TableSpec<R>, pieces: readonly Buffer[], metadata: ParquetMetadata = {}): Promise<number> {
+    const staged = join(this.stagingDir, `records-${++this.staged}.json`);
     try {
-      stage(staged, lines);
-      const types = `{${columns.map((column) => `${sqlString(column.name)}: ${sqlString(duckdbType(column.type))}`).join(', ')}}`;
-      return await this.writeQuery(path, `SELECT * FROM read_json(${sqlString(staged)}, format = 'newline_delimited', columns = ${types}, maximum_object_size = ${MAX_ROW_JSON_BYTES})`, metadata);
+      stage(staged, pieces);
+      return await this.writeQuery(path, recordLinesOf(spec).selectFrom(staged), metadata);
     } finally {
       rmSync(staged, { force: true });
     }
@@ -215,29 +307,21 @@ export class ParquetWriter {
   }
 }
 
-/** JSON lines to a file, written in slices so no one string grows with the batch. */
-function stage(file: string, lines: readonly string[]): void {
+/** Buffers to a file, handed to the kernel a slice at a time. */
+function stage(file: string, pieces: readonly Buffer[]): void {
   const fd = openSync(file, 'w');
   try {
-    let slice = '';
-    for (const line of lines) {
-      slice += `${line}\n`;
-      if (slice.length >= STAGING_SLICE_CHARS) {
-        writeSync(fd, slice);
-        slice = '';
-      }
-    }
-    if (slice) writeSync(fd, slice);
+    for (let start = 0; start < pieces.length; start += STAGING_SLICE_PIECES) writevSync(fd, pieces.slice(start, start + STAGING_SLICE_PIECES));
   } finally {
     closeSync(fd);
   }
 }
 
 /** Writes rows as one Parquet file through a writer of its own; for a few files (tests, fixtures), not a stream of them. */
-export async function writeParquetRows<R>(path: string, columns: readonly Column<R>[], rows: readonly R[], metadata: ParquetMetadata = {}): Promise<number> {
+export async function writeParquetRows<R>(path: string, spec: TableSpec<R>, rows: readonly Row<R>[], metadata: ParquetMetadata = {}): Promise<number> {
   const writer = await ParquetWriter.open();
   try {
-    return await writer.writeRows(path, columns, rows, metadata);
+    return await writer.writeRows(path, spec, rows, metadata);
   } finally {
     writer.close();
   }

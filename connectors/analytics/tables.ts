@@ -19,11 +19,33 @@ export type ScalarValue = string | number | bigint | boolean | null;
 export type StructValue = Readonly<Record<string, ScalarValue | readonly ScalarValue[]>>;
 export type CellValue = ScalarValue | readonly ScalarValue[] | ReadonlyArray<StructValue>;
 
-export interface Column<R> {
+/**
+ * A column DuckDB computes, in SQL, from each record as its JSON reader parsed it: `r` is the record, typed
+ * by its contract (see duckdbRecordType), and `m` where it came from (`m.topic`, `m.partition`,
+ * `m."offset"`). The result is cast to the column's type.
+ */
+export interface SqlColumn {
+  readonly name: string;
+  readonly type: ColumnType;
+  readonly sql: string;
+}
+
+/**
+ * A column computed in JavaScript from the record as zod returns it, where SQL would have to repeat a
+ * function of the contract's own (`llmTrainingSamples`). zod runs only for records that `needs` says need
+ * it; for the rest the column is the SQL value `otherwise` (null when not given).
+ */
+export interface DerivedColumn<R> {
   readonly name: string;
   readonly type: ColumnType;
   readonly value: (record: R) => CellValue;
+  readonly needs: (input: unknown) => boolean;
+  readonly otherwise?: string;
 }
+
+export type Column<R> = SqlColumn | DerivedColumn<R>;
+
+export const isDerived = <R>(column: Column<R>): column is DerivedColumn<R> => 'value' in column;
 
 /** One analytics table: which topic feeds it and how a record becomes a row. */
 export interface TableSpec<R> {
@@ -42,26 +64,25 @@ export interface SourceMeta {
 
 export type Row<R> = { record: R; meta: SourceMeta };
 
-const col = <R>(name: string, type: ColumnType, value: (record: R) => CellValue): Column<Row<R>> => ({
-  name,
-  type,
-  value: (row) => value(row.record),
-});
+const sql = (name: string, type: ColumnType, expression: string): SqlColumn => ({ name, type, sql: expression });
+/** A time in the record (ISO text, UTC, as the contract requires) at the TIMESTAMP columns' millisecond precision. */
+const time = (expression: string): string => `date_trunc('millisecond', CAST(${expression} AS TIMESTAMP))`;
+/** A list of structs, built field by field in the declared order. */
+const structs = (list: string, item: string, fields: readonly StructField[], values: Readonly<Record<string, string>>): string =>
+  `list_transform(${list}, ${item} -> {${fields.map((field) => `'${field.name}': ${values[field.name]}`).join(', ')}})`;
 
-function lineageColumns<R extends { lineage: Trajectory['lineage'] }>(): Column<Row<R>>[] {
-  return [
-    col<R>('task_id', 'utf8', (r) => r.lineage.taskId),
-    col<R>('attempt', 'int64', (r) => r.lineage.attempt),
-    col<R>('run_id', 'utf8', (r) => r.lineage.runId),
-    col<R>('policy_version', 'int64', (r) => r.lineage.policyVersion),
-    col<R>('sandbox_image_digest', 'utf8', (r) => r.lineage.sandboxImageDigest),
-    col<R>('verifier_version', 'utf8', (r) => r.lineage.verifierVersion),
-    col<R>('created_at', 'timestamp', (r) => r.lineage.createdAt),
-    { name: '_topic', type: 'utf8', value: (row) => row.meta.topic },
-    { name: '_partition', type: 'int64', value: (row) => row.meta.partition },
-    { name: '_offset', type: 'int64', value: (row) => BigInt(row.meta.offset) },
-  ];
-}
+const LINEAGE_COLUMNS: readonly SqlColumn[] = [
+  sql('task_id', 'utf8', 'r.lineage.taskId'),
+  sql('attempt', 'int64', 'r.lineage.attempt'),
+  sql('run_id', 'utf8', 'r.lineage.runId'),
+  sql('policy_version', 'int64', 'r.lineage.policyVersion'),
+  sql('sandbox_image_digest', 'utf8', 'r.lineage.sandboxImageDigest'),
+  sql('verifier_version', 'utf8', 'r.lineage.verifierVersion'),
+  sql('created_at', 'timestamp', time('r.lineage.createdAt')),
+  sql('_topic', 'utf8', 'm.topic'),
+  sql('_partition', 'int64', 'm.partition'),
+  sql('_offset', 'int64', 'm."offset"'),
+];
 
 /** One struct per step; the candidates' feature vectors stay on the topic (the learner's input), only their count lands here. */
 export const STEP_FIELDS: readonly StructField[] = [
@@ -121,182 +142,194 @@ export const LLM_SAMPLE_FIELDS: readonly StructField[] = [
   { name: 'is_truncated', type: 'bool' },
 ];
 
-export const TRAJECTORIES: TableSpec<Row<Trajectory>> = {
+const STEP_VALUES: Readonly<Record<string, string>> = {
+  index: 's.index',
+  started_at: time('s.startedAt'),
+  tool: 's.toolCall.name',
+  arguments: 'CAST(s.toolCall.arguments AS VARCHAR)',
+  ok: 's.toolResult.ok',
+  exit_code: 's.toolResult.exitCode',
+  truncated: 's.toolResult.truncated',
+  output: 's.toolResult.output',
+  observation: 's.observation',
+  duration_ms: 's.durationMs',
+  sandbox_ms: 's.sandboxMs',
+  chosen: 's.decision.chosen',
+  logprob: 's.decision.logprob',
+  candidates: 'len(s.decision.features)',
+};
+
+const LLM_TURN_VALUES: Readonly<Record<string, string>> = {
+  step_index: 's.index',
+  tool: 's.toolCall.name',
+  ok: 's.toolResult.ok',
+  model: 's.llm.model',
+  tokenizer: 's.llm.tokenizer',
+  chat_template_sha256: 's.llm.chatTemplateSha256',
+  policy_version: 's.llm.policyVersion',
+  finish_reason: 's.llm.finishReason',
+  prompt_tokens: 'coalesce(s.llm.tokens.promptLength, s.llm.promptTokens)',
+  appended_prompt_tokens: 'len(s.llm.tokens.appendedPromptIds)',
+  completion_tokens: 'coalesce(len(s.llm.tokens.completionIds), s.llm.completionTokens)',
+  extends_previous: 's.llm.tokens.extendsPrevious',
+  latency_ms: 's.llm.latencyMs',
+  attempts: 's.llm.attempts',
+  // Absent from records written before it existed, as zod's default has it.
+  constrained: 'coalesce(s.llm.constrained, false)',
+  invalid_reply: 's.llm.invalidReply',
+  temperature: 's.llm.sampling.temperature',
+  top_p: 's.llm.sampling.topP',
+  max_tokens: 's.llm.sampling.maxTokens',
+  seed: 's.llm.sampling.seed',
+};
+
+/** Whether any step of a trajectory (as read) has token ids: only those episodes have training samples. */
+const hasTokens = (input: unknown): boolean => (input as { steps?: Array<{ llm?: { tokens?: unknown } | null }> }).steps?.some((step) => step.llm?.tokens) ?? false;
+
+export const TRAJECTORIES: TableSpec<Trajectory> = {
   table: 'trajectories',
   topic: 'trajectories',
   columns: [
-    col('trajectory_id', 'utf8', (r) => r.trajectoryId),
-    col('group_id', 'utf8', (r) => r.groupId),
-    col('group_size', 'int64', (r) => r.groupSize),
-    col('env_id', 'utf8', (r) => r.envId),
-    col('policy_id', 'utf8', (r) => r.policyId),
-    col('outcome', 'utf8', (r) => r.outcome),
-    col('error', 'utf8', (r) => r.error),
-    col('num_steps', 'int64', (r) => r.steps.length),
-    col('num_decisions', 'int64', (r) => r.steps.filter((s) => s.decision).length),
-    col('total_ms', 'float64', (r) => r.totalMs),
-    col('sandbox_ms', 'float64', (r) => r.sandboxMs),
-    col('steps', { listOf: STEP_FIELDS }, (r) =>
-      r.steps.map((s) => ({
-        index: s.index,
-        started_at: s.startedAt,
-        tool: s.toolCall.name,
-        arguments: JSON.stringify(s.toolCall.arguments),
-        ok: s.toolResult.ok,
-        exit_code: s.toolResult.exitCode,
-        truncated: s.toolResult.truncated,
-        output: s.toolResult.output,
-        observation: s.observation,
-        duration_ms: s.durationMs,
-        sandbox_ms: s.sandboxMs,
-        chosen: s.decision?.chosen ?? null,
-        logprob: s.decision?.logprob ?? null,
-        candidates: s.decision?.features.length ?? null,
-      })),
-    ),
-    col('llm_turns', { listOf: LLM_TURN_FIELDS }, (r) =>
-      r.steps.flatMap(({ index, toolCall, toolResult, llm }) =>
-        llm
-          ? [
-              {
-                step_index: index,
-                tool: toolCall.name,
-                ok: toolResult.ok,
-                model: llm.model,
-                tokenizer: llm.tokenizer,
-                chat_template_sha256: llm.chatTemplateSha256,
-                policy_version: llm.policyVersion,
-                finish_reason: llm.finishReason,
-                prompt_tokens: llm.tokens?.promptLength ?? llm.promptTokens,
-                appended_prompt_tokens: llm.tokens?.appendedPromptIds.length ?? null,
-                completion_tokens: llm.tokens?.completionIds.length ?? llm.completionTokens,
-                extends_previous: llm.tokens?.extendsPrevious ?? null,
-                latency_ms: llm.latencyMs,
-                attempts: llm.attempts,
-                constrained: llm.constrained,
-                invalid_reply: llm.invalidReply,
-                temperature: llm.sampling?.temperature ?? null,
-                top_p: llm.sampling?.topP ?? null,
-                max_tokens: llm.sampling?.maxTokens ?? null,
-                seed: llm.sampling?.seed ?? null,
-              },
-            ]
-          : [],
-      ),
-    ),
-    col('llm_samples', { listOf: LLM_SAMPLE_FIELDS }, (r) =>
-      llmTrainingSamples(r.steps).map((sample) => ({
-        sample_index: sample.sampleIndex,
-        prompt_ids: sample.promptIds,
-        completion_ids: sample.completionIds,
-        completion_mask: sample.completionMask,
-        completion_logprobs: sample.completionLogprobs,
-        completion_policy_versions: sample.completionPolicyVersions,
-        turn_policy_versions: sample.turnPolicyVersions,
-        step_indices: sample.stepIndices,
-        is_truncated: sample.truncated,
-      })),
-    ),
-    ...lineageColumns<Trajectory>(),
+    sql('trajectory_id', 'utf8', 'r.trajectoryId'),
+    sql('group_id', 'utf8', 'r.groupId'),
+    sql('group_size', 'int64', 'r.groupSize'),
+    sql('env_id', 'utf8', 'r.envId'),
+    sql('policy_id', 'utf8', 'r.policyId'),
+    sql('outcome', 'utf8', 'r.outcome'),
+    sql('error', 'utf8', 'r.error'),
+    sql('num_steps', 'int64', 'len(r.steps)'),
+    sql('num_decisions', 'int64', 'len(list_filter(r.steps, s -> s.decision IS NOT NULL))'),
+    sql('total_ms', 'float64', 'r.totalMs'),
+    sql('sandbox_ms', 'float64', 'r.sandboxMs'),
+    sql('steps', { listOf: STEP_FIELDS }, structs('r.steps', 's', STEP_FIELDS, STEP_VALUES)),
+    sql('llm_turns', { listOf: LLM_TURN_FIELDS }, structs('list_filter(r.steps, s -> s.llm IS NOT NULL)', 's', LLM_TURN_FIELDS, LLM_TURN_VALUES)),
+    {
+      name: 'llm_samples',
+      type: { listOf: LLM_SAMPLE_FIELDS },
+      needs: hasTokens,
+      otherwise: '[]',
+      value: (r) =>
+        llmTrainingSamples(r.steps).map((sample) => ({
+          sample_index: sample.sampleIndex,
+          prompt_ids: sample.promptIds,
+          completion_ids: sample.completionIds,
+          completion_mask: sample.completionMask,
+          completion_logprobs: sample.completionLogprobs,
+          completion_policy_versions: sample.completionPolicyVersions,
+          turn_policy_versions: sample.turnPolicyVersions,
+          step_indices: sample.stepIndices,
+          is_truncated: sample.truncated,
+        })),
+    },
+    ...LINEAGE_COLUMNS,
   ],
 };
 
-export const VERIFICATIONS: TableSpec<Row<Verification>> = {
+const TEST_FIELDS: readonly StructField[] = [
+  { name: 'id', type: 'utf8' },
+  { name: 'outcome', type: 'utf8' },
+  { name: 'duration_ms', type: 'float64' },
+  { name: 'message', type: 'utf8' },
+];
+const HACK_FIELDS: readonly StructField[] = [
+  { name: 'kind', type: 'utf8' },
+  { name: 'evidence', type: 'utf8' },
+  { name: 'path', type: 'utf8' },
+  { name: 'line', type: 'int64' },
+  { name: 'source', type: 'utf8' },
+];
+
+export const VERIFICATIONS: TableSpec<Verification> = {
   table: 'verifications',
   topic: 'verifications',
   columns: [
-    col('verification_id', 'utf8', (r) => r.verificationId),
-    col('trajectory_id', 'utf8', (r) => r.trajectoryId),
-    col('group_id', 'utf8', (r) => r.groupId),
-    col('passed', 'bool', (r) => r.passed),
-    col('tests_passed', 'int64', (r) => r.testsPassed),
-    col('tests_total', 'int64', (r) => r.testsTotal),
-    col('fraction_passed', 'float64', (r) => r.fractionPassed),
-    col('failure', 'utf8', (r) => r.failure),
-    col('failure_detail', 'utf8', (r) => r.failureDetail ?? null),
-    col('duration_ms', 'float64', (r) => r.durationMs),
-    col('tests', { listOf: [{ name: 'id', type: 'utf8' }, { name: 'outcome', type: 'utf8' }, { name: 'duration_ms', type: 'float64' }, { name: 'message', type: 'utf8' }] }, (r) =>
-      r.tests.map((t) => ({ id: t.id, outcome: t.outcome, duration_ms: t.durationMs, message: t.message })),
-    ),
-    col(
-      'hacks',
-      { listOf: [{ name: 'kind', type: 'utf8' }, { name: 'evidence', type: 'utf8' }, { name: 'path', type: 'utf8' }, { name: 'line', type: 'int64' }, { name: 'source', type: 'utf8' }] },
-      (r) => (r.hacks ?? []).map((h) => ({ kind: h.kind, evidence: h.evidence, path: h.path, line: h.line, source: h.source })),
-    ),
-    col('quarantine_reason', 'utf8', (r) => r.quarantine?.reason ?? null),
-    col('rescore_id', 'utf8', (r) => r.rescoreId ?? null),
+    sql('verification_id', 'utf8', 'r.verificationId'),
+    sql('trajectory_id', 'utf8', 'r.trajectoryId'),
+    sql('group_id', 'utf8', 'r.groupId'),
+    sql('passed', 'bool', 'r.passed'),
+    sql('tests_passed', 'int64', 'r.testsPassed'),
+    sql('tests_total', 'int64', 'r.testsTotal'),
+    sql('fraction_passed', 'float64', 'r.fractionPassed'),
+    sql('failure', 'utf8', 'r.failure'),
+    sql('failure_detail', 'utf8', 'r.failureDetail'),
+    sql('duration_ms', 'float64', 'r.durationMs'),
+    sql('tests', { listOf: TEST_FIELDS }, structs('r.tests', 't', TEST_FIELDS, { id: 't.id', outcome: 't.outcome', duration_ms: 't.durationMs', message: 't.message' })),
+    sql('hacks', { listOf: HACK_FIELDS }, `coalesce(${structs('r.hacks', 'h', HACK_FIELDS, { kind: 'h.kind', evidence: 'h.evidence', path: 'h.path', line: 'h.line', source: 'h.source' })}, [])`),
+    sql('quarantine_reason', 'utf8', 'r.quarantine.reason'),
+    sql('rescore_id', 'utf8', 'r.rescoreId'),
     // The reward under the task's RewardSpec; records from before it existed scored passed ? 1 : 0.
-    col('score', 'float64', (r) => r.score ?? (r.passed ? 1 : 0)),
-    col('check_kind', 'utf8', (r) => r.checkKind ?? 'tests'),
-    ...lineageColumns<Verification>(),
+    sql('score', 'float64', 'coalesce(r.score, CASE WHEN r.passed THEN 1 ELSE 0 END)'),
+    sql('check_kind', 'utf8', "coalesce(r.checkKind, 'tests')"),
+    ...LINEAGE_COLUMNS,
   ],
 };
 
-export const REWARDS: TableSpec<Row<Reward>> = {
+export const REWARDS: TableSpec<Reward> = {
   table: 'rewards',
   topic: 'rewards',
   columns: [
-    col('reward_id', 'utf8', (r) => r.rewardId),
-    col('trajectory_id', 'utf8', (r) => r.trajectoryId),
-    col('group_id', 'utf8', (r) => r.groupId),
-    col('reward', 'float64', (r) => r.reward),
-    col('advantage', 'float64', (r) => r.advantage),
-    col('group_mean', 'float64', (r) => r.groupMean),
-    col('group_std', 'float64', (r) => r.groupStd),
-    col('group_size', 'int64', (r) => r.groupSize),
-    col('fraction_passed', 'float64', (r) => r.fractionPassed ?? null),
-    col('hacked', 'bool', (r) => r.hacked ?? false),
+    sql('reward_id', 'utf8', 'r.rewardId'),
+    sql('trajectory_id', 'utf8', 'r.trajectoryId'),
+    sql('group_id', 'utf8', 'r.groupId'),
+    sql('reward', 'float64', 'r.reward'),
+    sql('advantage', 'float64', 'r.advantage'),
+    sql('group_mean', 'float64', 'r.groupMean'),
+    sql('group_std', 'float64', 'r.groupStd'),
+    sql('group_size', 'int64', 'r.groupSize'),
+    sql('fraction_passed', 'float64', 'r.fractionPassed'),
+    sql('hacked', 'bool', 'coalesce(r.hacked, false)'),
     // Records from before dispositions existed all went to the learner.
-    col('disposition', 'utf8', (r) => r.disposition ?? 'learn'),
-    col('reason', 'utf8', (r) => r.reason ?? null),
-    col('rescore_id', 'utf8', (r) => r.rescoreId ?? null),
-    ...lineageColumns<Reward>(),
+    sql('disposition', 'utf8', "coalesce(r.disposition, 'learn')"),
+    sql('reason', 'utf8', 'r.reason'),
+    sql('rescore_id', 'utf8', 'r.rescoreId'),
+    ...LINEAGE_COLUMNS,
   ],
 };
 
-export const CHECKPOINTS: TableSpec<Row<PolicyCheckpoint>> = {
+export const CHECKPOINTS: TableSpec<PolicyCheckpoint> = {
   table: 'checkpoints',
   topic: 'policyCheckpoints',
   columns: [
-    col('policy_id', 'utf8', (r) => r.policyId),
-    col('version', 'int64', (r) => r.version),
-    col('parent_version', 'int64', (r) => r.parentVersion),
-    col('sha256', 'utf8', (r) => r.sha256),
-    col('samples', 'int64', (r) => r.metrics.samples),
-    col('mean_reward', 'float64', (r) => r.metrics.meanReward),
-    col('mean_abs_advantage', 'float64', (r) => r.metrics.meanAbsAdvantage),
-    col('grad_norm', 'float64', (r) => r.metrics.gradNorm),
-    col('stale_dropped', 'int64', (r) => r.metrics.staleDropped),
-    col('weights', 'utf8', (r) => JSON.stringify(Object.fromEntries(r.featureNames.map((name, i) => [name, r.weights[i]])))),
-    ...lineageColumns<PolicyCheckpoint>(),
+    sql('policy_id', 'utf8', 'r.policyId'),
+    sql('version', 'int64', 'r.version'),
+    sql('parent_version', 'int64', 'r.parentVersion'),
+    sql('sha256', 'utf8', 'r.sha256'),
+    sql('samples', 'int64', 'r.metrics.samples'),
+    sql('mean_reward', 'float64', 'r.metrics.meanReward'),
+    sql('mean_abs_advantage', 'float64', 'r.metrics.meanAbsAdvantage'),
+    sql('grad_norm', 'float64', 'r.metrics.gradNorm'),
+    sql('stale_dropped', 'int64', 'r.metrics.staleDropped'),
+    // Names may repeat, which a DuckDB map refuses; checkpoints are few.
+    { name: 'weights', type: 'utf8', needs: () => true, value: (r) => JSON.stringify(Object.fromEntries(r.featureNames.map((name, i) => [name, r.weights[i]]))) },
+    ...LINEAGE_COLUMNS,
   ],
 };
 
 /** Task metadata (never the files or hidden tests), so analyses can group outcomes by tag, difficulty or source. */
-export const TASKS: TableSpec<Row<Task>> = {
+export const TASKS: TableSpec<Task> = {
   table: 'tasks',
   topic: 'tasks',
   columns: [
-    col('env_id', 'utf8', (r) => r.envId),
-    col('title', 'utf8', (r) => r.title),
-    col('tags', { listOf: 'utf8' }, (r) => r.tags),
-    col('difficulty', 'float64', (r) => r.difficulty),
-    col('priority', 'int64', (r) => r.priority),
-    col('split', 'utf8', (r) => r.split),
-    col('dataset', 'utf8', (r) => r.source.dataset),
-    col('dataset_hash', 'utf8', (r) => r.source.datasetHash),
-    col('source_row', 'int64', (r) => r.source.sourceRow),
-    col('hidden_test_files', 'int64', (r) => Object.keys(r.hiddenTests).length),
-    ...lineageColumns<Task>(),
+    sql('env_id', 'utf8', 'r.envId'),
+    sql('title', 'utf8', 'r.title'),
+    sql('tags', { listOf: 'utf8' }, 'r.tags'),
+    sql('difficulty', 'float64', 'r.difficulty'),
+    sql('priority', 'int64', 'r.priority'),
+    sql('split', 'utf8', 'r.split'),
+    sql('dataset', 'utf8', 'r.source.dataset'),
+    sql('dataset_hash', 'utf8', 'r.source.datasetHash'),
+    sql('source_row', 'int64', 'r.source.sourceRow'),
+    sql('hidden_test_files', 'int64', 'len(json_keys(r.hiddenTests))'),
+    ...LINEAGE_COLUMNS,
   ],
 };
 
 /** Every analytics table, by the topic that feeds it. */
 export const ANALYTICS_TABLES = [TRAJECTORIES, VERIFICATIONS, REWARDS, CHECKPOINTS, TASKS] as const;
-export type AnyTableSpec = TableSpec<Row<never>>;
+export type AnyTableSpec = TableSpec<never>;
 
-export function tableForTopic(topic: TopicKey): TableSpec<Row<unknown>> | undefined {
-  return ANALYTICS_TABLES.find((spec) => spec.topic === topic) as TableSpec<Row<unknown>> | undefined;
+export function tableForTopic(topic: TopicKey): TableSpec<unknown> | undefined {
+  return ANALYTICS_TABLES.find((spec) => spec.topic === topic) as TableSpec<unknown> | undefined;
 }
 
 export const DUCKDB_TYPES: Record<ScalarType, string> = {

@@ -1,1 +1,2 @@
-export { TopicSerde, parseContract, resolveRegistryUrl, type RegistryOptions } from './serde.js';
+export { parseContract, WireCheck, type CheckedRecord } from './contract.js';
+export { TopicSerde, resolveRegistryUrl, type RegistryOptions } from './serde.js';

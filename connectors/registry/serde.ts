@@ -14,6 +14,7 @@ import {
   type TopicNames,
   type TopicValue,
 } from '../../schemas/index.js';
+import { parseContract, WireCheck, type CheckedRecord } from './contract.js';
 
 export interface RegistryOptions {
   /** Confluent-compatible registry base URL. @default env SCHEMA_REGISTRY_URL, else 'http://localhost:8081/apis/ccompat/v7' (the stack's Apicurio) */
@@ -46,6 +47,7 @@ export class TopicSerde {
   private readonly ids = new Map<TopicKey, number>();
   /** Schema ids known to belong (true) or not (false) to a topic's subject, as `<key>/<id>`. */
   private readonly subjectOfId = new Map<string, boolean>();
+  private readonly wireCheck = new WireCheck();
   private readonly baseUrl: string;
 
   constructor(
@@ -130,18 +132,33 @@ export class TopicSerde {
    * thing, so the frame is read here and the schema id is only checked to belong to the topic's subject.
    */
   async decode<K extends TopicKey>(key: K, bytes: Buffer | null): Promise<TopicValue<K>> {
+    return parseContract(key, (await this.unframe(key, bytes)).input);
+  }
+
+  /**
+   * Reads and checks a record like `decode`, without rebuilding it: for readers that keep the record's
+   * bytes as they are (the analytics sink hands them to DuckDB) and need its content only checked. The
+   * check is the contract's JSON Schema (see WireCheck), and its errors are decode's.
+   */
+  async check(key: TopicKey, bytes: Buffer | null): Promise<CheckedRecord> {
+    const record = await this.unframe(key, bytes);
+    this.wireCheck.check(key, record.input);
+    return record;
+  }
+
+  /** The frame read and the JSON parsed, nothing checked yet. */
+  private async unframe(key: TopicKey, bytes: Buffer | null): Promise<CheckedRecord> {
     const what = `a ${TOPICS[key].name} record`;
     if (bytes === null) throw new DecodeError(`${what} has no value (tombstone)`);
     if (bytes.length < 5 || bytes[0] !== 0) throw new DecodeError(`${what} could not be decoded (not in the registry wire format: no magic byte 0 and schema id)`);
     const id = bytes.readInt32BE(1);
     if (!(await this.belongsTo(key, id))) throw new DecodeError(`${what} could not be decoded: its schema id ${id} is not a version of ${this.subject(key)}`);
-    let raw: unknown;
+    const json = bytes.subarray(5);
     try {
-      raw = JSON.parse(bytes.toString('utf8', 5));
+      return { input: JSON.parse(json.toString('utf8')) as unknown, json };
     } catch (error) {
       throw new DecodeError(`${what} could not be decoded: its value is not JSON: ${errorMessage(error)}`, { cause: error });
     }
-    return parseContract(key, raw);
   }
 
   /** A record framed with another subject's schema must not be read as this topic's (it would validate against the wrong contract). */
@@ -178,13 +195,6 @@ export class TopicSerde {
     }
     if (!response.ok) throw new ConnectionError(`setting ${level} compatibility on ${subject} failed: HTTP ${response.status} ${await response.text()}`);
   }
-}
-
-export function parseContract<K extends TopicKey>(key: K, raw: unknown): TopicValue<K> {
-  const schema: z.ZodType = TOPICS[key].schema;
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ValidationError(`a ${TOPICS[key].name} record`, describeIssues(parsed.error));
-  return parsed.data as TopicValue<K>;
 }
 
 /** The registry refused a schema under the subject's compatibility rule (HTTP 409). */

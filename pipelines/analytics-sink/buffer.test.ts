@@ -7,18 +7,18 @@ test('tracks the offset range, rows per folder, dead letters and size; rolls by 
   const buffer = new PartitionBuffer('t', 0);
   assert.equal(buffer.empty, true);
   assert.equal(buffer.due(1_000_000, 1, 1), false, 'an empty buffer is never due');
-  buffer.addRow('run_id=a/hour=x', 'a', '{"_offset":5}');
+  buffer.addRow('run_id=a/hour=x', 'a', [Buffer.from('{"_offset":5}')]);
   buffer.consumed(5n, 100, [], 1000);
   buffer.consumed(6n, 50, [{ topic: 'dl', key: 't', value: Buffer.from('x') }], 1500);
-  buffer.addRow('run_id=b/hour=x', 'b', '{"_offset":7}');
+  buffer.addRow('run_id=b/hour=x', 'b', [Buffer.from('{"_offset":7}')]);
   buffer.consumed(7n, 100, [], 2000);
   assert.equal(buffer.first, 5n);
   assert.equal(buffer.last, 7n);
   assert.equal(buffer.rows, 2);
   assert.equal(buffer.bytes, 250);
   assert.deepEqual([...buffer.buckets], [
-    ['run_id=a/hour=x', { runId: 'a', lines: ['{"_offset":5}'] }],
-    ['run_id=b/hour=x', { runId: 'b', lines: ['{"_offset":7}'] }],
+    ['run_id=a/hour=x', { runId: 'a', pieces: [Buffer.from('{"_offset":5}')], rows: 1 }],
+    ['run_id=b/hour=x', { runId: 'b', pieces: [Buffer.from('{"_offset":7}')], rows: 1 }],
   ]);
   assert.equal(buffer.deadLetters.length, 1);
   assert.equal(buffer.due(2000, 1000, 5000), false);

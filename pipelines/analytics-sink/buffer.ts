@@ -1,9 +1,10 @@
 import type { EncodedOutput } from '../runtime/index.js';
 
-/** The rows of one folder (run, hour), as the JSON lines its file is written from. */
+/** The rows of one folder (run, hour), as the pieces of the lines its file is written from (RecordLines). */
 export interface Bucket {
   readonly runId: string;
-  readonly lines: string[];
+  readonly pieces: Buffer[];
+  rows: number;
 }
 
 /** What one flush lands: one offset range of a topic partition, its rows by folder and its dead letters. */
@@ -18,9 +19,10 @@ export interface FlushBatch {
 }
 
 /**
- * The records of one topic partition read since its last flush: decoded rows, encoded as JSON lines
- * (flat strings, cheap to hold), grouped by the folder (run, hour) they land in, the dead letters of records that could not be decoded, and the offset range
- * they all came from. A flush writes the whole buffer as one offset range, so a file never holds part of
+ * The records of one topic partition read since its last flush: checked records as the lines their rows
+ * are written from (flat buffers, nothing for the garbage collector to trace), grouped by the folder (run,
+ * hour) they land in, the dead letters of records that could not be decoded, and the offset range they
+ * all came from. A flush writes the whole buffer as one offset range, so a file never holds part of
  * a range whose other rows are elsewhere unwritten.
  */
 export class PartitionBuffer {
@@ -42,10 +44,14 @@ export class PartitionBuffer {
     return this.first === null;
   }
 
-  addRow(folder: string, runId: string, line: string): void {
-    const bucket = this.buckets.get(folder);
-    if (bucket) bucket.lines.push(line);
-    else this.buckets.set(folder, { runId, lines: [line] });
+  addRow(folder: string, runId: string, line: readonly Buffer[]): void {
+    let bucket = this.buckets.get(folder);
+    if (!bucket) {
+      bucket = { runId, pieces: [], rows: 0 };
+      this.buckets.set(folder, bucket);
+    }
+    bucket.pieces.push(...line);
+    bucket.rows++;
     this.rows++;
   }
 

@@ -4,15 +4,16 @@ import {
   bucketOf,
   dataFileMetadata,
   dataFileName,
-  JsonRowEncoder,
   listDataFiles,
   ParquetWriter,
   readLedger,
+  recordLinesOf,
   tableForTopic,
   writeLedger,
-  type Row,
+  type RecordLines,
   type TableSpec,
 } from '../../connectors/analytics/index.js';
+import { parseContract } from '../../connectors/registry/index.js';
 import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
 import { ConfigError, errorMessage, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
@@ -24,7 +25,6 @@ import {
   ProcessorMetrics,
   retry,
   TransactionalProducer,
-  typed,
   type EncodedOutput,
   type ProcessorContext,
   type RawHandler,
@@ -101,7 +101,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
  * consumer's own (fetching and framing records); `write` and `commit` run behind it, while it reads on.
  */
 export interface SinkStageTimes {
-  /** Decoding and checking records against their contracts, and encoding and buffering their rows. */
+  /** Decoding and checking records against their contracts, and staging and buffering their lines. */
   decode: number;
   /** Turning buffered rows into Parquet files (written by DuckDB, fsynced, renamed). */
   write: number;
@@ -113,8 +113,9 @@ export interface SinkStageTimes {
 
 /**
  * Lands tasks, trajectories, verifications, rewards and checkpoints as Parquet. Each record is checked
- * against its contract once, at decode, and its row encoded as a JSON line at once; the lines are
- * buffered per topic partition, and when a buffer is big or old enough a flush hands it to DuckDB (the
+ * against its contract once, at decode, by the contract's JSON Schema (TopicSerde.check), and its own JSON
+ * bytes are kept as its line (RecordLines): no record is rebuilt or printed again in JavaScript, and
+ * DuckDB makes the rows from the lines natively. The lines are buffered per topic partition, and when a buffer is big or old enough a flush hands it to DuckDB (the
  * store's one ParquetWriter, which compaction uses too) in the background, one file per (table, run,
  * hour) named by the topic partition and offset range it covers.
  *
@@ -147,8 +148,8 @@ export class AnalyticsSink {
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
   private readonly topicKeys = new Map<string, TopicKey>();
-  /** Per physical topic, the encoder of its table's rows. */
-  private readonly encoders = new Map<string, JsonRowEncoder<Row<unknown>>>();
+  /** Per physical topic, how its records become lines of its table's files. */
+  private readonly lines = new Map<string, RecordLines<unknown>>();
   private lock: Promise<unknown> = Promise.resolve();
   /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
   private landing: Promise<void> = Promise.resolve();
@@ -169,16 +170,16 @@ export class AnalyticsSink {
     const { serde, names } = context;
     for (const key of this.options.topics) {
       this.topicKeys.set(names.name(key), key);
-      this.encoders.set(names.name(key), new JsonRowEncoder(tableForTopic(key)!.columns));
+      this.lines.set(names.name(key), recordLinesOf(tableForTopic(key)!));
     }
     this.chain = compose(
-      typed(serde, names, async ({ record }) => {
-        const value = record.value as { lineage: Lineage };
-        const { runId, createdAt } = value.lineage;
-        const line = this.encoders.get(record.topic)!.encode({ record: value, meta: { topic: record.topic, partition: record.partition, offset: record.offset } });
+      async ({ record }) => {
+        const { input, json } = await serde.check(record.topicKey, record.value);
+        const { runId, createdAt } = (input as { lineage: Lineage }).lineage;
+        const line = this.lines.get(record.topic)!.line(input, json, { topic: record.topic, partition: record.partition, offset: record.offset }, (checked) => parseContract(record.topicKey, checked));
         this.bufferFor(record.topic, record.partition).addRow(bucketOf(runId, createdAt), runId, line);
         return [];
-      }),
+      },
       metrics(this.metrics),
       deadLetter('analytics-sink', serde, names, this.options.onDeadLetter),
       retry(this.options.retry),
@@ -342,7 +343,7 @@ export class AnalyticsSink {
     this.landed.clear();
   }
 
-  private tableOf(topic: string): TableSpec<Row<unknown>> {
+  private tableOf(topic: string): TableSpec<unknown> {
     const key = this.topicKeys.get(topic);
     if (key === undefined) throw new Error(`analytics-sink received a record from unexpected topic ${topic}`);
     return tableForTopic(key)!;
@@ -463,9 +464,9 @@ export class AnalyticsSink {
     let commitStarted = 0;
     try {
       const writeStarted = performance.now();
-      for (const [folder, { lines }] of batch.buckets) {
+      for (const [folder, { pieces }] of batch.buckets) {
         const path = join(this.options.dataDir, spec.table, folder, dataFileName(range));
-        written.push({ path, bytes: await this.writer!.writeJsonRows(path, spec.columns, lines, metadata) });
+        written.push({ path, bytes: await this.writer!.writeLines(path, spec, pieces, metadata) });
       }
       this.stageMs.write += performance.now() - writeStarted;
       commitStarted = performance.now();
@@ -482,9 +483,9 @@ export class AnalyticsSink {
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + batch.rows);
     // A bucket is one run's (and hour's) rows.
-    for (const { runId, lines } of batch.buckets.values()) {
+    for (const { runId, rows } of batch.buckets.values()) {
       const key = `${spec.table}/${runId}`;
-      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + lines.length);
+      this.rowsWrittenByRun.set(key, (this.rowsWrittenByRun.get(key) ?? 0) + rows);
     }
     this.filesWritten += written.length;
     this.bytesWritten += written.reduce((sum, file) => sum + file.bytes, 0);

@@ -2,30 +2,30 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { AnalyticsCatalog, bucketOf, dataFileName, JsonRowEncoder, ParquetWriter, REWARDS, TRAJECTORIES, writeParquetRows, type Column, type Row } from '../../connectors/analytics/index.js';
+import { AnalyticsCatalog, bucketOf, dataFileName, duckdbType, LLM_SAMPLE_FIELDS, ParquetWriter, recordLinesOf, REWARDS, TRAJECTORIES, writeParquetRows, type Row, type TableSpec } from '../../connectors/analytics/index.js';
 import type { Reward, Trajectory } from '../../schemas/index.js';
 import { main } from '../../cli/main.js';
 import { syntheticReward, syntheticTrajectory } from './analytics-fixtures.js';
 import { tempDir } from './harness.js';
 
 /** Writes rows where the sink would, for one run and one offset range of partition 0. */
-async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, columns: typeof TRAJECTORIES.columns | typeof REWARDS.columns, records: R[], first: number): Promise<void> {
+async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, topic: string, spec: TableSpec<R>, records: R[], first: number): Promise<void> {
   const rows: Row<R>[] = records.map((record, i) => ({ record, meta: { topic, partition: 0, offset: String(first + i) } }));
   const range = { topic, partition: 0, first: BigInt(first), last: BigInt(first + records.length - 1) };
-  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
+  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), spec, rows);
 }
 
 test('the catalog: nested steps, a column added later, run filters and the steps view', async () => {
   const dataDir = tempDir('store');
   const a = Array.from({ length: 5 }, (_, i) => syntheticTrajectory(i, { runId: 'run-a', steps: 3 }));
   const b = Array.from({ length: 4 }, (_, i) => syntheticTrajectory(10 + i, { runId: 'run-b', steps: 2 }));
-  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, a, 0);
-  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES.columns, b, 5);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES, a, 0);
+  await land<Trajectory>(dataDir, 'trajectories', 't.trajectories', TRAJECTORIES, b, 5);
   // An older file, written before the reward table had its last columns.
   const rewards = Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'run-a' }));
   const older = REWARDS.columns.filter((c) => !['disposition', 'reason', 'rescore_id', 'hacked', 'fraction_passed'].includes(c.name));
-  await land<Reward>(dataDir, 'rewards', 't.rewards', older as typeof REWARDS.columns, rewards, 0);
-  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, [syntheticReward(3, { runId: 'run-a' })], 3);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', { ...REWARDS, columns: older }, rewards, 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS, [syntheticReward(3, { runId: 'run-a' })], 3);
 
   const catalog = await AnalyticsCatalog.open(dataDir);
   try {
@@ -80,7 +80,7 @@ async function sql(dataDir: string, ...args: string[]): Promise<{ code: number; 
 
 test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is wrong with bad input', async () => {
   const dataDir = tempDir('sql');
-  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS.columns, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
+  await land<Reward>(dataDir, 'rewards', 't.rewards', REWARDS, Array.from({ length: 3 }, (_, i) => syntheticReward(i, { runId: 'r' })), 0);
   const query = 'SELECT reward_id, reward FROM rewards ORDER BY reward_id';
   assert.match((await sql(dataDir, query)).out, /reward_id\s+\| reward\n-+-\+-+\n.*\n.*\n.*\n\(3 rows\)/);
   assert.equal((await sql(dataDir, '--format', 'csv', query)).out.split('\n')[0], 'reward_id,reward');
@@ -100,33 +100,27 @@ test('trialrun sql writes table, CSV, JSON lines and Parquet, and says what is w
   assert.doesNotMatch(badQuery.stderr, /\n\s+at /);
 });
 
-test('the one Parquet writer: declared types even for all-null columns, exact int64, times from text or epoch ms, row order, metadata, no temporary files', async () => {
-  type Sample = { id: string; big: bigint | number; at: string | number; score: number | null; tags: string[]; steps: Array<{ tool: string; ms: number | null }> };
-  const columns: Column<Sample>[] = [
-    { name: 'id', type: 'utf8', value: (r) => r.id },
-    { name: 'big', type: 'int64', value: (r) => r.big },
-    { name: 'seen_at', type: 'timestamp', value: (r) => r.at },
-    { name: 'score', type: 'float64', value: (r) => r.score },
-    { name: 'tags', type: { listOf: 'utf8' }, value: (r) => r.tags },
-    { name: 'steps', type: { listOf: [{ name: 'tool', type: 'utf8' }, { name: 'ms', type: 'float64' }] }, value: (r) => r.steps },
-  ];
-  const rows: Sample[] = Array.from({ length: 2500 }, (_, i) => ({
-    id: `row-${i} "quoted" \\ ünïcode\n`,
-    big: i === 0 ? 2n ** 62n + 1n : i,
-    at: i % 2 ? '2025-03-04T05:06:07.089Z' : Date.parse('2025-03-04T05:06:07.089Z'),
-    score: null,
-    tags: i % 3 ? ['a', 'b'] : [],
-    steps: [{ tool: 'run_tests', ms: i % 2 ? null : 1.5 }],
-  }));
+test('the one Parquet writer: declared types even for all-null columns, text byte for byte, row order, metadata, no temporary files', async () => {
+  const topic = 't.trajectories';
+  const records: Trajectory[] = Array.from({ length: 2500 }, (_, i) => {
+    const trajectory = syntheticTrajectory(i, { runId: 'writer', steps: 2 });
+    return { ...trajectory, trajectoryId: `row-${i} "quoted" \\ ünïcode\n`, lineage: { ...trajectory.lineage, createdAt: i % 2 ? '2025-03-04T05:06:07.089Z' : '2025-03-04T05:06:07.089123Z' } };
+  });
+  const rows: Row<Trajectory>[] = records.map((record, i) => ({ record, meta: { topic, partition: 0, offset: String(i) } }));
   const dir = tempDir('writer');
   const path = join(dir, 'folder', 'x-p0-0-2499.parquet');
   const writer = await ParquetWriter.open();
   try {
-    const bytes = await writer.writeRows(path, columns, rows, { 'trialrun.table': 'samples', 'trialrun.first_offset': '0' });
+    const bytes = await writer.writeRows(path, TRAJECTORIES, rows, { 'trialrun.table': 'trajectories', 'trialrun.first_offset': '0' });
     assert.ok(bytes > 0);
-    // Rows encoded ahead of time, as the sink does, land the same.
-    const encoder = new JsonRowEncoder(columns);
-    await writer.writeJsonRows(join(dir, 'folder', 'x-p0-2500-2501.parquet'), columns, rows.slice(0, 2).map((row) => encoder.encode(row)));
+    // Lines staged from the wire's bytes, as the sink stages them, land the same, even from JSON written across lines.
+    const lines = recordLinesOf(TRAJECTORIES);
+    const wire = (record: Trajectory, pretty: boolean): Buffer => Buffer.from(pretty ? JSON.stringify(record, null, 2) : JSON.stringify(record));
+    await writer.writeLines(
+      join(dir, 'folder', 'x-p0-2500-2501.parquet'),
+      TRAJECTORIES,
+      records.slice(0, 2).flatMap((record, i) => lines.line(JSON.parse(wire(record, i === 1).toString()), wire(record, i === 1), { topic, partition: 0, offset: String(2500 + i) }, () => record)),
+    );
   } finally {
     writer.close();
   }
@@ -135,26 +129,29 @@ test('the one Parquet writer: declared types even for all-null columns, exact in
   try {
     const rows_ = async (sql: string) => (await catalog.query(sql)).rows;
     const file = `read_parquet('${path}')`;
-    const described = await rows_(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM ${file})`);
-    assert.deepEqual(described, [
-      ['id', 'VARCHAR'],
-      ['big', 'BIGINT'],
-      ['seen_at', 'TIMESTAMP'],
-      ['score', 'DOUBLE'],
-      ['tags', 'VARCHAR[]'],
-      ['steps', 'STRUCT(tool VARCHAR, ms DOUBLE)[]'],
-    ]);
-    assert.deepEqual(await rows_(`SELECT id, big::VARCHAR, seen_at::VARCHAR, score, len(tags)::INT, steps[1].ms FROM ${file} LIMIT 2`), [
-      [rows[0]!.id, (2n ** 62n + 1n).toString(), '2025-03-04 05:06:07.089', null, 0, 1.5],
-      [rows[1]!.id, '1', '2025-03-04 05:06:07.089', null, 2, null],
+    const described = new Map((await rows_(`SELECT column_name, column_type FROM (DESCRIBE SELECT * FROM ${file})`)).map(([name, type]) => [name, String(type).replaceAll('"', '')]));
+    assert.deepEqual(
+      [...described.keys()],
+      TRAJECTORIES.columns.map((column) => column.name),
+    );
+    assert.equal(described.get('error'), 'VARCHAR', 'null in every row, and still its declared type');
+    assert.equal(described.get('created_at'), 'TIMESTAMP');
+    assert.equal(described.get('llm_samples'), duckdbType({ listOf: LLM_SAMPLE_FIELDS }).replaceAll('"', ''), 'a derived column no row needed has its type');
+    assert.deepEqual(await rows_(`SELECT trajectory_id, created_at::VARCHAR, error, num_steps::INT, steps[1].arguments, len(llm_samples)::INT, _offset::INT FROM ${file} LIMIT 2`), [
+      [records[0]!.trajectoryId, '2025-03-04 05:06:07.089', null, 2, JSON.stringify(records[0]!.steps[0]!.toolCall.arguments), 0, 0],
+      [records[1]!.trajectoryId, '2025-03-04 05:06:07.089', null, 2, JSON.stringify(records[1]!.steps[0]!.toolCall.arguments), 0, 1],
     ]);
     assert.deepEqual(await rows_(`SELECT count(*)::INT FROM ${file}`), [[2500]]);
-    assert.deepEqual(await rows_(`SELECT id FROM read_parquet('${path}', file_row_number = true) WHERE file_row_number = 1999`), [[rows[1999]!.id]], 'text comes back byte for byte');
-    const order = await rows_(`SELECT list(big ORDER BY file_row_number)[2:5] FROM read_parquet('${path}', file_row_number = true)`);
+    assert.deepEqual(await rows_(`SELECT trajectory_id, steps[2].output FROM read_parquet('${path}', file_row_number = true) WHERE file_row_number = 1999`), [[records[1999]!.trajectoryId, records[1999]!.steps[1]!.toolResult.output]], 'text comes back byte for byte');
+    const order = await rows_(`SELECT list(_offset ORDER BY file_row_number)[2:5] FROM read_parquet('${path}', file_row_number = true)`);
     assert.deepEqual(order, [[['1', '2', '3', '4']]], 'rows keep their order');
     assert.deepEqual(await rows_(`SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata('${path}') ORDER BY 1`), [
       ['trialrun.first_offset', '0'],
-      ['trialrun.table', 'samples'],
+      ['trialrun.table', 'trajectories'],
+    ]);
+    assert.deepEqual(await rows_(`SELECT trajectory_id, _offset::INT FROM read_parquet('${join(dir, 'folder', 'x-p0-2500-2501.parquet')}') ORDER BY 2`), [
+      [records[0]!.trajectoryId, 2500],
+      [records[1]!.trajectoryId, 2501],
     ]);
   } finally {
     catalog.close();

@@ -59,7 +59,7 @@ async function landRewards(dataDir: string, runId: string, count: number): Promi
   const records = Array.from({ length: count }, (_, i) => syntheticReward(i, { runId }));
   const rows: Row<Reward>[] = records.map((record, i) => ({ record, meta: { topic: 't.rewards', partition: 0, offset: String(i) } }));
   const file = dataFileName({ topic: 't.rewards', partition: 0, first: 0n, last: BigInt(count - 1) });
-  await writeParquetRows(join(dataDir, 'rewards', bucketOf(runId, records[0]!.lineage.createdAt), file), REWARDS.columns as never, rows);
+  await writeParquetRows(join(dataDir, 'rewards', bucketOf(runId, records[0]!.lineage.createdAt), file), REWARDS, rows);
 }
 
 test('a wrong option, policy, file or job field is one line and exit 2, before the stack is touched', { timeout: 180_000 }, async () => {

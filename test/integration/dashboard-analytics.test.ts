@@ -8,10 +8,10 @@ import { syntheticPassed, syntheticReward, syntheticTrajectory, syntheticVerific
 import { tempDir } from './harness.js';
 
 /** Writes records where the sink would, as one offset range of partition 0. */
-async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, columns: unknown, records: readonly R[], first: number): Promise<void> {
+async function land<R extends { lineage: { runId: string; createdAt: string } }>(dataDir: string, table: string, spec: unknown, records: readonly R[], first: number): Promise<void> {
   const rows: Row<R>[] = records.map((record, i) => ({ record, meta: { topic: `t.${table}`, partition: 0, offset: String(first + i) } }));
   const range = { topic: `t.${table}`, partition: 0, first: BigInt(first), last: BigInt(first + records.length - 1) };
-  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), columns as never, rows);
+  await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), spec as never, rows);
 }
 
 test('the dashboard\'s analytics panels: per-version pass rates with Wilson intervals, rewards, hack flags, verifier versions, one run only', async () => {
@@ -27,11 +27,11 @@ test('the dashboard\'s analytics panels: per-version pass rates with Wilson inte
   );
   // The last trajectory has no reward yet; the one before no verification.
   const rewards: Reward[] = Array.from({ length: n - 2 }, (_, i) => syntheticReward(i, options));
-  await land(dataDir, 'trajectories', TRAJECTORIES.columns, trajectories, 0);
-  await land(dataDir, 'verifications', VERIFICATIONS.columns, verifications.filter((_, i) => i !== n - 2), 0);
-  await land(dataDir, 'rewards', REWARDS.columns, rewards, 0);
+  await land(dataDir, 'trajectories', TRAJECTORIES, trajectories, 0);
+  await land(dataDir, 'verifications', VERIFICATIONS, verifications.filter((_, i) => i !== n - 2), 0);
+  await land(dataDir, 'rewards', REWARDS, rewards, 0);
   // Another run in the same store stays out of every panel.
-  await land(dataDir, 'trajectories', TRAJECTORIES.columns, [syntheticTrajectory(0, { runId: 'other', steps: 1 })], 100);
+  await land(dataDir, 'trajectories', TRAJECTORIES, [syntheticTrajectory(0, { runId: 'other', steps: 1 })], 100);
 
   const catalog = await AnalyticsCatalog.open(dataDir, { runIds: ['shown'] });
   try {

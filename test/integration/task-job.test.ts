@@ -280,7 +280,7 @@ describe('task job: sources and cleaning (DuckDB)', () => {
       });
     }
     const file = join(analyticsDir, 'rewards', bucketOf('earlier-run', '2025-01-01T00:00:00.000Z'), dataFileName({ topic: 'it.rewards', partition: 0, first: 0n, last: BigInt(rewards.length - 1) }));
-    await writeParquetRows(file, REWARDS.columns, rewards);
+    await writeParquetRows(file, REWARDS, rewards);
 
     const report = await dryRun(dir, { sources: [{ path: 'rows.jsonl' }] }, analyticsDir);
     const byId = new Map(report.tasks.map((task) => [task.taskId, task]));
