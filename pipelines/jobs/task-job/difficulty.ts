@@ -99,7 +99,16 @@ const stableRank = (id: string): string => createHash('sha256').update(id).diges
  * samples and a raw pass rate near 0 or 1 are parked; the rest fill difficulty buckets, and the target mix
  * picks how many of each bucket are published (highest priority first, then a stable pseudo-random order).
  */
-export function planCurriculum(tasks: readonly CurriculumTask[], observed: ReadonlyMap<string, Observed>, options: CurriculumOptions): Curriculum {
+/**
+ * The tasks to plan, by index: an array, or anything that hands out a task at an index (a job's spilled
+ * rows), so millions of tasks need not be held as objects at once.
+ */
+export interface CurriculumTasks {
+  readonly length: number;
+  at(index: number): CurriculumTask | undefined;
+}
+
+export function planCurriculum(tasks: CurriculumTasks, observed: ReadonlyMap<string, Observed>, options: CurriculumOptions): Curriculum {
   const strength = options.priorStrength ?? 4;
   const defaultRate = options.defaultPassRate ?? 0.5;
   const minTagSamples = options.minTagSamples ?? 20;
@@ -113,45 +122,60 @@ export function planCurriculum(tasks: readonly CurriculumTask[], observed: Reado
     allSamples += samples;
     allPasses += passes;
   }
+  const task = (index: number): CurriculumTask => tasks.at(index)!;
   const byTag = new Map<string, { samples: number; passes: number }>();
-  for (const task of tasks) {
-    const seen = observed.get(task.id);
-    if (!seen || task.tag === undefined) continue;
-    const total = byTag.get(task.tag) ?? { samples: 0, passes: 0 };
-    byTag.set(task.tag, { samples: total.samples + seen.samples, passes: total.passes + seen.passes });
+  for (let index = 0; index < tasks.length; index++) {
+    const task_ = task(index);
+    const seen = observed.get(task_.id);
+    if (!seen || task_.tag === undefined) continue;
+    const total = byTag.get(task_.tag) ?? { samples: 0, passes: 0 };
+    byTag.set(task_.tag, { samples: total.samples + seen.samples, passes: total.passes + seen.passes });
   }
 
   let coldStart = 0;
-  const estimates = tasks.map((task): Estimate => {
-    const seen = observed.get(task.id) ?? { samples: 0, passes: 0 };
+  const NEVER_SEEN = { samples: 0, passes: 0 };
+  // Tasks with the same observations and prior have the same estimate: one object each, not one per task
+  // (a job of millions of rows is mostly unobserved tasks of a few tags).
+  const shared = new Map<string, Estimate>();
+  const estimates: Estimate[] = new Array<Estimate>(tasks.length);
+  for (let index = 0; index < tasks.length; index++) {
+    const { id, tag: tagName } = task(index);
+    const seen = observed.get(id) ?? NEVER_SEEN;
     if (seen.samples === 0) coldStart++;
-    const tag = task.tag === undefined ? undefined : byTag.get(task.tag);
+    const tag = tagName === undefined ? undefined : byTag.get(tagName);
     const [prior, priorFrom] =
       tag && tag.samples >= minTagSamples
         ? [clampPrior(tag.passes / tag.samples), 'tag' as const]
         : allSamples >= minTagSamples
           ? [clampPrior(allPasses / allSamples), 'all tasks' as const]
           : [defaultRate, 'default' as const];
-    const passRate = (seen.passes + strength * prior) / (seen.samples + strength);
-    const difficulty = 1 - passRate;
-    const bucket = buckets.find((b) => difficulty <= b.maxDifficulty + 1e-12)!.name;
-    let parked: string | null = null;
-    if (seen.samples >= park.minSamples) {
-      const raw = seen.passes / seen.samples;
-      if (raw <= park.low) parked = `passed ${fmt(seen.passes)} of ${seen.samples} rollouts (rate ${raw.toFixed(2)} <= park.low ${park.low}): no learning signal`;
-      else if (raw >= park.high) parked = `passed ${fmt(seen.passes)} of ${seen.samples} rollouts (rate ${raw.toFixed(2)} >= park.high ${park.high}): no learning signal`;
+    const key = `${seen.samples}/${seen.passes}/${priorFrom}/${prior}`;
+    let estimate = shared.get(key);
+    if (!estimate) {
+      const passRate = (seen.passes + strength * prior) / (seen.samples + strength);
+      const difficulty = 1 - passRate;
+      const bucket = buckets.find((b) => difficulty <= b.maxDifficulty + 1e-12)!.name;
+      let parked: string | null = null;
+      if (seen.samples >= park.minSamples) {
+        const raw = seen.passes / seen.samples;
+        if (raw <= park.low) parked = `passed ${fmt(seen.passes)} of ${seen.samples} rollouts (rate ${raw.toFixed(2)} <= park.low ${park.low}): no learning signal`;
+        else if (raw >= park.high) parked = `passed ${fmt(seen.passes)} of ${seen.samples} rollouts (rate ${raw.toFixed(2)} >= park.high ${park.high}): no learning signal`;
+      }
+      estimate = { samples: seen.samples, passes: seen.passes, prior, priorFrom, passRate, difficulty, bucket, parked };
+      shared.set(key, estimate);
     }
-    return { samples: seen.samples, passes: seen.passes, prior, priorFrom, passRate, difficulty, bucket, parked };
-  });
+    estimates[index] = estimate;
+  }
 
   const members = new Map<string, number[]>(buckets.map((b) => [b.name, []]));
   estimates.forEach((estimate, index) => {
     if (!estimate.parked) members.get(estimate.bucket)!.push(index);
   });
-  const selected = new Set<number>();
+  // One flag a task, not a set of millions of numbers.
+  const isSelected = new Uint8Array(tasks.length);
   const deferred: Array<{ index: number; reason: string }> = [];
   if (!options.mix) {
-    for (const indexes of members.values()) for (const index of indexes) selected.add(index);
+    for (const indexes of members.values()) for (const index of indexes) isSelected[index] = 1;
   } else {
     const mix = options.mix;
     // The largest total every bucket can fill its share of, capped by options.total.
@@ -160,10 +184,11 @@ export function planCurriculum(tasks: readonly CurriculumTask[], observed: Reado
     if (!Number.isFinite(total)) total = 0;
     for (const [name, indexes] of members) {
       const want = Math.min(indexes.length, Math.round((mix[name] ?? 0) * total));
-      const rank = new Map(indexes.map((index) => [index, stableRank(tasks[index]!.id)]));
-      const ranked = [...indexes].sort((a, b) => tasks[b]!.priority - tasks[a]!.priority || (rank.get(a)! < rank.get(b)! ? -1 : rank.get(a)! > rank.get(b)! ? 1 : 0));
+      const rank = new Map(indexes.map((index) => [index, stableRank(task(index).id)]));
+      const priority = new Map(indexes.map((index) => [index, task(index).priority]));
+      const ranked = [...indexes].sort((a, b) => priority.get(b)! - priority.get(a)! || (rank.get(a)! < rank.get(b)! ? -1 : rank.get(a)! > rank.get(b)! ? 1 : 0));
       ranked.forEach((index, position) => {
-        if (position < want) selected.add(index);
+        if (position < want) isSelected[index] = 1;
         else deferred.push({ index, reason: `left out by the target mix: bucket ${name} gets ${want} of ${indexes.length} (share ${mix[name] ?? 0} of ${total})` });
       });
     }
@@ -173,10 +198,12 @@ export function planCurriculum(tasks: readonly CurriculumTask[], observed: Reado
   const histogram = buckets.map((b): BucketCounts => ({
     bucket: b.name,
     available: members.get(b.name)!.length,
-    selected: members.get(b.name)!.filter((index) => selected.has(index)).length,
+    selected: members.get(b.name)!.reduce((count, index) => count + isSelected[index]!, 0),
     parked: parkedIn.get(b.name) ?? 0,
   }));
-  return { estimates, selected: [...selected].sort((a, b) => a - b), deferred, histogram, coldStart };
+  const selected: number[] = [];
+  for (let index = 0; index < tasks.length; index++) if (isSelected[index]) selected.push(index);
+  return { estimates, selected, deferred, histogram, coldStart };
 }
 
 const fmt = (value: number): string => (Number.isInteger(value) ? String(value) : value.toFixed(1));

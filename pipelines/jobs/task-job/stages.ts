@@ -6,6 +6,7 @@ import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { PROGRAM_REPAIR_ENV } from '../../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage, nowIso, Task } from '../../../schemas/index.js';
 import { DedupColumns, FileSignatures } from './columns.js';
+import { IdTable } from './id-table.js';
 import { deduplicateColumns, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
@@ -281,12 +282,10 @@ export class ValidatedRows {
   readonly stage: Stage;
   readonly columns: DedupColumns;
   private readonly spill: SpillFile<ValidItem>;
-  /** Id of each valid row, by index. */
-  readonly ids: string[] = [];
+  /** Id of each valid row, by index, and the first valid row with each id. */
+  readonly ids = new IdTable();
   private readonly firstTags: Array<string | undefined> = [];
   private readonly tagNames = new Map<string, string>();
-  /** Index of the first valid row with each id. */
-  private readonly firstById = new Map<string, number>();
   private readonly fingerprinter = new RowFingerprinter();
   private readonly hasher: MinHasher;
   private readonly signature: Uint32Array;
@@ -323,7 +322,7 @@ export class ValidatedRows {
 
   /** What the curriculum needs of valid row `index`, without reading it back. */
   entry(index: number): TaskEntry {
-    return { id: this.ids[index]!, tag: this.firstTags[index], priority: this.columns.priority(index) };
+    return { id: this.ids.at(index), tag: this.firstTags[index], priority: this.columns.priority(index) };
   }
 
   accept(items: readonly MappedItem[]): void {
@@ -384,8 +383,8 @@ export class ValidatedRows {
         fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
         return;
       }
-      const first = this.firstById.get(row.id);
-      if (first === undefined && spec.limits.maxRows !== undefined && this.firstById.size >= spec.limits.maxRows) {
+      const first = this.ids.first(row.id);
+      if (first === undefined && spec.limits.maxRows !== undefined && this.ids.distinct >= spec.limits.maxRows) {
         this.beyondLimit++;
         return;
       }
@@ -428,12 +427,11 @@ export class ValidatedRows {
       this.hasher.signatureOfTokens(this.fingerprinter.tokens.buffer, fingerprint.tokenCount, this.signature);
       const index = this.spill.add(valid);
       this.columns.add({ priority, split, family }, fingerprint.digest, keptBits(this.signature, this.kept));
-      this.ids.push(row.id);
+      this.ids.add(row.id);
       const firstTag = row.tags[0];
       let interned = firstTag === undefined ? undefined : this.tagNames.get(firstTag);
       if (firstTag !== undefined && interned === undefined) this.tagNames.set(firstTag, (interned = firstTag));
       this.firstTags.push(interned);
-      if (first === undefined) this.firstById.set(row.id, index);
       this.splits[split]++;
     } catch (error) {
       // A row is data: whatever its content makes a check throw is that row's reject, and the job goes on.
@@ -447,7 +445,7 @@ export function dedupRows(run: JobRun, rows: ValidatedRows): { kept: number[]; d
   const { job, rejects } = run;
   const { spec } = job;
   const dedupStage = new Stage('dedup', rows.count);
-  const dedup = deduplicateColumns(rows.columns, (index) => rows.ids[index]!, {
+  const dedup = deduplicateColumns(rows.columns, (index) => rows.ids.at(index), {
     threshold: spec.dedup.nearDuplicateThreshold,
     shingleTokens: spec.dedup.shingleTokens,
     signatureSize: spec.dedup.signatureSize,
@@ -457,8 +455,8 @@ export function dedupRows(run: JobRun, rows: ValidatedRows): { kept: number[]; d
     const item = rows.item(reject.index);
     const other = rows.item(reject.of);
     dedupStage.count(reject.category);
-    rejects.add({ source: item.source, row: item.row, stage: 'dedup', reason: reject.reason, taskId: rows.ids[reject.index] });
-    return { category: reject.category, source: item.source, row: item.row, taskId: rows.ids[reject.index]!, of: { source: other.source, row: other.row, taskId: rows.ids[reject.of]! }, similarity: reject.similarity };
+    rejects.add({ source: item.source, row: item.row, stage: 'dedup', reason: reject.reason, taskId: rows.ids.at(reject.index) });
+    return { category: reject.category, source: item.source, row: item.row, taskId: rows.ids.at(reject.index), of: { source: other.source, row: other.row, taskId: rows.ids.at(reject.of) }, similarity: reject.similarity };
   });
   dedupStage.notes.push(`${dedup.exactDuplicates} exact and ${dedup.nearDuplicates} near duplicate(s), ${dedup.contaminationHits} contamination hit(s)`);
   run.stages.push(dedupStage.end(dedup.kept.length));
@@ -600,10 +598,8 @@ export async function planTasks(run: JobRun, tasksToBuild: TaskRows, analyticsDi
   } else {
     curriculumStage.notes.push('no analytics store: every task starts from the cold-start estimate');
   }
-  const entries: TaskEntry[] = [];
-  for (let index = 0; index < tasksToBuild.length; index++) entries.push(tasksToBuild.entry(index));
   const plan = planCurriculum(
-    entries,
+    { length: tasksToBuild.length, at: (index) => tasksToBuild.entry(index) },
     observed,
     {
       priorStrength: spec.difficulty.priorStrength,
