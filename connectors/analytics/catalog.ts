@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, sep } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ConfigError } from '../../schemas/index.js';
-import { sqlString } from './sql.js';
+import { sqlIdent as ident, sqlString } from './sql.js';
 import { listDataFiles, partitionSuperseded, runFolder, type DataFile } from './layout.js';
 import { ANALYTICS_TABLES, duckdbType, LLM_SAMPLE_FIELDS, LLM_TURN_FIELDS, STEP_FIELDS, type AnyTableSpec } from './tables.js';
 
@@ -15,7 +15,6 @@ export interface QueryResult {
 }
 
 export { sqlString };
-const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 // One row per step, with the trajectory's identity beside it.
 /**

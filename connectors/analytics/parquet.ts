@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { ConfigError, contractJsonSchema, errorMessage, TOPICS } from '../../schemas/index.js';
 import { duckdbRecordType } from './record-type.js';
-import { sqlString } from './sql.js';
-import { duckdbType, isDerived, type CellValue, type Column, type ColumnType, type DerivedColumn, type Row, type ScalarType, type SourceMeta, type TableSpec } from './tables.js';
+import { sqlIdent as ident, sqlString } from './sql.js';
+import { duckdbType, isDerived, type ColumnType, type DerivedColumn, type Row, type ScalarType, type SourceMeta, type TableSpec } from './tables.js';
 
 /** Writes bytes under a temporary name, flushes them to disk, then renames: readers never see half a file. */
 export function writeFileAtomically(path: string, bytes: Uint8Array | string): void {
@@ -138,7 +138,7 @@ export interface ParquetWriterOptions {
 /**
  * How one table's records become the JSON lines its Parquet files are written from: each line holds the
  * record's source (`m`), its derived columns (`d`, when it needs them) and the record's own JSON bytes as
- * they were written (`r`), copied, never parsed and printed again. DuckDB's JSON reader then parses `r`
+ * they were written (`r`), never printed again from a parsed object. DuckDB's JSON reader then parses `r`
  * natively with the type the contract's JSON Schema gives (duckdbRecordType), and the table's SQL columns
  * make the row from it. Made once per table.
  */
@@ -217,8 +217,6 @@ export function recordLinesOf<R>(spec: TableSpec<R>): RecordLines<R> {
   }
   return lines;
 }
-
-const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
 /**
  * The analytics store's one Parquet writer, for the sink's record batches and compaction's merges alike:

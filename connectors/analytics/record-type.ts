@@ -1,9 +1,6 @@
-/**
- * The DuckDB type a topic's records are read with, from the contract's JSON Schema (generated from zod):
- * DuckDB's JSON reader parses each record natively into this type and the table's SQL columns read it,
- * so no record is rebuilt in JavaScript on its way to Parquet. Shapes a typed column cannot hold (maps,
- * unions, free-form values) are read as JSON text.
- */
+import { sqlIdent } from './sql.js';
+
+/** The parts of a JSON Schema (draft-07, as zod writes it) that decide a DuckDB type. */
 type JsonSchema = {
   readonly type?: string | readonly string[];
   readonly properties?: Readonly<Record<string, JsonSchema>>;
@@ -18,8 +15,13 @@ type JsonSchema = {
 };
 
 const SCALARS: Readonly<Record<string, string>> = { string: 'VARCHAR', integer: 'BIGINT', number: 'DOUBLE', boolean: 'BOOLEAN' };
-const quoted = (name: string): string => `"${name.replaceAll('"', '""')}"`;
 
+/**
+ * The DuckDB type a topic's records are read with, from the contract's JSON Schema (generated from zod):
+ * DuckDB's JSON reader parses each record natively into this type and the table's SQL columns read it,
+ * so no record is rebuilt in JavaScript on its way to Parquet. Shapes a typed column cannot hold (maps,
+ * unions, free-form values) are read as JSON text.
+ */
 export function duckdbRecordType(schema: object): string {
   const root = schema as JsonSchema;
   const resolve = (node: JsonSchema): JsonSchema => {
@@ -45,7 +47,7 @@ export function duckdbRecordType(schema: object): string {
     if (type in SCALARS) return SCALARS[type]!;
     if (type === 'array') return node.items && !Array.isArray(node.items) ? `${typeOf(node.items as JsonSchema, depth + 1)}[]` : 'JSON';
     if (type === 'object' && node.properties && Object.keys(node.properties).length > 0) {
-      return `STRUCT(${Object.entries(node.properties).map(([name, field]) => `${quoted(name)} ${typeOf(field, depth + 1)}`).join(', ')})`;
+      return `STRUCT(${Object.entries(node.properties).map(([name, field]) => `${sqlIdent(name)} ${typeOf(field, depth + 1)}`).join(', ')})`;
     }
     return 'JSON';
   };
