@@ -184,12 +184,20 @@ export class RecordLines<R> {
     return this.line(row.record, Buffer.from(JSON.stringify(row.record)), row.meta, () => row.record);
   }
 
+  /** The pieces of `line`s with every record printed again from its parsed JSON (see ParquetWriter.writeLines). */
+  reprinted(pieces: readonly Buffer[]): Buffer[] {
+    // A line is three pieces: its head, the record, its end.
+    return pieces.map((piece, index) => (index % 3 === 1 ? Buffer.from(JSON.stringify(JSON.parse(piece.toString('utf8')), wellFormed)) : piece));
+  }
+
   selectFrom(staged: string): string {
     return this.select.replace('read_json(?', `read_json(${sqlString(staged)}`);
   }
 }
 
 const LINE_END = Buffer.from('}\n');
+/** How DuckDB words an error in the JSON it read (malformed text, a value its type refuses). */
+const DUCKDB_REFUSED_INPUT = /^(Invalid Input|Conversion) Error/;
 /** How a surrogate's escape starts in JSON text (`\ud800` to `\udfff`, either case): a quick test before the walk. */
 const SURROGATE_ESCAPES = [Buffer.from('\\ud'), Buffer.from('\\uD')];
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
@@ -270,10 +278,22 @@ export class ParquetWriter {
    * @returns the file's size in bytes
    */
   async writeLines<R>(path: string, spec: TableSpec<R>, pieces: readonly Buffer[], metadata: ParquetMetadata = {}): Promise<number> {
+    const lines = recordLinesOf(spec);
+    try {
+      return await this.writeStaged(path, lines, pieces, metadata);
+    } catch (error) {
+      // JSON that JavaScript reads and DuckDB refuses (a key twice in one object, say) would fail this batch
+      // every time it is read again: the records are printed again as JavaScript read them, once.
+      if (!DUCKDB_REFUSED_INPUT.test(errorMessage(error))) throw error;
+      return await this.writeStaged(path, lines, lines.reprinted(pieces), metadata);
+    }
+  }
+
+  private async writeStaged<R>(path: string, lines: RecordLines<R>, pieces: readonly Buffer[], metadata: ParquetMetadata): Promise<number> {
     const staged = join(this.stagingDir, `records-${++this.staged}.json`);
     try {
       stage(staged, pieces);
-      return await this.writeQuery(path, recordLinesOf(spec).selectFrom(staged), metadata);
+      return await this.writeQuery(path, lines.selectFrom(staged), metadata);
     } finally {
       rmSync(staged, { force: true });
     }

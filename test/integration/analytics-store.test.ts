@@ -121,10 +121,15 @@ test('the one Parquet writer: declared types even for all-null columns, text byt
       TRAJECTORIES,
       records.slice(0, 2).flatMap((record, i) => lines.line(JSON.parse(wire(record, i === 1).toString()), wire(record, i === 1), { topic, partition: 0, offset: String(2500 + i) }, () => record)),
     );
+    // JSON that JavaScript reads and DuckDB refuses, a key twice in one object, lands as JavaScript read it (the last one).
+    const twice = Buffer.from(JSON.stringify(records[2]).replace('"error":null', '"error":"first","error":null'));
+    assert.ok(twice.includes('"error":"first","error":null'));
+    await writer.writeLines(join(dir, 'twice', 'x-p0-2502-2502.parquet'), TRAJECTORIES, [...lines.line(JSON.parse(twice.toString()), twice, { topic, partition: 0, offset: '2502' }, () => records[2]!)]);
   } finally {
     writer.close();
   }
   assert.deepEqual(readdirSync(join(dir, 'folder')).sort(), ['x-p0-0-2499.parquet', 'x-p0-2500-2501.parquet'], 'only the renamed files, no temporary ones');
+  assert.deepEqual(readdirSync(join(dir, 'twice')), ['x-p0-2502-2502.parquet']);
   const catalog = await AnalyticsCatalog.open(dir);
   try {
     const rows_ = async (sql: string) => (await catalog.query(sql)).rows;
@@ -149,6 +154,7 @@ test('the one Parquet writer: declared types even for all-null columns, text byt
       ['trialrun.first_offset', '0'],
       ['trialrun.table', 'trajectories'],
     ]);
+    assert.deepEqual(await rows_(`SELECT trajectory_id, error, _offset::INT FROM read_parquet('${join(dir, 'twice', 'x-p0-2502-2502.parquet')}')`), [[records[2]!.trajectoryId, null, 2502]]);
     assert.deepEqual(await rows_(`SELECT trajectory_id, _offset::INT FROM read_parquet('${join(dir, 'folder', 'x-p0-2500-2501.parquet')}') ORDER BY 2`), [
       [records[0]!.trajectoryId, 2500],
       [records[1]!.trajectoryId, 2501],
