@@ -15,11 +15,18 @@ export function toRegistrySchema(schema: z.ZodType): string {
  * unknown keys, so records never carry properties the schema does not list. Maps (`z.record`) keep theirs.
  */
 export function closeObjects<T>(node: T): T {
-  if (Array.isArray(node)) return node.map((item: unknown) => closeObjects(item)) as T;
+  return mapSchemaNodes(node, (out) => {
+    if (out.type === 'object' && typeof out.properties === 'object' && !('additionalProperties' in out)) out.additionalProperties = false;
+  });
+}
+
+/** A copy of a JSON Schema with `edit` applied to the copy of every object in it, innermost first. */
+export function mapSchemaNodes<T>(node: T, edit: (copy: Record<string, unknown>) => void): T {
+  if (Array.isArray(node)) return node.map((item: unknown) => mapSchemaNodes(item, edit)) as T;
   if (typeof node !== 'object' || node === null) return node;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) out[key] = closeObjects(value);
-  if (out.type === 'object' && typeof out.properties === 'object' && !('additionalProperties' in out)) out.additionalProperties = false;
+  for (const [key, value] of Object.entries(node)) out[key] = mapSchemaNodes(value, edit);
+  edit(out);
   return out as T;
 }
 

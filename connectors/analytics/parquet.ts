@@ -170,7 +170,7 @@ export class RecordLines<R> {
    */
   line(input: unknown, json: Buffer, meta: SourceMeta, parse: (input: unknown) => R): readonly Buffer[] {
     let derived = '';
-    if (this.derived.length > 0 && this.derived.some((column) => column.needs(input))) derived = `,"d":${this.encoder.encode(parse(input))}`;
+    if (this.derived.some((column) => column.needs(input))) derived = `,"d":${this.encoder.encode(parse(input))}`;
     // A record written with line breaks between its tokens would break the staged file's lines; bytes that
     // are not UTF-8, or a lone UTF-16 surrogate (JSON allows its escape), the whole file: DuckDB's text is
     // UTF-8. Such records are printed again, as JavaScript read them, with U+FFFD for what UTF-8 cannot hold.

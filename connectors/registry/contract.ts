@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import type { z } from 'zod';
-import { contractJsonSchema, describeIssues, hasChecksBeyondJsonSchema, TOPICS, ValidationError, type TopicKey, type TopicValue } from '../../schemas/index.js';
+import { contractJsonSchema, describeIssues, hasChecksBeyondJsonSchema, mapSchemaNodes, TOPICS, ValidationError, type TopicKey, type TopicValue } from '../../schemas/index.js';
 
 /** A record as read from the wire and checked against its contract, but not rebuilt by zod. */
 export interface CheckedRecord {
@@ -45,16 +45,11 @@ export class WireCheck {
  * every number make the schema refuse what zod refuses.
  */
 function finiteNumbers<T>(node: T): T {
-  if (Array.isArray(node)) return node.map((item: unknown) => finiteNumbers(item)) as T;
-  if (typeof node !== 'object' || node === null) return node;
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(node)) out[key] = finiteNumbers(value);
-  const types = Array.isArray(out.type) ? out.type : [out.type];
-  if (types.includes('number')) {
+  return mapSchemaNodes(node, (out) => {
+    if (!(Array.isArray(out.type) ? out.type : [out.type]).includes('number')) return;
     out.maximum ??= Number.MAX_VALUE;
     out.minimum ??= -Number.MAX_VALUE;
-  }
-  return out as T;
+  });
 }
 
 /** Checks a value against its topic's zod contract and returns zod's output (defaults filled in). */

@@ -10,7 +10,6 @@ import {
   recordLinesOf,
   tableForTopic,
   writeLedger,
-  type RecordLines,
   type TableSpec,
 } from '../../connectors/analytics/index.js';
 import { parseContract } from '../../connectors/registry/index.js';
@@ -148,8 +147,6 @@ export class AnalyticsSink {
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
   private readonly topicKeys = new Map<string, TopicKey>();
-  /** Per physical topic, how its records become lines of its table's files. */
-  private readonly lines = new Map<string, RecordLines<unknown>>();
   private lock: Promise<unknown> = Promise.resolve();
   /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
   private landing: Promise<void> = Promise.resolve();
@@ -168,15 +165,12 @@ export class AnalyticsSink {
   ) {
     this.options = resolveSinkOptions(options);
     const { serde, names } = context;
-    for (const key of this.options.topics) {
-      this.topicKeys.set(names.name(key), key);
-      this.lines.set(names.name(key), recordLinesOf(tableForTopic(key)!));
-    }
+    for (const key of this.options.topics) this.topicKeys.set(names.name(key), key);
     this.chain = compose(
       async ({ record }) => {
         const { input, json } = await serde.check(record.topicKey, record.value);
         const { runId, createdAt } = (input as { lineage: Lineage }).lineage;
-        const line = this.lines.get(record.topic)!.line(input, json, { topic: record.topic, partition: record.partition, offset: record.offset }, (checked) => parseContract(record.topicKey, checked));
+        const line = recordLinesOf(this.tableOf(record.topic)).line(input, json, { topic: record.topic, partition: record.partition, offset: record.offset }, (checked) => parseContract(record.topicKey, checked));
         this.bufferFor(record.topic, record.partition).addRow(bucketOf(runId, createdAt), runId, line);
         return [];
       },

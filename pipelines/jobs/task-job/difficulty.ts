@@ -89,6 +89,15 @@ export interface Curriculum {
   readonly coldStart: number;
 }
 
+/**
+ * The tasks to plan, by index: an array, or anything that hands out a task at an index (a job's spilled
+ * rows), so millions of tasks need not be held as objects at once.
+ */
+export interface CurriculumTasks {
+  readonly length: number;
+  at(index: number): CurriculumTask | undefined;
+}
+
 const clampPrior = (rate: number): number => Math.min(0.99, Math.max(0.01, rate));
 const stableRank = (id: string): string => createHash('sha256').update(id).digest('hex').slice(0, 12);
 
@@ -99,15 +108,6 @@ const stableRank = (id: string): string => createHash('sha256').update(id).diges
  * samples and a raw pass rate near 0 or 1 are parked; the rest fill difficulty buckets, and the target mix
  * picks how many of each bucket are published (highest priority first, then a stable pseudo-random order).
  */
-/**
- * The tasks to plan, by index: an array, or anything that hands out a task at an index (a job's spilled
- * rows), so millions of tasks need not be held as objects at once.
- */
-export interface CurriculumTasks {
-  readonly length: number;
-  at(index: number): CurriculumTask | undefined;
-}
-
 export function planCurriculum(tasks: CurriculumTasks, observed: ReadonlyMap<string, Observed>, options: CurriculumOptions): Curriculum {
   const strength = options.priorStrength ?? 4;
   const defaultRate = options.defaultPassRate ?? 0.5;
@@ -125,11 +125,11 @@ export function planCurriculum(tasks: CurriculumTasks, observed: ReadonlyMap<str
   const task = (index: number): CurriculumTask => tasks.at(index)!;
   const byTag = new Map<string, { samples: number; passes: number }>();
   for (let index = 0; index < tasks.length; index++) {
-    const task_ = task(index);
-    const seen = observed.get(task_.id);
-    if (!seen || task_.tag === undefined) continue;
-    const total = byTag.get(task_.tag) ?? { samples: 0, passes: 0 };
-    byTag.set(task_.tag, { samples: total.samples + seen.samples, passes: total.passes + seen.passes });
+    const { id, tag } = task(index);
+    const seen = observed.get(id);
+    if (!seen || tag === undefined) continue;
+    const total = byTag.get(tag) ?? { samples: 0, passes: 0 };
+    byTag.set(tag, { samples: total.samples + seen.samples, passes: total.passes + seen.passes });
   }
 
   let coldStart = 0;

@@ -37,20 +37,24 @@ export class IdTable {
 
   /** The first row with this id, if any. */
   first(id: string): number | undefined {
-    const hash = mix32(hashText(id));
+    const row = this.slots[this.slotOf(id, mix32(hashText(id)))]!;
+    return row === -1 ? undefined : row;
+  }
+
+  /** The slot holding the first row of `id`, or the empty slot where it would go. */
+  private slotOf(id: string, hash: number): number {
     const mask = this.slots.length - 1;
-    for (let slot = hash & mask; this.slots[slot] !== -1; slot = (slot + 1) & mask) {
-      if (this.hashes[slot] === hash && this.at(this.slots[slot]!) === id) return this.slots[slot]!;
-    }
-    return undefined;
+    let slot = hash & mask;
+    while (this.slots[slot] !== -1 && !(this.hashes[slot] === hash && this.at(this.slots[slot]!) === id)) slot = (slot + 1) & mask;
+    return slot;
   }
 
   /** Appends the next row's id; returns its row index. The first row of an id is the one `first` finds. */
   add(id: string): number {
     const index = this.rows;
     const bytes = Buffer.byteLength(id);
-    if (this.used + bytes > this.arena.length) this.arena = grown(this.arena, this.used + bytes);
     if (this.used + bytes > 0xffffffff) throw new RangeError('ids take more than 4 GiB');
+    if (this.used + bytes > this.arena.length) this.arena = grown(this.arena, this.used + bytes);
     if (index === this.starts.length) {
       const starts = new Uint32Array(this.starts.length * 2);
       starts.set(this.starts);
@@ -59,18 +63,14 @@ export class IdTable {
     this.starts[index] = this.used;
     this.used += this.arena.write(id, this.used);
     this.rows++;
-    if (this.first(id) === undefined) this.insert(mix32(hashText(id)), index);
-    return index;
-  }
-
-  private insert(hash: number, index: number): void {
+    const hash = mix32(hashText(id));
+    if (this.slots[this.slotOf(id, hash)] !== -1) return index;
     if (this.distinct_ + 1 > this.slots.length * MAX_LOAD) this.rehash(this.slots.length * 2);
-    const mask = this.slots.length - 1;
-    let slot = hash & mask;
-    while (this.slots[slot] !== -1) slot = (slot + 1) & mask;
+    const slot = this.slotOf(id, hash);
     this.slots[slot] = index;
     this.hashes[slot] = hash;
     this.distinct_++;
+    return index;
   }
 
   private rehash(size: number): void {
