@@ -8,7 +8,7 @@ import type { SandboxPool } from '../connectors/sandbox/index.js';
 import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison } from '../pipelines/jobs/evaluate/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
-import type { AnyPolicyKind, ResolvedLlmPolicyOptions } from '../policies/index.js';
+import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { topicNames, type Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
 import { endProgress, printProgress, progressLine } from './progress.js';
@@ -29,6 +29,12 @@ export interface ExperimentOptions {
   readonly evalSamples: number;
   /** Seed of the held-out episodes' random streams, the same for both evaluations; a run repeated with it replays them. @default runId */
   readonly seed?: string;
+  /**
+   * How both evaluations choose: 'greedy', the policy's most probable choice (deterministic evaluation, as RL
+   * libraries score a trained policy; an untrained scripted policy, whose scores all tie, makes the same draws
+   * as sampling), or 'sample', a draw from its distribution as in training. @default 'greedy'
+   */
+  readonly decoding?: Decoding;
   readonly groupSize: number;
   readonly batchSize: number;
   readonly maxTurns: number;
@@ -72,6 +78,8 @@ export interface ExperimentReport {
   readonly evalSamples: number;
   /** The held-out episodes' seed (ExperimentOptions.seed). */
   readonly seed: string;
+  /** How both evaluations chose (ExperimentOptions.decoding). */
+  readonly decoding: Decoding;
   readonly untrained: TimedEvaluation;
   readonly trained: TimedEvaluation;
   /** Held-out success within each turn budget at which some episode was solved (the last is maxTurns), with 95% intervals. */
@@ -99,6 +107,7 @@ const load = (): number => loadavg()[0]!;
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentReport> {
   const { runId, kind, held, dataDir } = options;
   const seed = options.seed ?? runId;
+  const decoding = options.decoding ?? 'greedy';
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
   const context = { kafka: options.kafka, serde: new TopicSerde(names), names };
@@ -111,7 +120,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const verifier = evaluationVerifier(held, { pool: options.pool, imageFor, runId: heldOutRunId });
   const evaluate = async (name: string, version: number, params: unknown): Promise<TimedEvaluation> => {
     const started = performance.now();
-    const result = await evaluatePolicy(await kind.load(params, version), held, {
+    const result = await evaluatePolicy(await kind.load(params, version, { decoding }), held, {
       pool: options.pool,
       imageFor,
       runId: heldOutRunId,
@@ -178,6 +187,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     heldOutTasks: held.length,
     evalSamples: options.evalSamples,
     seed,
+    decoding,
     untrained,
     trained,
     budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
@@ -194,6 +204,8 @@ export function saveExperiment(report: ExperimentReport, dataDir: string): strin
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
   return file;
 }
+
+const DECODING_WORDS: Record<Decoding, string> = { greedy: 'each choice the most probable one', sample: 'each choice drawn from the policy' };
 
 const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const interval = (i: { low: number; high: number }): string => `[${pct(i.low)}, ${pct(i.high)}]`;
@@ -257,7 +269,7 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
           : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
   return [
     `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints; groups of ${report.groupSize}, batches of ${report.batchSize}, step ${report.learningRate ?? "the policy's own"}, ${report.epochs} epoch${report.epochs === 1 ? '' : 's'} a batch)`,
-    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}), untrained -> trained, 95% intervals:`,
+    `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}; ${DECODING_WORDS[report.decoding]}), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
     ...verdict,
     ...formatTrainingCounts(training),

@@ -50,6 +50,19 @@ export interface TrainingStep<Params, Optimizer> {
   readonly gradNorm: number;
 }
 
+/** How a policy turns its distribution over choices into one: draw from it, or take its most probable choice. */
+export const DECODINGS = ['greedy', 'sample'] as const;
+export type Decoding = (typeof DECODINGS)[number];
+
+/** How a loaded policy acts. */
+export interface LoadOptions {
+  /**
+   * 'greedy' takes the most probable choice (a language model at temperature 0): deterministic evaluation, as
+   * RL libraries evaluate a trained policy. Rollouts for training always sample. @default 'sample'
+   */
+  readonly decoding?: Decoding;
+}
+
 export interface UpdateOptions {
   /** Adam step size. @default 0.1 */
   learningRate?: number;
@@ -89,7 +102,7 @@ export interface PolicyKind<Obs, Params, Optimizer> {
   decodeOptimizer(bytes: Buffer): Optimizer;
   /** Inline weights for the checkpoint record (small models only; [] otherwise). */
   inlineWeights(params: Params): number[];
-  load(params: Params, version: number): Promise<Policy<Obs>>;
+  load(params: Params, version: number, options?: LoadOptions): Promise<Policy<Obs>>;
   update(params: Params, optimizer: Optimizer, samples: readonly PolicySample[], options: UpdateOptions): Promise<TrainingStep<Params, Optimizer>>;
 }
 

@@ -4,7 +4,7 @@ import { ConfigError } from '../../schemas/index.js';
 import { resolveLearnSettings } from './learn.js';
 
 // What parseArgs hands over when only --policy is given: the options that have defaults.
-const given = (values: Record<string, string>) => ({ minutes: '20', 'eval-samples': '2', 'eval-concurrency': '2', 'eval-percent': '25', 'max-turns': '8', workers: '2', verifiers: '2', epochs: '1', policy: 'onnx-repair', ...values });
+const given = (values: Record<string, string>) => ({ minutes: '20', 'eval-samples': '2', 'eval-concurrency': '2', 'eval-percent': '25', 'max-turns': '8', workers: '2', verifiers: '2', epochs: '1', policy: 'onnx-repair', 'eval-decoding': 'greedy', ...values });
 
 test('learn defaults to groups of 8 and batches of 16 for the scripted policies, 4 and 8 for the llm', () => {
   const onnx = resolveLearnSettings(given({}));
@@ -17,6 +17,9 @@ test('learn takes the group, batch and held-out seed it is given, and refuses a 
   const tuned = resolveLearnSettings(given({ 'group-size': '4', 'batch-size': '8', 'eval-seed': 'seed-2' }));
   assert.deepEqual([tuned.groupSize, tuned.batchSize, tuned.evalSeed], [4, 8, 'seed-2']);
   assert.equal(resolveLearnSettings(given({ epochs: '3' })).epochs, 3);
+  assert.equal(resolveLearnSettings(given({})).evalDecoding, 'greedy');
+  assert.equal(resolveLearnSettings(given({ 'eval-decoding': 'sample' })).evalDecoding, 'sample');
+  assert.throws(() => resolveLearnSettings(given({ 'eval-decoding': 'top-k' })), (error: unknown) => error instanceof ConfigError && /--eval-decoding/.test(error.message));
   assert.throws(() => resolveLearnSettings(given({ epochs: '0' })), (error: unknown) => error instanceof ConfigError && /--epochs must be a whole number >= 1/.test(error.message));
   assert.throws(() => resolveLearnSettings(given({ 'group-size': '0' })), (error: unknown) => error instanceof ConfigError && /--group-size must be a whole number >= 1/.test(error.message));
 });

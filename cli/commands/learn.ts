@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { createKafka } from '../../connectors/kafka/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
-import { LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind } from '../../policies/index.js';
+import { DECODINGS, LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind, type Decoding } from '../../policies/index.js';
 import { ConfigError, type Task } from '../../schemas/index.js';
 import { stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
-import { intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { choiceOption, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
 import { loopLlmLearner } from '../llm-learner.js';
@@ -42,6 +42,7 @@ export function resolveLearnSettings(values: OptionValues) {
     policy: policyChoice(values, policyIds()),
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
     evalSeed: stringOption(values, 'eval-seed'),
+    evalDecoding: choiceOption<Decoding>(values, 'eval-decoding', DECODINGS),
   };
 }
 
@@ -76,6 +77,7 @@ export const learnCommand: Command = {
     policy: { type: 'string', default: ONNX_REPAIR_POLICY },
     sandbox: { type: 'string' },
     'eval-seed': { type: 'string' },
+    'eval-decoding': { type: 'string', default: 'greedy' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -93,11 +95,12 @@ export const learnCommand: Command = {
     epochs: 'the learner\'s ascent steps on each batch (PPO epochs; the clip bounds how far each batch moves the policy)',
     sandbox: SANDBOX_HELP,
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
+    'eval-decoding': `how both evaluations choose: greedy (the most probable choice; llm: temperature 0) or sample (drawn, as in training)`,
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed } = resolveLearnSettings(values);
+    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -134,6 +137,7 @@ export const learnCommand: Command = {
         minutes,
         evalSamples,
         seed: evalSeed,
+        decoding: evalDecoding,
         evalConcurrency: policy.llm ? undefined : evalConcurrency,
         groupSize,
         batchSize,

@@ -32,7 +32,7 @@ export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState
   encodeOptimizer: (state) => Buffer.from(JSON.stringify(state)),
   decodeOptimizer: (bytes) => parseJson<AdamState>(bytes, 'linear-repair optimizer state'),
   inlineWeights: (weights) => weights,
-  load: async (weights, version) => new LinearRepairPolicy(version, weights),
+  load: async (weights, version, options) => new LinearRepairPolicy(version, weights, options?.decoding),
   update: async (weights, optimizer, samples, options) => {
     let step = { weights, state: optimizer };
     let gradNorm = 0;

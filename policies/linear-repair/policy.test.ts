@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import type { RepairObservation } from '../../envs/index.js';
 import { clampEdits, failingRun, repairObservation } from '../../test/fixtures/repair-observation.js';
 import { seededRandom } from '../types.js';
-import { FEATURE_NAMES } from './features.js';
+import { editFeatures, FEATURE_NAMES } from './features.js';
 import { linearRepairKind } from './kind.js';
 import { LinearRepairPolicy } from './policy.js';
 
@@ -39,4 +39,25 @@ test('parameters round-trip through the artifact, and foreign artifacts are refu
   assert.equal((await linearRepairKind.load(weights, 3)).version, 3);
   assert.throws(() => linearRepairKind.decodeParams(Buffer.from(JSON.stringify({ policyId: 'other' }))), /not linear-repair/);
   assert.throws(() => linearRepairKind.decodeParams(Buffer.from(JSON.stringify({ policyId: 'linear-repair', featureNames: ['x'], weights: [1] }))), /features/);
+});
+
+test('a greedy policy applies its best-scored edit; untrained, it makes the same picks as a sampling one', async () => {
+  const listed = { ...base, lastTests: failing, baselineTests: failing, edits };
+  const zero = FEATURE_NAMES.map(() => 0);
+  const picks = async (policy: LinearRepairPolicy, seed: string): Promise<number[]> => {
+    const random = seededRandom(seed);
+    const chosen: number[] = [];
+    for (let i = 0; i < 20; i++) chosen.push((await policy.act(listed, random)).decision!.chosen);
+    return chosen;
+  };
+  const untrained = await picks(new LinearRepairPolicy(0, zero, 'greedy'), 'g');
+  assert.deepEqual(untrained, await picks(new LinearRepairPolicy(0, zero), 'g'));
+  assert.ok(new Set(untrained).size === 2, 'tied scores still spread the picks');
+  // A weight on a feature where the two edits differ makes the edit with the larger value the best.
+  const [first, second] = edits.map((edit) => editFeatures(edit, listed));
+  const differs = first!.findIndex((value, i) => value !== second![i]);
+  assert.ok(differs >= 0, 'the fixture edits differ in some feature');
+  const best = first![differs]! > second![differs]! ? 0 : 1;
+  const trained = await linearRepairKind.load(zero.map((_, i) => (i === differs ? 3 : 0)), 1, { decoding: 'greedy' });
+  assert.deepEqual(await picks(trained as LinearRepairPolicy, 'g'), Array(20).fill(best));
 });

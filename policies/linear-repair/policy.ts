@@ -1,15 +1,16 @@
 import type { RepairObservation } from '../../envs/index.js';
 import { applyEdit, repairMove } from '../repair-script.js';
-import type { Action, Policy } from '../types.js';
+import type { Action, Decoding, Policy } from '../types.js';
 import { editFeatures, FEATURE_NAMES } from './features.js';
-import { logSoftmax, sampleIndex } from './softmax.js';
+import { chooseIndex, logSoftmax } from './softmax.js';
 
 export const LINEAR_REPAIR_POLICY = 'linear-repair';
 
 /**
  * A scripted agent loop with one learned choice: which candidate edit to try next. The script runs the
  * visible tests, lists the edits, then applies an edit, reruns the tests, and either submits (tests pass)
- * or reverts and picks again. The pick samples a softmax over linear scores of the edit's features.
+ * or reverts and picks again. The pick samples a softmax over linear scores of the edit's features (or takes
+ * its most probable edit, when decoding greedily).
  */
 export class LinearRepairPolicy implements Policy<RepairObservation> {
   readonly policyId = LINEAR_REPAIR_POLICY;
@@ -17,6 +18,7 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
   constructor(
     readonly version: number,
     readonly weights: readonly number[],
+    private readonly decoding: Decoding = 'sample',
   ) {
     if (weights.length !== FEATURE_NAMES.length) throw new Error(`LinearRepairPolicy needs ${FEATURE_NAMES.length} weights, got ${weights.length}`);
   }
@@ -30,7 +32,7 @@ export class LinearRepairPolicy implements Policy<RepairObservation> {
     if (move.kind === 'scripted') return move.action;
     const features = move.candidates.map((edit) => editFeatures(edit, observation));
     const logProbs = logSoftmax(this.weights, features);
-    const chosen = sampleIndex(logProbs, random);
+    const chosen = chooseIndex(logProbs, random, this.decoding);
     return applyEdit(move.candidates[chosen]!, { features, chosen, logprob: logProbs[chosen]! });
   }
 }

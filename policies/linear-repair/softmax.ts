@@ -1,3 +1,5 @@
+import type { Decoding } from '../types.js';
+
 /** Numerically stable log-softmax of linear scores w . x over candidates. */
 export function logSoftmax(weights: readonly number[], features: readonly (readonly number[])[]): number[] {
   const scores = features.map((x) => x.reduce((sum, value, i) => sum + value * (weights[i] ?? 0), 0));
@@ -6,6 +8,7 @@ export function logSoftmax(weights: readonly number[], features: readonly (reado
   return scores.map((s) => s - logZ);
 }
 
+/** A candidate drawn from the distribution (one uniform draw). */
 export function sampleIndex(logProbs: readonly number[], random: () => number): number {
   let u = random();
   for (let i = 0; i < logProbs.length; i++) {
@@ -14,3 +17,17 @@ export function sampleIndex(logProbs: readonly number[], random: () => number): 
   }
   return logProbs.length - 1;
 }
+
+/**
+ * The most probable candidate; ties are broken by one uniform draw among the tied. When every candidate ties
+ * (an untrained policy whose scores are all zero) this is exactly `sampleIndex`'s draw, so a run that decodes
+ * greedily replays the episodes of one that samples until the policy's scores first differ.
+ */
+export function greedyIndex(logProbs: readonly number[], random: () => number): number {
+  const best = Math.max(...logProbs);
+  const tied = logProbs.flatMap((logProb, i) => (logProb === best ? [i] : []));
+  if (tied.length === logProbs.length) return sampleIndex(logProbs, random);
+  return tied.length === 1 ? tied[0]! : tied[Math.min(tied.length - 1, Math.floor(random() * tied.length))]!;
+}
+
+export const chooseIndex = (logProbs: readonly number[], random: () => number, decoding: Decoding): number => (decoding === 'greedy' ? greedyIndex : sampleIndex)(logProbs, random);

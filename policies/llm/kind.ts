@@ -49,7 +49,11 @@ export function llmPolicyKind(options: ResolvedLlmPolicyOptions): PolicyKind<Age
     decodeOptimizer: () => null,
     inlineWeights: () => [],
     // A checkpoint names the model to serve; the server's settings (and its model, unless named) are this run's.
-    load: async (params, version) => (options.scaffold === 'repair-script' ? new LlmRepairPolicy({ ...options, model: params.model }, version) : new LlmPolicy({ ...options, model: params.model }, version)),
+    // Greedy decoding is the server's at temperature 0.
+    load: async (params, version, loadOptions) => {
+      const settings = { ...options, model: params.model, ...(loadOptions?.decoding === 'greedy' ? { temperature: 0 } : {}) };
+      return options.scaffold === 'repair-script' ? new LlmRepairPolicy(settings, version) : new LlmPolicy(settings, version);
+    },
     update: async () => {
       throw new ConfigError('the llm policy is not trained by the learner: its weights live in the model server');
     },

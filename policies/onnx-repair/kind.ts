@@ -38,7 +38,7 @@ export function createOnnxRepairKind(options: OnnxRepairKindOptions = {}): Polic
     decodeOptimizer: parseAdamState,
     // The weights live in the artifact only: a few thousand floats are no analytics column.
     inlineWeights: () => [],
-    load: async (params, version) => new OnnxRepairPolicy(version, params, await (scorer ??= OnnxScorer.create(runtime))),
+    load: async (params, version, loadOptions) => new OnnxRepairPolicy(version, params, await (scorer ??= OnnxScorer.create(runtime)), loadOptions?.decoding),
     update: async (params, optimizer, samples, updateOptions) => {
       const step = await (await (trainer ??= OnnxTrainer.create(runtime))).update(params, optimizer, samples, updateOptions);
       return { params: step.params, optimizer: step.adamState, gradNorm: step.metrics.gradNorm };

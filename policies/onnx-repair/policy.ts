@@ -1,9 +1,9 @@
 import type ort from 'onnxruntime-node';
 import type { RepairObservation } from '../../envs/index.js';
 import { ValidationError } from '../../schemas/index.js';
-import { sampleIndex } from '../linear-repair/index.js';
+import { chooseIndex } from '../linear-repair/index.js';
 import { applyEdit, repairMove } from '../repair-script.js';
-import type { Action, Policy } from '../types.js';
+import type { Action, Decoding, Policy } from '../types.js';
 import { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES } from './features.js';
 import { GRAPH, scoringModel } from './graphs.js';
 import { checkParams, featureMismatch, ONNX_REPAIR_POLICY, type OnnxParams } from './params.js';
@@ -39,7 +39,8 @@ export class OnnxScorer {
 /**
  * The scripted repair loop with its one learned choice, which edit to try next, made by the MLP: each
  * untried edit is scored from its features (edit kind, where it sits relative to the failing lines and
- * functions, how the tests failed, what the episode already tried) and one is sampled from the softmax.
+ * functions, how the tests failed, what the episode already tried) and one is sampled from the softmax (or the
+ * most probable one taken, when decoding greedily).
  */
 export class OnnxRepairPolicy implements Policy<RepairObservation> {
   readonly policyId = ONNX_REPAIR_POLICY;
@@ -48,6 +49,7 @@ export class OnnxRepairPolicy implements Policy<RepairObservation> {
     readonly version: number,
     readonly params: OnnxParams,
     private readonly scorer: OnnxScorer,
+    private readonly decoding: Decoding = 'sample',
   ) {
     const mismatch = featureMismatch(params.featureNames, ONNX_REPAIR_FEATURE_NAMES);
     if (mismatch) throw new ValidationError(`onnx-repair parameters of version ${version}`, [`were trained on other features than this build computes: ${mismatch}`]);
@@ -60,7 +62,7 @@ export class OnnxRepairPolicy implements Policy<RepairObservation> {
     signal?.throwIfAborted();
     const features = candidateFeatures(move.candidates, observation);
     const [logProbs] = await this.scorer.logProbs(this.params, [features]);
-    const chosen = sampleIndex(logProbs!, random);
+    const chosen = chooseIndex(logProbs!, random, this.decoding);
     return applyEdit(move.candidates[chosen]!, { features, chosen, logprob: logProbs![chosen]! });
   }
 }
