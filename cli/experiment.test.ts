@@ -6,21 +6,47 @@ import { budgetComparisons, formatBudgets, formatThroughput, formatTrainingCount
 // successesWithin[n]: episodes solved within n turns; the scripted repair loop solves at 5 (one try) or 8 (two).
 const within = (atFive: number, atEight: number): number[] => Array.from({ length: 9 }, (_, n) => (n >= 8 ? atEight : n >= 5 ? atFive : 0));
 
+/**
+ * An evaluation of `tasks` tasks x 2 episodes with `atFive` episodes solved at 5 turns and `atEight` in all;
+ * `together`: a task's two episodes are solved together (a greedy policy replaying itself), else one per task.
+ */
+function evaluation(tasks: number, atFive: number, atEight: number, together = false) {
+  const turns = [...Array<number>(atFive).fill(5), ...Array<number>(atEight - atFive).fill(8)];
+  const byTask = Object.fromEntries(
+    Array.from({ length: tasks }, (_, i) => {
+      const solvedIn = together ? turns.slice(2 * i, 2 * i + 2) : turns.slice(i, i + 1);
+      return [`t${i}`, { episodes: 2, successes: solvedIn.length, solvedIn }];
+    }),
+  );
+  if (!together) for (let i = tasks; i < turns.length; i++) byTask[`t${i - tasks}`]!.solvedIn = [...byTask[`t${i - tasks}`]!.solvedIn, turns[i]!];
+  return { episodes: 2 * tasks, successesWithin: within(atFive, atEight), byTask };
+}
+
 test('budgets are the turn counts where either policy solves more, each with intervals and a verdict', () => {
-  const before = { episodes: 232, successesWithin: within(20, 45) };
-  const after = { episodes: 232, successesWithin: within(60, 95) };
+  const before = evaluation(116, 20, 45);
+  const after = evaluation(116, 60, 95);
   const budgets = budgetComparisons(before, after, 8);
   assert.deepEqual(budgets.map((b) => b.turns), [5, 8]);
   assert.deepEqual(budgets.map((b) => [b.before.successes, b.after.successes, b.verdict]), [[20, 60, 'improved'], [45, 95, 'improved']]);
   assert.equal(budgets[0]!.ratio, 3);
   const lines = formatBudgets({ budgets, trained: { evaluation: { policyVersion: 12 } } as never });
-  assert.match(lines[0]!, /^within  5 turns: 8\.6% \[5\.6%, 12\.9%\] -> v12 25\.9% \[20\.7%, 31\.9%\] \(232 \+ 232 episodes; 3\.00x, difference \+17\.2 points, 95% \+10\.5 to \+23\.9: improved\)$/);
+  assert.match(lines[0]!, /^within  5 turns: 8\.6% \[5\.6%, 12\.9%\] -> v12 25\.9% \[20\.7%, 31\.9%\] \(232 \+ 232 episodes, worth 232 \+ 232 independent ones; 3\.00x, difference \+17\.2 points, 95% \+10\.5 to \+23\.9: improved\)$/);
 });
 
 test('a difference inside the noise is called so', () => {
-  const [budget] = budgetComparisons({ episodes: 116, successesWithin: within(10, 10) }, { episodes: 116, successesWithin: within(14, 14) }, 8).slice(-1);
+  const [budget] = budgetComparisons(evaluation(58, 10, 10), evaluation(58, 14, 14), 8).slice(-1);
   assert.equal(budget!.verdict, 'within noise');
   assert.match(formatBudgets({ budgets: [budget!], trained: { evaluation: { policyVersion: 3 } } as never })[0]!, /within noise\)$/);
+});
+
+test("a task's episodes solved together count as fewer independent ones: the intervals widen", () => {
+  const spread = budgetComparisons(evaluation(116, 20, 50), evaluation(116, 40, 84), 8).at(-1)!;
+  const together = budgetComparisons(evaluation(116, 20, 50, true), evaluation(116, 40, 84, true), 8).at(-1)!;
+  assert.deepEqual([together.before.successes, together.after.successes], [spread.before.successes, spread.after.successes]);
+  assert.ok(together.after.effectiveEpisodes < 130, `a greedy policy's duplicated episodes are worth about one a task, got ${together.after.effectiveEpisodes}`);
+  assert.equal(spread.after.effectiveEpisodes, 232);
+  const width = (c: typeof spread): number => c.difference.interval.high - c.difference.interval.low;
+  assert.ok(width(together) > 1.2 * width(spread));
 });
 
 test('the training counts explain no-signal groups, max-turn episodes and checkpoints in a line each', () => {

@@ -5,7 +5,7 @@ import type { CheckpointStore } from '../connectors/checkpoints/index.js';
 import type { KafkaPort } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
-import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison } from '../pipelines/jobs/evaluate/index.js';
+import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison, type RateSample } from '../pipelines/jobs/evaluate/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
@@ -93,13 +93,21 @@ export interface BudgetComparison extends RateComparison {
   readonly turns: number;
 }
 
-/** The comparison at each number of turns where either policy's count of solved episodes grows, and at maxTurns. */
-export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'successesWithin'>, after: Pick<Evaluation, 'episodes' | 'successesWithin'>, maxTurns: number): BudgetComparison[] {
+/**
+ * The comparison at each number of turns where either policy's count of solved episodes grows, and at maxTurns.
+ * Each side's interval counts the episodes of one task as correlated (effectiveEpisodes).
+ */
+export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, after: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, maxTurns: number): BudgetComparison[] {
   const within = (e: Pick<Evaluation, 'successesWithin'>, n: number): number => e.successesWithin[n] ?? 0;
   const grows = (n: number): boolean => within(before, n) !== within(before, n - 1) || within(after, n) !== within(after, n - 1);
+  const sample = (e: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, n: number): RateSample => ({
+    successes: within(e, n),
+    episodes: e.episodes,
+    tasks: Object.values(e.byTask).map((task) => ({ episodes: task.episodes, successes: task.solvedIn.filter((turns) => turns <= n).length })),
+  });
   return Array.from({ length: maxTurns }, (_, i) => i + 1)
     .filter((n) => n === maxTurns || grows(n))
-    .map((turns) => ({ turns, ...compareRates({ successes: within(before, turns), episodes: before.episodes }, { successes: within(after, turns), episodes: after.episodes }) }));
+    .map((turns) => ({ turns, ...compareRates(sample(before, turns), sample(after, turns)) }));
 }
 
 const load = (): number => loadavg()[0]!;
@@ -217,7 +225,7 @@ export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'traine
     const ratio = b.ratio === null ? '' : ` ${b.ratio.toFixed(2)}x,`;
     return (
       `within ${String(b.turns).padStart(2)} turns: ${pct(b.before.rate)} ${interval(b.before.interval)} -> v${report.trained.evaluation.policyVersion} ${pct(b.after.rate)} ${interval(b.after.interval)}` +
-      ` (${b.before.episodes} + ${b.after.episodes} episodes;${ratio} difference ${signed(b.difference.value)} points, 95% ${signed(b.difference.interval.low)} to ${signed(b.difference.interval.high)}: ${b.verdict})`
+      ` (${b.before.episodes} + ${b.after.episodes} episodes, worth ${b.before.effectiveEpisodes.toFixed(0)} + ${b.after.effectiveEpisodes.toFixed(0)} independent ones;${ratio} difference ${signed(b.difference.value)} points, 95% ${signed(b.difference.interval.low)} to ${signed(b.difference.interval.high)}: ${b.verdict})`
     );
   });
 }

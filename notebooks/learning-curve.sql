@@ -12,8 +12,8 @@
 -- Share of trajectories sampled under each version whose hidden tests all passed, one line per run:
 -- `trialrun learn` lands its held-out evaluations as a run of their own (`<run>-heldout`), so
 -- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one. Each point has its
--- 95% Wilson interval (the bars): versions differ in how many trajectories they were sampled for, and a
--- point over a handful of trajectories has a wide interval. Two points whose bars overlap are not shown to
+-- 95% Wilson interval (the bars): versions differ in how many trajectories and tasks they were sampled for,
+-- and a point over a handful of either has a wide interval. Two points whose bars overlap are not shown to
 -- differ; the next query says so in words.
 -- @chart
 --   title: Pass rate per policy version (bars are 95% intervals)
@@ -29,15 +29,12 @@
 --         x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
 --         y: {field: pass_rate, type: quantitative, title: pass rate, scale: {domain: [0, 1]}, axis: {format: '%'}}
 --         color: {field: run_id, type: nominal, title: run}
--- One live verdict per trajectory (the view `live_verdicts`), and 95% Wilson intervals (the macros wilson_low/high).
-WITH counts AS (
-  SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
-  FROM trajectories t
-  JOIN live_verdicts v USING (trajectory_id)
-  GROUP BY t.run_id, t.policy_version
-)
-SELECT run_id, policy_version, n AS trajectories, p AS pass_rate, wilson_low(p, n) AS ci_low, wilson_high(p, n) AS ci_high
-FROM counts
+-- One live verdict per trajectory, and 95% Wilson intervals over what the trajectories are worth as
+-- independent ones (the view `version_pass_rates`: a task's episodes are correlated, so a version sampled on
+-- few tasks has a wide interval however many trajectories it has).
+SELECT run_id, policy_version, trajectories, tasks, pass_rate, effective_n,
+       wilson_low(pass_rate, effective_n) AS ci_low, wilson_high(pass_rate, effective_n) AS ci_high
+FROM version_pass_rates
 ORDER BY run_id, policy_version;
 
 -- @query first_against_last
@@ -45,15 +42,9 @@ ORDER BY run_id, policy_version;
 -- For each run, the first policy version against the last, each with its 95% Wilson interval. The verdict
 -- says `within noise` when the intervals overlap: the difference may be chance. Only `improved` or
 -- `worse` (intervals apart) is evidence of a change.
-WITH counts AS (
-  SELECT t.run_id, t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1.0 ELSE 0.0 END) AS p
-  FROM trajectories t
-  JOIN live_verdicts v USING (trajectory_id)
-  GROUP BY t.run_id, t.policy_version
-),
-intervals AS (
-  SELECT run_id, policy_version, n, p, wilson_low(p, n) AS lo, wilson_high(p, n) AS hi
-  FROM counts
+WITH intervals AS (
+  SELECT run_id, policy_version, trajectories AS n, pass_rate AS p, wilson_low(pass_rate, effective_n) AS lo, wilson_high(pass_rate, effective_n) AS hi
+  FROM version_pass_rates
 ),
 ends AS (
   SELECT run_id,

@@ -33,6 +33,34 @@ const LIVE_VERDICTS_VIEW = `CREATE VIEW live_verdicts AS
   WHERE rescore_id IS NULL
   GROUP BY trajectory_id`;
 
+/**
+ * Pass rate per run and policy version, with what its trajectories are worth as independent ones: several
+ * episodes of one task (a group, or a held-out task played twice) are correlated, so `effective_n` is
+ * p(1-p) over the rate's cluster-robust variance by task (Kish's design effect; the same rule as the
+ * learn report's `effectiveEpisodes`), never above the trajectories. Intervals are `wilson_low(pass_rate, effective_n)`.
+ */
+const VERSION_PASS_RATES_VIEW = `CREATE VIEW version_pass_rates AS
+WITH per_task AS (
+  SELECT t.run_id, t.policy_version, t.task_id, count(*)::DOUBLE AS m, sum(CASE WHEN v.passed THEN 1 ELSE 0 END)::DOUBLE AS y
+  FROM trajectories t
+  JOIN live_verdicts v USING (trajectory_id)
+  GROUP BY t.run_id, t.policy_version, t.task_id
+),
+rates AS (
+  SELECT run_id, policy_version, sum(m) AS n, count(*)::DOUBLE AS k, sum(y) / sum(m) AS p
+  FROM per_task
+  GROUP BY run_id, policy_version
+),
+spread AS (
+  SELECT r.run_id, r.policy_version, r.n, r.k, r.p, sum((t.y - r.p * t.m) ^ 2) AS ss
+  FROM rates r
+  JOIN per_task t USING (run_id, policy_version)
+  GROUP BY r.run_id, r.policy_version, r.n, r.k, r.p
+)
+SELECT run_id, policy_version, n::BIGINT AS trajectories, k::BIGINT AS tasks, p AS pass_rate,
+       CASE WHEN k < 2 OR p = 0 OR p = 1 OR ss = 0 THEN n ELSE least(n, p * (1 - p) / (k / (k - 1) * ss / (n * n))) END AS effective_n
+FROM spread`;
+
 const STEPS_VIEW = `CREATE VIEW steps AS
 SELECT trajectory_id, task_id, run_id, group_id, policy_id, policy_version, attempt, outcome,
        ${STEP_FIELDS.map((field) => `step.${ident(field.name)} AS ${ident(field.name === 'index' ? 'step_index' : field.name)}`).join(', ')}
@@ -124,7 +152,7 @@ export class AnalyticsCatalog {
         const filter = runs ? ` WHERE run_id IN (${runs.map(sqlString).join(', ')})` : '';
         await connection.run(live.length ? `${await viewOver(connection, spec, live)}${filter}` : emptyTable(spec));
       }
-      for (const view of [...WILSON_MACROS, LIVE_VERDICTS_VIEW, STEPS_VIEW, LLM_TURNS_VIEW, TRAINING_SAMPLES_VIEW]) await connection.run(view);
+      for (const view of [...WILSON_MACROS, LIVE_VERDICTS_VIEW, VERSION_PASS_RATES_VIEW, STEPS_VIEW, LLM_TURNS_VIEW, TRAINING_SAMPLES_VIEW]) await connection.run(view);
     } catch (error) {
       connection.closeSync();
       instance.closeSync();

@@ -54,11 +54,19 @@ export interface Evaluation {
   readonly episodes: number;
   readonly successes: number;
   readonly successRate: number;
-  readonly byTask: Readonly<Record<string, { episodes: number; successes: number }>>;
+  readonly byTask: Readonly<Record<string, TaskEvaluation>>;
   /** `successesWithin[n]`: episodes solved in at most n tool calls (n = 0..maxTurns), the success rate within fewer turns. */
   readonly successesWithin: readonly number[];
   /** Every episode's trajectory and verdict, in task order (for `landEvaluation`). */
   readonly records: readonly EvaluatedEpisode[];
+}
+
+/** One task's episodes in an evaluation. */
+export interface TaskEvaluation {
+  readonly episodes: number;
+  readonly successes: number;
+  /** The tool calls each solved episode took (its successes within fewer turns). */
+  readonly solvedIn: readonly number[];
 }
 
 export interface EvaluatedEpisode {
@@ -78,7 +86,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const runId = options.runId ?? 'eval';
   const verifier = options.verifier ?? evaluationVerifier(tasks, options);
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
-  const byTask: Record<string, { episodes: number; successes: number }> = {};
+  const byTask: Record<string, { episodes: number; successes: number; solvedIn: number[] }> = {};
   const records: EvaluatedEpisode[] = new Array(jobs.length);
   const maxTurns = options.maxTurns ?? 14;
   const successesWithin: number[] = new Array(maxTurns + 1).fill(0);
@@ -110,10 +118,11 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
       }
       records[index] = episode;
       const { verification } = episode;
-      const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0 });
+      const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0, solvedIn: [] });
       entry.episodes++;
       if (verification.passed) {
         entry.successes++;
+        entry.solvedIn.push(episode.trajectory.steps.length);
         for (let n = episode.trajectory.steps.length; n <= maxTurns; n++) successesWithin[n]!++;
       }
       options.onProgress?.(++done, jobs.length);

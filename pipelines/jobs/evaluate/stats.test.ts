@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { compareRates, differenceInterval, wilsonInterval } from './stats.js';
+import { compareRates, differenceInterval, effectiveEpisodes, wilsonInterval } from './stats.js';
 
 const close = (actual: number, expected: number, tolerance = 5e-4): void => assert.ok(Math.abs(actual - expected) < tolerance, `${actual} is not ${expected}`);
 
@@ -35,4 +35,19 @@ test('a comparison says improved only when the difference interval excludes 0', 
   assert.equal(compareRates({ successes: 20, episodes: 100 }, { successes: 25, episodes: 100 }).verdict, 'within noise');
   assert.equal(compareRates({ successes: 60, episodes: 200 }, { successes: 20, episodes: 200 }).verdict, 'worse');
   assert.equal(compareRates({ successes: 0, episodes: 50 }, { successes: 5, episodes: 50 }).ratio, null);
+});
+
+test("a task's correlated episodes are worth fewer independent ones (Kish's design effect), never more than there are", () => {
+  const tasks = (pattern: readonly number[], repeat: number) => Array.from({ length: repeat }, () => pattern.map((successes) => ({ successes, episodes: 2 }))).flat();
+  // Every task's two episodes agree: 100 tasks x 2 episodes at 50% carry what 100 independent episodes do (k/(k-1) aside).
+  close(effectiveEpisodes(tasks([0, 2], 50)), 99, 1e-9);
+  // One success a task: less spread than independent episodes would show; capped at the episodes.
+  assert.equal(effectiveEpisodes(tasks([1], 100)), 200);
+  assert.equal(effectiveEpisodes(tasks([0], 10)), 20, 'a rate of 0: nothing to correct');
+  assert.equal(effectiveEpisodes([{ successes: 1, episodes: 4 }]), 4, 'one task: no between-task variance to estimate');
+  const together = compareRates({ successes: 40, episodes: 200, tasks: tasks([0, 0, 0, 0, 2], 20) }, { successes: 80, episodes: 200, tasks: tasks([0, 0, 0, 2, 2], 20) });
+  const apart = compareRates({ successes: 40, episodes: 200 }, { successes: 80, episodes: 200 });
+  assert.equal(together.ratio, apart.ratio);
+  assert.ok(together.before.effectiveEpisodes < 101 && together.after.effectiveEpisodes < 101);
+  assert.ok(together.difference.interval.low < apart.difference.interval.low, 'a wider interval');
 });

@@ -14,32 +14,69 @@ export function wilsonInterval(successes: number, n: number, z = Z95): Interval 
   if (!Number.isInteger(n) || n < 0 || !Number.isInteger(successes) || successes < 0 || successes > n) {
     throw new RangeError(`wilsonInterval: need whole numbers 0 <= passes <= n, got ${successes} of ${n}`);
   }
+  return wilsonScore(n ? successes / n : 0, n, z);
+}
+
+/** Wilson's interval of rate p from n independent trials; n may be an effective (fractional) count. */
+function wilsonScore(p: number, n: number, z: number): Interval {
   if (n === 0) return { low: 0, high: 1 };
-  const p = successes / n;
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
   return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
 }
 
+/** Successes out of episodes, for one task or a whole evaluation. */
+export interface Tally {
+  readonly successes: number;
+  readonly episodes: number;
+}
+
+/**
+ * How many independent episodes a rate measured over tasks is worth. Episodes of one task are correlated
+ * (the same bug; a greedy policy plays the same episode again), so the rate's variance is the cluster-robust
+ * one of a ratio estimator, k/(k-1) * sum (y_i - p m_i)^2 / (sum m_i)^2 over k tasks, and the effective count
+ * is p(1-p) over it (Kish's design effect), never above the episodes. Without tasks, or at a rate of 0 or 1,
+ * it is the episodes.
+ */
+export function effectiveEpisodes(tasks: readonly Tally[]): number {
+  const episodes = tasks.reduce((sum, t) => sum + t.episodes, 0);
+  const p = episodes ? tasks.reduce((sum, t) => sum + t.successes, 0) / episodes : 0;
+  const k = tasks.length;
+  if (k < 2 || p === 0 || p === 1) return episodes;
+  const variance = (k / (k - 1)) * tasks.reduce((sum, t) => sum + (t.successes - p * t.episodes) ** 2, 0) / episodes ** 2;
+  return variance > 0 ? Math.min(episodes, (p * (1 - p)) / variance) : episodes;
+}
+
 /**
  * 95% interval of the difference of two success rates, after - before (Newcombe's hybrid score method, from
  * the two Wilson intervals). It treats the two samples as independent; episodes paired by task and seed are
  * positively correlated, so the true interval is narrower and this one errs on the side of "within noise".
+ * `n` may be an effective count (effectiveEpisodes).
  */
 export function differenceInterval(before: { successes: number; n: number }, after: { successes: number; n: number }, z = Z95): Interval {
-  const b = wilsonInterval(before.successes, before.n, z);
-  const a = wilsonInterval(after.successes, after.n, z);
   const pb = before.n ? before.successes / before.n : 0;
   const pa = after.n ? after.successes / after.n : 0;
+  const b = wilsonScore(pb, before.n, z);
+  const a = wilsonScore(pa, after.n, z);
   const d = pa - pb;
   return { low: d - Math.sqrt((pa - a.low) ** 2 + (b.high - pb) ** 2), high: d + Math.sqrt((a.high - pa) ** 2 + (pb - b.low) ** 2) };
 }
 
+/** One side of a comparison: its counts, rate and 95% interval. */
+export interface RateSide {
+  readonly successes: number;
+  readonly episodes: number;
+  /** What the episodes are worth as independent ones (effectiveEpisodes); the episodes when no tasks were given. */
+  readonly effectiveEpisodes: number;
+  readonly rate: number;
+  readonly interval: Interval;
+}
+
 /** One budget's before -> after comparison, with what it says in words. */
 export interface RateComparison {
-  readonly before: { readonly successes: number; readonly episodes: number; readonly rate: number; readonly interval: Interval };
-  readonly after: { readonly successes: number; readonly episodes: number; readonly rate: number; readonly interval: Interval };
+  readonly before: RateSide;
+  readonly after: RateSide;
   /** after - before, and its 95% interval. */
   readonly difference: { readonly value: number; readonly interval: Interval };
   /** after / before; null when before is 0. */
@@ -48,16 +85,20 @@ export interface RateComparison {
   readonly verdict: 'improved' | 'worse' | 'within noise';
 }
 
-export function compareRates(before: { successes: number; episodes: number }, after: { successes: number; episodes: number }): RateComparison {
-  const side = (s: { successes: number; episodes: number }) => ({
-    successes: s.successes,
-    episodes: s.episodes,
-    rate: s.episodes ? s.successes / s.episodes : 0,
-    interval: wilsonInterval(s.successes, s.episodes),
-  });
+/** A side's totals, with its tasks' tallies when the episodes come several to a task (the intervals then widen by their correlation). */
+export interface RateSample extends Tally {
+  readonly tasks?: readonly Tally[];
+}
+
+export function compareRates(before: RateSample, after: RateSample): RateComparison {
+  const side = (s: RateSample): RateSide => {
+    const rate = s.episodes ? s.successes / s.episodes : 0;
+    const effective = s.tasks ? effectiveEpisodes(s.tasks) : s.episodes;
+    return { successes: s.successes, episodes: s.episodes, effectiveEpisodes: effective, rate, interval: wilsonScore(rate, effective, Z95) };
+  };
   const b = side(before);
   const a = side(after);
-  const interval = differenceInterval({ successes: b.successes, n: b.episodes }, { successes: a.successes, n: a.episodes });
+  const interval = differenceInterval({ successes: b.rate * b.effectiveEpisodes, n: b.effectiveEpisodes }, { successes: a.rate * a.effectiveEpisodes, n: a.effectiveEpisodes });
   return {
     before: b,
     after: a,
