@@ -2,7 +2,7 @@ import json
 import os
 
 from trialrun_llm_learner.kafka_io import ChangelogStore
-from trialrun_llm_learner.learner import Join
+from trialrun_llm_learner.learner import Join, LlmLearner, Output
 from trialrun_llm_learner.options import LearnerOptions
 
 STEPS = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures", "training-samples.json")))["cases"][0]["steps"]
@@ -73,3 +73,41 @@ def test_with_earlier_turns_failed_a_batch_credits_earlier_turns_as_the_group_s_
     # reward 1 in a group of mean 0.5 with advantage 1: a failure there had -1.
     assert {row.earlier_advantage for row in rows.rows} == {-1.0}
     assert OPTIONS.earlier_turns_failed is False
+
+
+def learner_over(j, **options):
+    """A learner's batching alone (no Kafka, no model): `_update` records each batch it is handed."""
+    learner = LlmLearner.__new__(LlmLearner)
+    learner.options = LearnerOptions(batch_size=2, max_staleness=1, **options)
+    learner.join = j
+    learner.published = 0
+    learner.batches = []
+
+    def update(entries, rows, counts):
+        learner.batches.append(len(entries))
+        return [Output("policyCheckpoints", "llm", {"version": len(learner.batches)})]
+
+    learner._update = update
+    return learner
+
+
+def test_every_full_batch_is_trained_before_the_offsets_that_brought_it_are_committed():
+    # Five samples consumed at once: both full batches become versions in this transaction, the fifth waits.
+    j = join()
+    for i in range(5):
+        j.add("trajectories", trajectory(i))
+        j.add("rewards", reward(i))
+    learner = learner_over(j)
+    outputs = learner._update_ready()
+    assert learner.batches == [2, 2] and [o.value["version"] for o in outputs] == [1, 2]
+    assert [k for k, _ in j.pending.items()] == ["t4"]
+    assert learner._update_ready() == []
+
+
+def test_max_updates_bounds_the_versions_one_transaction_makes():
+    j = join()
+    for i in range(6):
+        j.add("trajectories", trajectory(i))
+        j.add("rewards", reward(i))
+    learner = learner_over(j, max_updates=1)
+    assert len(learner._update_ready()) == 1 and learner.batches == [2]

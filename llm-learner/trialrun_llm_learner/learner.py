@@ -204,7 +204,7 @@ class LlmLearner:
                         raise KafkaException(error)
                     offsets[(message.topic(), message.partition())] = message.offset() + 1
                     outputs.extend(self._handle(message))
-                outputs.extend(self._update())
+                outputs.extend(self._update_ready())
                 if offsets or outputs or any(True for s in self.stores for _ in s.changelog()):
                     self._commit(offsets, outputs)
                 if self.options.max_updates and self.published >= self.options.max_updates:
@@ -243,11 +243,20 @@ class LlmLearner:
             "failedAt": now_iso(),
         })
 
-    def _update(self) -> list[Output]:
-        taken = self.join.take_batch()
-        if taken is None:
-            return []
-        entries, rows, counts = taken
+    def _update_ready(self) -> list[Output]:
+        """One update (a version) for every full batch the join holds, all committed with the offsets consumed.
+
+        Offsets are committed past an input only together with every version its samples make: a learner whose
+        offsets are past every input has trained on all it will (the loop's end condition reads exactly that).
+        Training more than one batch before committing keeps the transaction short: it begins at the commit.
+        """
+        outputs: list[Output] = []
+        versions = lambda: self.published + sum(1 for o in outputs if o.topic_key == "policyCheckpoints")  # noqa: E731
+        while not (self.options.max_updates and versions() >= self.options.max_updates) and (taken := self.join.take_batch()) is not None:
+            outputs.extend(self._update(*taken))
+        return outputs
+
+    def _update(self, entries: list[dict[str, Any]], rows: BatchRows, counts: dict[str, int]) -> list[Output]:
         state = self.join.state()
         stale_dropped = state.get("staleDropped", 0) + rows.stale_turns
         stale_trajectories = state.get("staleTrajectories", 0) + counts["staleTrajectories"]
