@@ -14,11 +14,11 @@ function evaluation(tasks: number, atFive: number, atEight: number, together = f
   const turns = [...Array<number>(atFive).fill(5), ...Array<number>(atEight - atFive).fill(8)];
   const byTask = Object.fromEntries(
     Array.from({ length: tasks }, (_, i) => {
-      const solvedIn = together ? turns.slice(2 * i, 2 * i + 2) : turns.slice(i, i + 1);
+      // Spread: task i takes solved episodes i and tasks + i (at most one a task until every task has one).
+      const solvedIn = together ? turns.slice(2 * i, 2 * i + 2) : [turns[i], turns[tasks + i]].filter((t): t is number => t !== undefined);
       return [`t${i}`, { episodes: 2, successes: solvedIn.length, solvedIn }];
     }),
   );
-  if (!together) for (let i = tasks; i < turns.length; i++) byTask[`t${i - tasks}`]!.solvedIn = [...byTask[`t${i - tasks}`]!.solvedIn, turns[i]!];
   return { episodes: 2 * tasks, successesWithin: within(atFive, atEight), byTask };
 }
 

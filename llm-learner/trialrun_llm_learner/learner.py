@@ -13,6 +13,7 @@ import base64
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Optional
@@ -207,7 +208,7 @@ class LlmLearner:
                 outputs.extend(self._update_ready())
                 if offsets or outputs or any(True for s in self.stores for _ in s.changelog()):
                     self._commit(offsets, outputs)
-                if self.options.max_updates and self.published >= self.options.max_updates:
+                if self._max_updates_reached():
                     log(f"published {self.published} checkpoints (max_updates); stopping")
                     break
         finally:
@@ -251,10 +252,14 @@ class LlmLearner:
         Training more than one batch before committing keeps the transaction short: it begins at the commit.
         """
         outputs: list[Output] = []
-        versions = lambda: self.published + sum(1 for o in outputs if o.topic_key == "policyCheckpoints")  # noqa: E731
-        while not (self.options.max_updates and versions() >= self.options.max_updates) and (taken := self.join.take_batch()) is not None:
+        while not self._max_updates_reached(outputs) and (taken := self.join.take_batch()) is not None:
             outputs.extend(self._update(*taken))
         return outputs
+
+    def _max_updates_reached(self, uncommitted: Sequence[Output] = ()) -> bool:
+        """Whether the versions published, and those about to be, reach max_updates (0: no bound)."""
+        made = self.published + sum(1 for o in uncommitted if o.topic_key == "policyCheckpoints")
+        return bool(self.options.max_updates) and made >= self.options.max_updates
 
     def _update(self, entries: list[dict[str, Any]], rows: BatchRows, counts: dict[str, int]) -> list[Output]:
         state = self.join.state()

@@ -27,7 +27,7 @@ export function greedyIndex(logProbs: readonly number[], random: () => number): 
   const best = Math.max(...logProbs);
   const tied = logProbs.flatMap((logProb, i) => (logProb === best ? [i] : []));
   if (tied.length === logProbs.length) return sampleIndex(logProbs, random);
-  return tied.length === 1 ? tied[0]! : tied[Math.min(tied.length - 1, Math.floor(random() * tied.length))]!;
+  return tied.length === 1 ? tied[0]! : tied[Math.floor(random() * tied.length)]!;
 }
 
 export const chooseIndex = (logProbs: readonly number[], random: () => number, decoding: Decoding): number => (decoding === 'greedy' ? greedyIndex : sampleIndex)(logProbs, random);

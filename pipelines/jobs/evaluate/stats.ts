@@ -55,10 +55,16 @@ export function effectiveEpisodes(tasks: readonly Tally[]): number {
  * `n` may be an effective count (effectiveEpisodes).
  */
 export function differenceInterval(before: { successes: number; n: number }, after: { successes: number; n: number }, z = Z95): Interval {
-  const pb = before.n ? before.successes / before.n : 0;
-  const pa = after.n ? after.successes / after.n : 0;
-  const b = wilsonScore(pb, before.n, z);
-  const a = wilsonScore(pa, after.n, z);
+  const side = (s: { successes: number; n: number }) => {
+    const rate = s.n ? s.successes / s.n : 0;
+    return { rate, interval: wilsonScore(rate, s.n, z) };
+  };
+  return newcombe(side(before), side(after));
+}
+
+/** Newcombe's hybrid score interval of after - before, from each rate and its own Wilson interval. */
+function newcombe(before: { rate: number; interval: Interval }, after: { rate: number; interval: Interval }): Interval {
+  const [pb, b, pa, a] = [before.rate, before.interval, after.rate, after.interval];
   const d = pa - pb;
   return { low: d - Math.sqrt((pa - a.low) ** 2 + (b.high - pb) ** 2), high: d + Math.sqrt((a.high - pa) ** 2 + (pb - b.low) ** 2) };
 }
@@ -98,7 +104,8 @@ export function compareRates(before: RateSample, after: RateSample): RateCompari
   };
   const b = side(before);
   const a = side(after);
-  const interval = differenceInterval({ successes: b.rate * b.effectiveEpisodes, n: b.effectiveEpisodes }, { successes: a.rate * a.effectiveEpisodes, n: a.effectiveEpisodes });
+  // The difference from the sides' own intervals, which already count what their episodes are worth.
+  const interval = newcombe(b, a);
   return {
     before: b,
     after: a,
