@@ -5,7 +5,7 @@ import { readTopic, type KafkaAdmin, type TopicReader } from '../connectors/kafk
 import type { Counter, Gauge, Histogram, HistogramState, ProcessorContext } from '../pipelines/runtime/index.js';
 import { errorMessage, TOPICS, type DeadLetter, type TopicKey } from '../schemas/index.js';
 import type { ResolvedDashboardOptions } from './options.js';
-import { meanInterval, wilsonInterval } from './stats.js';
+import { meanInterval } from './stats.js';
 
 /** What the page shows at one moment; every field says where it comes from in docs/dashboard.md. */
 export interface Snapshot {
@@ -97,7 +97,9 @@ export interface PolicyVersionRow {
   readonly episodes: number;
   readonly passes: number;
   readonly passRate: number;
-  /** Wilson 95% interval of the pass rate. */
+  /** What the episodes are worth as independent ones: a task's episodes are correlated (the catalog's `version_pass_rates`). */
+  readonly effectiveEpisodes: number;
+  /** Wilson 95% interval of the pass rate over the effective episodes. */
   readonly passLow: number;
   readonly passHigh: number;
   readonly rewards: number;
@@ -525,18 +527,18 @@ export async function queryAnalytics(catalog: AnalyticsCatalog): Promise<Analyti
   const landed = new Map<string, number>();
   for (const table of [...PER_RUN_TABLES, 'tasks']) landed.set(table, await scalar(`SELECT count(*) FROM ${table}`));
 
-  // Rescored verifications and rewards are a second opinion on old trajectories, not new episodes.
+  // One live verdict per trajectory (a re-scoring is a second opinion on an old episode, not a new one), and
+  // intervals over what the episodes are worth: a task's episodes are correlated (version_pass_rates).
   const passes = await rows(`
-    SELECT t.policy_version AS version, count(*) AS episodes, count(*) FILTER (WHERE v.passed) AS passes
-    FROM trajectories t JOIN verifications v USING (trajectory_id)
-    WHERE v.rescore_id IS NULL GROUP BY 1 ORDER BY 1`);
+    SELECT policy_version AS version, trajectories, passes, effective_n,
+           wilson_low(pass_rate, effective_n) AS low, wilson_high(pass_rate, effective_n) AS high
+    FROM version_pass_rates ORDER BY 1`);
   const rewards = new Map(
     (await rows(`SELECT policy_version AS version, count(*) AS n, avg(reward) AS mean, stddev_samp(reward) AS sd FROM rewards WHERE rescore_id IS NULL GROUP BY 1`)).map((r) => [num(r.version), r]),
   );
   const policyVersions = passes.map((row): PolicyVersionRow => {
-    const episodes = num(row.episodes);
+    const episodes = num(row.trajectories);
     const passed = num(row.passes);
-    const interval = wilsonInterval(passed, episodes);
     const reward = rewards.get(num(row.version));
     const n = num(reward?.n);
     const mean = numOrNull(reward?.mean);
@@ -545,9 +547,10 @@ export async function queryAnalytics(catalog: AnalyticsCatalog): Promise<Analyti
       policyVersion: num(row.version),
       episodes,
       passes: passed,
-      passRate: episodes === 0 ? 0 : passed / episodes,
-      passLow: interval.low,
-      passHigh: interval.high,
+      passRate: passed / episodes,
+      effectiveEpisodes: num(row.effective_n),
+      passLow: num(row.low),
+      passHigh: num(row.high),
       rewards: n,
       meanReward: mean,
       rewardLow: rewardInterval?.low ?? null,

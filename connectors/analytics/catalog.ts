@@ -47,17 +47,17 @@ WITH per_task AS (
   GROUP BY t.run_id, t.policy_version, t.task_id
 ),
 rates AS (
-  SELECT run_id, policy_version, sum(m) AS n, count(*)::DOUBLE AS k, sum(y) / sum(m) AS p
+  SELECT run_id, policy_version, sum(m) AS n, sum(y) AS passes, count(*)::DOUBLE AS k, sum(y) / sum(m) AS p
   FROM per_task
   GROUP BY run_id, policy_version
 ),
 spread AS (
-  SELECT r.run_id, r.policy_version, r.n, r.k, r.p, sum((t.y - r.p * t.m) ^ 2) AS ss
+  SELECT r.run_id, r.policy_version, r.n, r.passes, r.k, r.p, sum((t.y - r.p * t.m) ^ 2) AS ss
   FROM rates r
   JOIN per_task t USING (run_id, policy_version)
-  GROUP BY r.run_id, r.policy_version, r.n, r.k, r.p
+  GROUP BY r.run_id, r.policy_version, r.n, r.passes, r.k, r.p
 )
-SELECT run_id, policy_version, n::BIGINT AS trajectories, k::BIGINT AS tasks, p AS pass_rate,
+SELECT run_id, policy_version, n::BIGINT AS trajectories, passes::BIGINT AS passes, k::BIGINT AS tasks, p AS pass_rate,
        CASE WHEN k < 2 OR p = 0 OR p = 1 OR ss = 0 THEN n ELSE least(n, p * (1 - p) / (k / (k - 1) * ss / (n * n))) END AS effective_n
 FROM spread`;
 

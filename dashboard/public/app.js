@@ -22,14 +22,14 @@ const CHARTS = {
   },
   passRate: {
     element: '#chart-pass-rate',
-    rows: (s) => s.policyVersions.map((r) => ({ version: r.policyVersion, passRate: r.passRate, low: r.passLow, high: r.passHigh, episodes: r.episodes, passes: r.passes })),
+    rows: (s) => s.policyVersions.map((r) => ({ version: r.policyVersion, passRate: r.passRate, low: r.passLow, high: r.passHigh, episodes: r.episodes, worth: Math.round(r.effectiveEpisodes), passes: r.passes })),
     spec: {
       encoding: { x: VERSION_AXIS },
       layer: [
         { mark: 'rule', encoding: { y: { field: 'low', type: 'quantitative', scale: { domain: [0, 1] }, title: 'pass rate' }, y2: { field: 'high' } } },
         {
           mark: { type: 'point', filled: true, size: 80, tooltip: true },
-          encoding: { y: { field: 'passRate', type: 'quantitative' }, tooltip: [VERSION_AXIS, { field: 'passes' }, { field: 'episodes' }, { field: 'passRate', format: '.1%' }, { field: 'low', format: '.1%' }, { field: 'high', format: '.1%' }] },
+          encoding: { y: { field: 'passRate', type: 'quantitative' }, tooltip: [VERSION_AXIS, { field: 'passes' }, { field: 'episodes' }, { field: 'worth', title: 'worth (independent)' }, { field: 'passRate', format: '.1%' }, { field: 'low', format: '.1%' }, { field: 'high', format: '.1%' }] },
         },
       ],
     },

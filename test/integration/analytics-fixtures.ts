@@ -14,6 +14,8 @@ export interface SyntheticOptions {
   intervalMs?: number;
   /** Features per candidate action in each decision (match the policy a learner trains). @default 8 */
   features?: number;
+  /** Distinct tasks, taken in turn (trajectory i plays task i mod tasks). @default 50 */
+  tasks?: number;
 }
 
 const TOOLS = ['run_tests', 'read_file', 'apply_edit', 'revert', 'submit'] as const;
@@ -27,7 +29,7 @@ export function syntheticTrajectory(i: number, options: SyntheticOptions = {}): 
   const runId = options.runId ?? 'synthetic-run';
   const stepCount = options.steps ?? 10;
   const startMs = (options.startMs ?? Date.parse('2025-01-01T00:00:00Z')) + i * (options.intervalMs ?? 1000);
-  const taskId = `task-${String(i % 50).padStart(3, '0')}`;
+  const taskId = `task-${String(i % (options.tasks ?? 50)).padStart(3, '0')}`;
   const steps = Array.from({ length: stepCount }, (_, s) => ({
     index: s,
     observation: `pytest: ${s} failed, ${stepCount - s} passed\nE   assert f(${i}) == ${s}\n`.repeat(4),

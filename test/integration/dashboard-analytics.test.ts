@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { AnalyticsCatalog, bucketOf, dataFileName, REWARDS, TRAJECTORIES, VERIFICATIONS, writeParquetRows, type Row } from '../../connectors/analytics/index.js';
-import { queryAnalytics, wilsonInterval } from '../../dashboard/index.js';
+import { queryAnalytics } from '../../dashboard/index.js';
+import { effectiveEpisodes, wilsonRateInterval } from '../../pipelines/jobs/evaluate/index.js';
 import { Verification, type Reward, type Trajectory } from '../../schemas/index.js';
 import { syntheticPassed, syntheticReward, syntheticTrajectory, syntheticVerification } from './analytics-fixtures.js';
 import { tempDir } from './harness.js';
@@ -14,9 +15,10 @@ async function land<R extends { lineage: { runId: string; createdAt: string } }>
   await writeParquetRows(join(dataDir, table, bucketOf(records[0]!.lineage.runId, records[0]!.lineage.createdAt), dataFileName(range)), spec as never, rows);
 }
 
-test('the dashboard\'s analytics panels: per-version pass rates with Wilson intervals, rewards, hack flags, verifier versions, one run only', async () => {
+test('the dashboard\'s analytics panels: per-version pass rates with Wilson intervals over what a task\'s correlated episodes are worth, rewards, hack flags, verifier versions, one run only', async () => {
   const dataDir = tempDir('dashboard-analytics');
-  const options = { runId: 'shown', perVersion: 10, steps: 2 };
+  // Five tasks, so a version's episodes come two to a task (the passes cluster: both episodes of task 1 pass in each version).
+  const options = { runId: 'shown', perVersion: 10, steps: 2, tasks: 5 };
   const n = 20;
   const trajectories: Trajectory[] = Array.from({ length: n }, (_, i) => syntheticTrajectory(i, options));
   // Trajectory 3 left a conftest.py behind: its verification carries the flag and the evidence.
@@ -46,8 +48,13 @@ test('the dashboard\'s analytics panels: per-version pass rates with Wilson inte
       const row = part.policyVersions.find((r) => r.policyVersion === version)!;
       assert.equal(row.episodes, members.length);
       assert.equal(row.passes, passes);
-      const interval = wilsonInterval(passes, members.length);
-      assert.deepEqual([row.passLow, row.passHigh], [interval.low, interval.high]);
+      const tallies = Array.from({ length: options.tasks }, (_, task) => members.filter((i) => i % options.tasks === task)).map((episodes) => ({ episodes: episodes.length, successes: episodes.filter((i) => syntheticPassed(i, options)).length }));
+      const worth = effectiveEpisodes(tallies);
+      assert.ok(Math.abs(row.effectiveEpisodes - worth) < 1e-9, `version ${version}: worth ${row.effectiveEpisodes}, expected ${worth}`);
+      assert.ok(worth < members.length, 'the episodes of a task are worth less than as many independent ones');
+      // The catalog's wilson_low/high macros take z as 1.96.
+      const interval = wilsonRateInterval(passes / members.length, worth, 1.96);
+      assert.ok(Math.abs(row.passLow - interval.low) < 1e-4 && Math.abs(row.passHigh - interval.high) < 1e-4, `version ${version}: [${row.passLow}, ${row.passHigh}] against [${interval.low}, ${interval.high}]`);
       const rewarded = Array.from({ length: 10 }, (_, k) => version * 10 + k).filter((i) => i < n - 2);
       assert.equal(row.rewards, rewarded.length);
       const mean = rewarded.filter((i) => syntheticPassed(i, options)).length / rewarded.length;

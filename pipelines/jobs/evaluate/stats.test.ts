@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { compareRates, differenceInterval, effectiveEpisodes, wilsonInterval } from './stats.js';
+import { compareRates, differenceInterval, effectiveEpisodes, wilsonInterval, wilsonRateInterval } from './stats.js';
 
 const close = (actual: number, expected: number, tolerance = 5e-4): void => assert.ok(Math.abs(actual - expected) < tolerance, `${actual} is not ${expected}`);
 
@@ -18,6 +18,15 @@ test('the Wilson interval matches the textbook values and stays inside [0, 1]', 
   assert.deepEqual(wilsonInterval(0, 0), { low: 0, high: 1 }, 'no episodes: nothing known');
   assert.throws(() => wilsonInterval(3, 2), /0 <= passes <= n/);
   assert.throws(() => wilsonInterval(1.5, 2), RangeError);
+});
+
+test('the Wilson interval of a rate takes an effective count: counts give the same interval, fewer independent episodes a wider one', () => {
+  assert.deepEqual(wilsonRateInterval(81 / 263, 263), wilsonInterval(81, 263));
+  const worth = wilsonRateInterval(81 / 263, 150.5);
+  assert.ok(worth.low < wilsonInterval(81, 263).low && worth.high > wilsonInterval(81, 263).high);
+  assert.throws(() => wilsonRateInterval(1.2, 10), /rate in \[0, 1\]/);
+  assert.throws(() => wilsonRateInterval(0.5, Number.NaN), RangeError);
+  assert.throws(() => wilsonRateInterval(0.5, -1), RangeError);
 });
 
 test("the difference interval is Newcombe's hybrid score interval", () => {

@@ -14,11 +14,12 @@ export function wilsonInterval(successes: number, n: number, z = Z95): Interval 
   if (!Number.isInteger(n) || n < 0 || !Number.isInteger(successes) || successes < 0 || successes > n) {
     throw new RangeError(`wilsonInterval: need whole numbers 0 <= passes <= n, got ${successes} of ${n}`);
   }
-  return wilsonScore(n ? successes / n : 0, n, z);
+  return wilsonRateInterval(n ? successes / n : 0, n, z);
 }
 
-/** Wilson's interval of rate p from n independent trials; n may be an effective (fractional) count. */
-function wilsonScore(p: number, n: number, z: number): Interval {
+/** Wilson's interval of rate p from n independent trials; n may be an effective (fractional) count (effectiveEpisodes). */
+export function wilsonRateInterval(p: number, n: number, z = Z95): Interval {
+  if (!(p >= 0 && p <= 1) || !(n >= 0) || !Number.isFinite(n)) throw new RangeError(`wilsonRateInterval: need a rate in [0, 1] and a finite count >= 0, got ${p} of ${n}`);
   if (n === 0) return { low: 0, high: 1 };
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
@@ -57,7 +58,7 @@ export function effectiveEpisodes(tasks: readonly Tally[]): number {
 export function differenceInterval(before: { successes: number; n: number }, after: { successes: number; n: number }, z = Z95): Interval {
   const side = (s: { successes: number; n: number }) => {
     const rate = s.n ? s.successes / s.n : 0;
-    return { rate, interval: wilsonScore(rate, s.n, z) };
+    return { rate, interval: wilsonRateInterval(rate, s.n, z) };
   };
   return newcombe(side(before), side(after));
 }
@@ -100,7 +101,7 @@ export function compareRates(before: RateSample, after: RateSample): RateCompari
   const side = (s: RateSample): RateSide => {
     const rate = s.episodes ? s.successes / s.episodes : 0;
     const effective = s.tasks ? effectiveEpisodes(s.tasks) : s.episodes;
-    return { successes: s.successes, episodes: s.episodes, effectiveEpisodes: effective, rate, interval: wilsonScore(rate, effective, Z95) };
+    return { successes: s.successes, episodes: s.episodes, effectiveEpisodes: effective, rate, interval: wilsonRateInterval(rate, effective, Z95) };
   };
   const b = side(before);
   const a = side(after);
