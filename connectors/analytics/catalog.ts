@@ -22,8 +22,9 @@ export { sqlString };
  * at 0% and 100%. Macros, so every notebook and query draws the same intervals.
  */
 const WILSON_MACROS = [
-  'CREATE MACRO wilson_low(p, n) AS greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n))',
-  'CREATE MACRO wilson_high(p, n) AS least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n))',
+  // Wilson's interval always holds p; bounded by it, since at p = 0 or 1 rounding leaves the bound 1e-17 beyond it.
+  'CREATE MACRO wilson_low(p, n) AS least(p, greatest(0, (p + 1.9208 / n - 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)))',
+  'CREATE MACRO wilson_high(p, n) AS greatest(p, least(1, (p + 1.9208 / n + 1.96 * sqrt(p * (1 - p) / n + 0.9604 / (n * n))) / (1 + 3.8416 / n)))',
 ];
 
 /** One live verdict per trajectory: the first that is not a re-scoring. */

@@ -61,6 +61,10 @@ test('the dashboard\'s analytics panels: per-version pass rates with Wilson inte
       assert.ok(Math.abs(row.meanReward! - mean) < 1e-9);
       assert.ok(row.rewardLow! <= row.meanReward! && row.meanReward! <= row.rewardHigh!);
     }
+    // The macros' intervals hold their rate, also at 0 and 1 where rounding once put a bound 1e-17 outside it.
+    const outside = await catalog.query(`SELECT count(*) FROM range(1, 400) t(i), (VALUES (0.0), (0.25), (1.0)) r(p)
+      WHERE NOT (wilson_low(p, i / 4) <= p AND p <= wilson_high(p, i / 4) AND wilson_low(p, i / 4) >= 0 AND wilson_high(p, i / 4) <= 1)`);
+    assert.equal(Number(outside.rows[0]![0]), 0);
     assert.deepEqual(part.hacks.byKind, [{ kind: 'conftest', count: 1 }]);
     assert.deepEqual(part.hacks.recent, [{ trajectoryId: 'shown/t3', policyVersion: 0, kind: 'conftest', evidence: 'conftest.py redefines pytest_runtest_call', path: 'conftest.py', line: 4, source: 'files' }]);
     assert.deepEqual(part.verifierVersions.map((r) => [r.verifierVersion, r.verifications]), [['v-synthetic0000', n - 1]]);

@@ -24,6 +24,10 @@ test('the Wilson interval of a rate takes an effective count: counts give the sa
   assert.deepEqual(wilsonRateInterval(81 / 263, 263), wilsonInterval(81, 263));
   const worth = wilsonRateInterval(81 / 263, 150.5);
   assert.ok(worth.low < wilsonInterval(81, 263).low && worth.high > wilsonInterval(81, 263).high);
+  for (let n = 0.5; n < 60; n += 0.5) {
+    assert.equal(wilsonRateInterval(0, n).low, 0, `0 of ${n}`);
+    assert.equal(wilsonRateInterval(1, n).high, 1, `${n} of ${n}`);
+  }
   assert.throws(() => wilsonRateInterval(1.2, 10), /rate in \[0, 1\]/);
   assert.throws(() => wilsonRateInterval(0.5, Number.NaN), RangeError);
   assert.throws(() => wilsonRateInterval(0.5, -1), RangeError);

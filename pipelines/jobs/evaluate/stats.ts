@@ -24,7 +24,8 @@ export function wilsonRateInterval(p: number, n: number, z = Z95): Interval {
   const z2 = z * z;
   const centre = (p + z2 / (2 * n)) / (1 + z2 / n);
   const half = (z / (1 + z2 / n)) * Math.sqrt((p * (1 - p)) / n + z2 / (4 * n * n));
-  return { low: Math.max(0, centre - half), high: Math.min(1, centre + half) };
+  // The interval always holds p; bounded by it, since at p = 0 or 1 rounding can leave a bound 1e-17 beyond it.
+  return { low: Math.min(p, Math.max(0, centre - half)), high: Math.max(p, Math.min(1, centre + half)) };
 }
 
 /** Successes out of episodes, for one task or a whole evaluation. */
