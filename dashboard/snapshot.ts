@@ -530,7 +530,7 @@ export async function queryAnalytics(catalog: AnalyticsCatalog): Promise<Analyti
   // One live verdict per trajectory (a re-scoring is a second opinion on an old episode, not a new one), and
   // intervals over what the episodes are worth: a task's episodes are correlated (version_pass_rates).
   const passes = await rows(`
-    SELECT policy_version AS version, trajectories, passes, effective_n,
+    SELECT policy_version AS version, trajectories, passes, pass_rate, effective_n,
            wilson_low(pass_rate, effective_n) AS low, wilson_high(pass_rate, effective_n) AS high
     FROM version_pass_rates ORDER BY 1`);
   const rewards = new Map(
@@ -547,7 +547,7 @@ export async function queryAnalytics(catalog: AnalyticsCatalog): Promise<Analyti
       policyVersion: num(row.version),
       episodes,
       passes: passed,
-      passRate: passed / episodes,
+      passRate: num(row.pass_rate),
       effectiveEpisodes: num(row.effective_n),
       passLow: num(row.low),
       passHigh: num(row.high),
