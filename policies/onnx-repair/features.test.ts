@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { repairObservation } from '../../test/fixtures/repair-observation.js';
 import { FEATURE_NAMES } from '../linear-repair/index.js';
-import { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES } from './features.js';
+import { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES, tokenCounter } from './features.js';
 
 const edits = [
   { id: 0, kind: 'compare-op', line: 3, col: 7, before: '<', after: '<=' },
@@ -56,4 +56,27 @@ test('an unknown exception counts as other; a failure with no module line in its
   assert.equal(rows[0]![index('failure:other')], 1);
   assert.equal(rows[0]![index('no-traceback-line')], 1);
   assert.equal(rows[0]![index('in-failing-function')], 0);
+});
+
+test('whole tokens are counted: an operator inside a longer one, a digit inside a number or name, blank text never', () => {
+  const count = tokenCounter('a1 = 1 + 10\nif x <= y < z << 2 and not done:\n    n -= 1 - m\n');
+  assert.deepEqual([count('<'), count('<='), count('1'), count('-'), count('-='), count('not '), count('no'), count('')], [1, 1, 2, 1, 1, 1, 0, 0]);
+});
+
+test("an edit's text against the module: whether it shortens or lengthens, and whether the module uses its new or its old text elsewhere", () => {
+  const moduleSource = 'def f(a, b):\n    if not a < b:\n        return a - b\n    return b - a + 1\n';
+  const textEdits = [
+    { id: 0, kind: 'negation', line: 2, col: 7, before: 'not ', after: '' },
+    { id: 1, kind: 'compare-op', line: 2, col: 13, before: '<', after: '<=' },
+    { id: 2, kind: 'arith-op', line: 4, col: 17, before: '+', after: '-' },
+    { id: 3, kind: 'arith-op', line: 3, col: 17, before: '-', after: '+' },
+  ];
+  const rows = candidateFeatures(textEdits, repairObservation({ moduleSource, moduleLineCount: 5, edits: textEdits }));
+  const column = (name: string): number[] => rows.map((row) => row[ONNX_REPAIR_FEATURE_NAMES.indexOf(name)]!);
+  assert.deepEqual(column('shortens'), [1, 0, 0, 0]);
+  assert.deepEqual(column('lengthens'), [0, 1, 0, 0]);
+  // Neither text of the negation or the compare occurs elsewhere: no evidence (0.5). Edit 2's `-` occurs twice
+  // elsewhere and its `+` nowhere else; edit 3's `-` once more, against one `+`.
+  assert.deepEqual(column('after-familiar'), [0.5, 0.5, 1, 0.5]);
+  assert.deepEqual(column('before-only-here'), [1, 1, 1, 0]);
 });

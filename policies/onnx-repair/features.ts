@@ -14,12 +14,18 @@ const FAILURE_GROUPS: readonly { readonly name: string; readonly kinds: readonly
  * a function the failing tests call, ...), then what the MLP can combine with them: how the visible tests
  * failed (assertion or which kind of exception, how many), whether the traceback reached the module at
  * all, and the episode so far (how much was tried, turns left, whether an edit of this kind, on this line,
- * at this very token was already tried and failed).
+ * at this very token was already tried and failed). Four describe the edit's text against the module: a fix
+ * tends to take text away (a `not`, a `+ 1`) and to write what the module already uses elsewhere, where the
+ * mutation it undoes left text found nowhere else (`ceiling` labels: docs/learner.md).
  * The order is part of a checkpoint: parameters trained on other names are refused on load.
  */
 export const ONNX_REPAIR_FEATURE_NAMES: readonly string[] = [
   ...FEATURE_NAMES,
   'in-failing-function',
+  'shortens',
+  'lengthens',
+  'after-familiar',
+  'before-only-here',
   ...FAILURE_GROUPS.map((group) => group.name),
   'failure:other',
   'no-traceback-line',
@@ -49,11 +55,19 @@ export function candidateFeatures(candidates: readonly CandidateEdit[], observat
     observation.edits?.length ? tried.length / observation.edits.length : 0,
     Math.max(0, observation.maxTurns - observation.turn) / Math.max(1, observation.maxTurns),
   ];
+  const occurrences = tokenCounter(observation.moduleSource);
   return candidates.map((edit) => {
     const sameKind = tried.filter((other) => other.kind === edit.kind).length;
+    // The edit's own site holds one occurrence of its old text: the others are elsewhere in the module.
+    const beforeElsewhere = Math.max(0, occurrences(edit.before) - 1);
+    const afterElsewhere = occurrences(edit.after);
     return [
       ...editFeatures(edit, observation),
       failingFunctions.some((fn) => edit.line >= fn.start && edit.line <= fn.end) ? 1 : 0,
+      edit.after.length < edit.before.length ? 1 : 0,
+      edit.after.length > edit.before.length ? 1 : 0,
+      beforeElsewhere + afterElsewhere === 0 ? 0.5 : afterElsewhere / (beforeElsewhere + afterElsewhere),
+      beforeElsewhere === 0 ? 1 : 0,
       ...context,
       // Saturates: the first failed try of a kind says the most.
       1 - 0.5 ** sameKind,
@@ -61,4 +75,29 @@ export function candidateFeatures(candidates: readonly CandidateEdit[], observat
       tried.some((other) => other.line === edit.line && other.col === edit.col) ? 1 : 0,
     ];
   });
+}
+
+const WORD = /^\w/;
+
+/**
+ * Counts whole-token occurrences of a text in `source`: `<` is not counted inside `<=` or `<<`, nor `1`
+ * inside `10` or `x1`. Blank text occurs nowhere. Each text is counted once per counter: a choice's
+ * candidates share a few operators and literals.
+ */
+export function tokenCounter(source: string): (text: string) => number {
+  const counts = new Map<string, number>();
+  return (text) => {
+    const needle = text.trim();
+    if (needle === '') return 0;
+    let count = counts.get(needle);
+    if (count === undefined) {
+      const escaped = needle.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      // A word-like end may not continue a word; an operator end may not continue an operator.
+      const edge = (char: string): string => (WORD.test(char) ? '\\w' : '[-+*/%<>=!&|^~@]');
+      const pattern = new RegExp(`(?<!${edge(needle[0]!)})${escaped}(?!${edge(needle.at(-1)!)})`, 'g');
+      count = source.match(pattern)?.length ?? 0;
+      counts.set(needle, count);
+    }
+    return count;
+  };
 }
