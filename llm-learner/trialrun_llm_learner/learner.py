@@ -193,27 +193,42 @@ class LlmLearner:
         self._open()
         log(f"running on {self.topics['trajectories']} + {self.topics['rewards']}, batches of {self.options.batch_size}")
         try:
-            while not self.stopping:
-                messages = self.consumer.consume(num_messages=self.options.max_records_per_transaction, timeout=1.0)
-                offsets: dict[tuple[str, int], int] = {}
-                outputs: list[Output] = []
-                for message in messages:
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            continue
-                        raise KafkaException(error)
-                    offsets[(message.topic(), message.partition())] = message.offset() + 1
-                    outputs.extend(self._handle(message))
-                outputs.extend(self._update_ready())
-                if offsets or outputs or any(True for s in self.stores for _ in s.changelog()):
-                    self._commit(offsets, outputs)
-                if self._max_updates_reached():
-                    log(f"published {self.published} checkpoints (max_updates); stopping")
-                    break
+            while not self.stopping and not self._max_updates_reached():
+                self._process(self.consumer.consume(num_messages=self.options.max_records_per_transaction, timeout=1.0))
+            if self._max_updates_reached():
+                log(f"published {self.published} checkpoints (max_updates); stopping")
         finally:
             self.consumer.close()
         return 0
+
+    def _process(self, messages: Sequence[Any]) -> None:
+        """Handles consumed messages in order; each version commits as soon as it is trained.
+
+        A version's transaction carries the offsets of the messages handled so far, never past one whose samples
+        it has not trained on: a learner whose offsets are past every input has trained on all it will (the loop's
+        end condition reads exactly that). Committing each version at once, not after the rest of the messages in
+        hand, lets weight sync load it while the next batch trains, and a SIGTERM waits for one update at most.
+        """
+        offsets: dict[tuple[str, int], int] = {}
+        # Full batches a restored join may hold: an earlier learner stopped by max_updates left them.
+        outputs = self._update_ready()
+        for message in messages:
+            error = message.error()
+            if error is not None:
+                if error.code() == KafkaError._PARTITION_EOF:
+                    continue
+                raise KafkaException(error)
+            offsets[(message.topic(), message.partition())] = message.offset() + 1
+            outputs.extend(self._handle(message))
+            outputs.extend(self._update_ready())
+            if any(output.topic_key == "policyCheckpoints" for output in outputs):
+                if not self._commit(offsets, outputs):
+                    return  # rewound: the messages in hand are consumed again from the committed offsets
+                offsets, outputs = {}, []
+                if self.stopping or self._max_updates_reached():
+                    return  # the messages not handled are consumed again by the next learner
+        if offsets or outputs or any(True for s in self.stores for _ in s.changelog()):
+            self._commit(offsets, outputs)
 
     def _handle(self, message: Any) -> list[Output]:
         key = "trajectories" if message.topic() == self.topics["trajectories"] else "rewards"
@@ -245,11 +260,9 @@ class LlmLearner:
         })
 
     def _update_ready(self) -> list[Output]:
-        """One update (a version) for every full batch the join holds, all committed with the offsets consumed.
+        """One update (a version) for every full batch the join holds, up to max_updates.
 
-        Offsets are committed past an input only together with every version its samples make: a learner whose
-        offsets are past every input has trained on all it will (the loop's end condition reads exactly that).
-        Training more than one batch before committing keeps the transaction short: it begins at the commit.
+        After one message that is at most one batch; a join restored from an older learner's state may hold more.
         """
         outputs: list[Output] = []
         while not self._max_updates_reached(outputs) and (taken := self.join.take_batch()) is not None:
@@ -320,7 +333,8 @@ class LlmLearner:
         log(f"v{version}: {counts['trained']} samples, {result.tokens} tokens{cut}, loss {result.loss:.4f}, grad norm {result.grad_norm:.4f}, {result.seconds:.1f} s")
         return [Output("policyCheckpoints", self.options.policy_id, checkpoint)]
 
-    def _commit(self, offsets: dict[tuple[str, int], int], outputs: list[Output]) -> None:
+    def _commit(self, offsets: dict[tuple[str, int], int], outputs: list[Output]) -> bool:
+        """True once committed; False when the transaction was aborted and the learner rewound to the last commit."""
         try:
             self.producer.begin_transaction()
             for store in self.stores:
@@ -339,10 +353,11 @@ class LlmLearner:
             log(f"transaction aborted ({kafka_error}); rewinding to the last committed state")
             self.producer.abort_transaction(60)
             self._rewind()
-            return
+            return False
         for store in self.stores:
             store.commit()
         self.published += sum(1 for o in outputs if o.topic_key == "policyCheckpoints")
+        return True
 
     def _rewind(self) -> None:
         """Back to the last commit: staged store writes dropped, the trainer reloaded, the consumer at the committed offsets."""

@@ -309,18 +309,30 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   /**
    * The external learner's part of the end condition: it has committed past every input (checked again only when
    * a count moved: each check reads both topics), the sink landed its checkpoints, and weight sync serves the newest.
+   * `externalWaitingOn` says which of these the last check found missing, for the deadline's error.
    */
   let externalCheckedAt = '';
+  let externalWaitingOn = "the external learner's commits past every input";
   const externalDone = async (): Promise<boolean> => {
     if (external === null) return true;
     const counts = `${landed('trajectories')}/${landed('rewards')}/${landed('checkpoints')}/${servedVersion}`;
     if (counts === externalCheckedAt) return false;
-    if (!(await committedPastInputs(context, external.groupId))) return false;
+    if (!(await committedPastInputs(context, external.groupId))) {
+      externalWaitingOn = `the external learner's commits past every input (its group ${external.groupId} is behind)`;
+      return false;
+    }
     const newest = (await options.checkpoints.list(policyId)).at(-1)?.version ?? versionAtStart;
-    const done = landed('checkpoints') >= newest - versionAtStart && (weightSync === null || servedVersion >= newest);
+    const landedAll = landed('checkpoints') >= newest - versionAtStart;
+    const served = weightSync === null || servedVersion >= newest;
     // Not done: the same counts are not checked again until one moves (the learner commits, the server restarts).
-    if (!done) externalCheckedAt = counts;
-    return done;
+    if (!landedAll || !served) {
+      externalCheckedAt = counts;
+      externalWaitingOn = [
+        ...(landedAll ? [] : [`the external learner's checkpoints in the sink (${landed('checkpoints')} of ${newest - versionAtStart} in the store)`]),
+        ...(served ? [] : [`weight sync serving v${newest} (serves v${servedVersion})`]),
+      ].join(', ');
+    }
+    return landedAll && served;
   };
   const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink, ...(weightSync ? [weightSync] : [])];
   let firstPublished: number | null = null;
@@ -439,7 +451,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         // Worded only here: the poll above runs every 25 ms.
         const waitingOn = [...(batchesLeft ? ["the epoch's remaining batches"] : []), ...stillDue().map(([what, count, wanted]) => `${what} (${count} of ${wanted})`)];
         // Only when all else is done is the external learner asked (externalDone), so it is what is left then.
-        if (waitingOn.length === 0) waitingOn.push("the external learner's commits, its checkpoints in the sink, or weight sync");
+        if (waitingOn.length === 0) waitingOn.push(externalWaitingOn);
         throw new Error(`the loop did not finish within ${options.timeoutMs ?? 1_800_000} ms: ${JSON.stringify(progress())}; still waiting on ${waitingOn.join(', ')}`);
       }
       if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {

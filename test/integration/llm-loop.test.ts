@@ -100,6 +100,8 @@ test('the loop runs the Python learner: its checkpoints are served, later turns 
     weightServer: llamaCppWeightServer({ ...serverOptions(), workDir: join(stateDir, 'adapters') }),
     // Epochs go on for this long (an epoch is one group of 2 episodes), so that rollouts follow the first update.
     durationMs: 420_000,
+    // Within the test's own timeout: a run that cannot end fails with the loop's error, which says what it waited on.
+    timeoutMs: 1_500_000,
   });
   const [trajectories, verifications, rewards, published] = await Promise.all([
     readAll(context, 'trajectories'),
