@@ -8,6 +8,7 @@ export * from './types.js';
 export * from './linear-repair/index.js';
 export * from './llm/index.js';
 export * from './onnx-repair/index.js';
+export { repairMove, type RepairMove } from './repair-script.js';
 
 const kinds = new Map<string, AnyPolicyKind<unknown>>([
   [linearRepairKind.policyId, linearRepairKind],

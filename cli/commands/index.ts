@@ -1,4 +1,5 @@
 import type { Command } from '../command.js';
+import { ceilingCommand } from './ceiling.js';
 import { compactCommand } from './compact.js';
 import { dashboardCommand } from './dashboard.js';
 import { demoCommand } from './demo.js';
@@ -30,6 +31,7 @@ export const COMMANDS: readonly Command[] = [
   runProcessorCommand,
   policyCommand,
   learnCommand,
+  ceilingCommand,
   sandboxCommand,
   verifyCommand,
 ];
