@@ -122,9 +122,11 @@ export const ceilingCommand: Command = {
     if (train.length === 0 || held.length === 0) throw new ConfigError(`${settings.taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);
     // A bad labels file stops here, before anything starts.
     const labels = readLabels(settings.labelsFile);
+    // Each module hashed once: the digests decide what to label, then which labels the fit takes.
+    const digests = new Map(prepared.tasks.map((task) => [task.taskId, moduleSha256(task)]));
     const current = (task: Task): TaskLabel | undefined => {
       const label = labels.get(task.taskId);
-      return label?.moduleSha256 === moduleSha256(task) ? label : undefined;
+      return label?.moduleSha256 === digests.get(task.taskId) ? label : undefined;
     };
     const missing = prepared.tasks.filter((task) => current(task) === undefined);
     process.stderr.write(`${runId}: ${prepared.tasks.length} tasks (${train.length} training, ${held.length} held out); ${prepared.tasks.length - missing.length} labelled in ${settings.labelsFile}, ${missing.length} to label\n`);
