@@ -18,6 +18,11 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 
 V = TypeVar("V")
 
+#: Seconds one registry request may take. The client's default is no limit: a request the registry never answers
+#: would hang the learner for good (with a transaction open). With a limit, the client retries the request
+#: (max.retries, with backoff) and then raises.
+REGISTRY_TIMEOUT_S = 30.0
+
 
 class DecodeError(ValueError):
     """Bytes that are not a valid record of their topic: dead-lettered, never retried."""
@@ -27,7 +32,7 @@ class TopicCodec:
     """Encodes and decodes one deployment's topic values; `topics` maps logical keys to physical names."""
 
     def __init__(self, registry_url: str, topics: dict[str, str]):
-        self.client = SchemaRegistryClient({"url": registry_url})
+        self.client = SchemaRegistryClient({"url": registry_url, "timeout": REGISTRY_TIMEOUT_S})
         self.topics = topics
         self._deserializer = JSONDeserializer(None, schema_registry_client=self.client)
         self._serializers: dict[str, JSONSerializer] = {}

@@ -335,13 +335,15 @@ class LlmLearner:
 
     def _commit(self, offsets: dict[tuple[str, int], int], outputs: list[Output]) -> bool:
         """True once committed; False when the transaction was aborted and the learner rewound to the last commit."""
+        # Encoded before the transaction opens: a slow registry must not hold a transaction open to its timeout.
+        records = [(self.topics[output.topic_key], output.key.encode(), self.codec.encode(output.topic_key, output.value)) for output in outputs]
         try:
             self.producer.begin_transaction()
             for store in self.stores:
                 for key, value in store.changelog():
                     self.producer.produce(store.topic, key=key.encode(), value=value)
-            for output in outputs:
-                self.producer.produce(self.topics[output.topic_key], key=output.key.encode(), value=self.codec.encode(output.topic_key, output.value))
+            for topic, key, value in records:
+                self.producer.produce(topic, key=key, value=value)
             if offsets:
                 self.producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in offsets.items()], self.consumer.consumer_group_metadata(), 60)
             self.producer.commit_transaction(60)
