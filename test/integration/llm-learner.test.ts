@@ -39,6 +39,22 @@ function watch(child: ChildProcess, label: string): (line: RegExp) => boolean {
 const exited = (child: ChildProcess): Promise<number | null> =>
   new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
 
+/**
+ * The exit status of a child sent SIGTERM, or null when it is still running after `graceMs`: then its whole
+ * process group (spawned detached) is SIGKILLed, so a learner stuck in a call, which never gets back to the flag
+ * SIGTERM sets, cannot keep this file, and the suite after it, from finishing.
+ */
+async function exitedWithin(child: ChildProcess, graceMs: number): Promise<number | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, graceMs, 'late')));
+  const status = await Promise.race([exited(child), late]);
+  clearTimeout(timer);
+  if (status !== 'late') return status;
+  process.kill(-child.pid!, 'SIGKILL');
+  await exited(child);
+  return null;
+}
+
 /** The safetensors header's `__metadata__` (8-byte little-endian length, then JSON). */
 function safetensorsMetadata(data: Buffer): Record<string, string> {
   const length = Number(data.readBigUInt64LE(0));
@@ -70,8 +86,10 @@ test('trialrun run llm-learner reads what TypeScript writes, publishes checkpoin
   const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'llm-learner', '--batch-size', '2', '--session-timeout-ms', '10000', '--gguf', gguf, '--', '--threads', '2'], {
     env: { ...process.env, TRIALRUN_TOPIC_PREFIX: context.names.prefix, TRIALRUN_CHECKPOINTS: checkpoints },
     stdio: ['ignore', 'ignore', 'pipe'],
+    detached: true,
   });
   watch(child, 'llm-learner');
+  let status: number | null;
   try {
     await eventually('checkpoint v1', async () => (await readAll(context, 'policyCheckpoints')).length >= 1, 600_000, 2000);
     const [checkpoint] = await readAll(context, 'policyCheckpoints');
@@ -86,8 +104,9 @@ test('trialrun run llm-learner reads what TypeScript writes, publishes checkpoin
     assert.equal(Buffer.from(letter!.value!, 'base64').toString(), 'not a registry record');
   } finally {
     child.kill('SIGTERM');
+    status = await exitedWithin(child, 180_000);
   }
-  assert.equal(await exited(child), 0, 'the launcher passes SIGTERM on and exits with the learner\'s status');
+  assert.equal(status, 0, 'the launcher passes SIGTERM on and exits with the learner\'s status within 3 minutes');
 });
 
 test('an LLM learner SIGKILLed at random moments resumes without losing or double-counting a batch', { timeout: 1_800_000 }, async () => {
