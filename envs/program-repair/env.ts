@@ -4,7 +4,7 @@ import { ConfigError, type FileTree, type Task, type ToolCall, type ToolResult, 
 import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
 import type { EnvDeps, EnvStep, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
-import { parsePytestOutput } from './pytest-output.js';
+import { parsePytestOutput, withoutSpectrum } from './pytest-output.js';
 
 export const PROGRAM_REPAIR_ENV = 'program-repair/v1';
 
@@ -23,6 +23,8 @@ export type RepairTool = (typeof REPAIR_TOOL_DEFS)[number]['name'];
 
 const IMAGE_RECIPE = 'python-repair';
 const REPAIR_TOOL = '/opt/trialrun/trialrun_repair.py';
+/** pytest on the visible tests, with the module's line spectrum as its last line (trialrun_tests.py). */
+const TEST_RUNNER = '/opt/trialrun/trialrun_tests.py';
 const MAX_OBSERVED_OUTPUT = 4_000;
 /**
  * Held warm per sandbox: the visible-test runs and the edit helper are forked from one interpreter that
@@ -105,9 +107,9 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
           break;
         }
         case 'run_tests': {
-          const exec = await run(['python3', '-m', 'pytest', '-q', '--tb=short', '-p', 'no:cacheprovider', ...Object.keys(this.task.visibleTests)]);
-          const output = `${exec.stdout}${exec.stderr}`;
-          const summary = parsePytestOutput(output, exec.exitCode, state.modulePath);
+          const exec = await run(['python3', TEST_RUNNER, state.modulePath, ...Object.keys(this.task.visibleTests)]);
+          const summary = parsePytestOutput(`${exec.stdout}${exec.stderr}`, exec.exitCode, state.modulePath);
+          const output = withoutSpectrum(`${exec.stdout}${exec.stderr}`);
           observation = { ...next, lastTests: summary, baselineTests: state.baselineTests ?? (state.applied ? null : summary) };
           result = { ok: exec.status === 'exited', output: clip(output), truncated: exec.truncated || output.length > MAX_OBSERVED_OUTPUT, exitCode: exec.exitCode };
           break;

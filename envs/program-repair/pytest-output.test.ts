@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { functionSpans } from './observation.js';
-import { parsePytestOutput } from './pytest-output.js';
+import { parsePytestOutput, withoutSpectrum } from './pytest-output.js';
 
 const OUTPUT = `F.                                                                       [100%]
 =================================== FAILURES ===================================
@@ -42,4 +42,19 @@ test('function spans follow indentation', () => {
     { name: 'a', start: 1, end: 5 },
     { name: 'b', start: 7, end: 8 },
   ]);
+});
+
+test("the runner's spectrum line: counts by line, taken off the output the agent reads; a broken one gives none", () => {
+  const output = `${OUTPUT}\ntrialrun-spectrum: {"lines":{"3":[1,0],"2":[1,1]}}\n`;
+  const summary = parsePytestOutput(output, 1, 'clamp.py');
+  assert.deepEqual(summary.lineSpectrum, [
+    { line: 2, failing: 1, passing: 1 },
+    { line: 3, failing: 1, passing: 0 },
+  ]);
+  assert.deepEqual({ ...summary, lineSpectrum: [] }, parsePytestOutput(OUTPUT, 1, 'clamp.py'));
+  assert.equal(withoutSpectrum(output), `${OUTPUT}\n`);
+  assert.deepEqual(parsePytestOutput(OUTPUT, 1, 'clamp.py').lineSpectrum, []);
+  for (const broken of ['trialrun-spectrum: {', 'trialrun-spectrum: null', 'trialrun-spectrum: {"lines":{"x":[1,0],"4":[1],"5":[-1,0]}}']) {
+    assert.deepEqual(parsePytestOutput(`${OUTPUT}\n${broken}`, 1, 'clamp.py').lineSpectrum, [], broken);
+  }
 });

@@ -1,3 +1,13 @@
+/** How many failing and passing tests ran one line of the module under repair. */
+export interface LineCounts {
+  readonly line: number;
+  readonly failing: number;
+  readonly passing: number;
+}
+
+/** The last line the in-sandbox test runner (`trialrun_tests.py`) prints: the module's line spectrum as JSON. */
+const SPECTRUM_PREFIX = 'trialrun-spectrum: ';
+
 /** What the policy needs to know from a pytest run, parsed from `-q --tb=short` output. */
 export interface TestRunSummary {
   readonly passed: boolean;
@@ -9,9 +19,46 @@ export interface TestRunSummary {
   readonly calledNames: readonly string[];
   /** Exception class of each failing test, in order (`AssertionError` for a failed assert). */
   readonly failureKinds: readonly string[];
+  /** The module lines the tests ran, by line, with how many failing and passing tests ran each; empty without a spectrum line. */
+  readonly lineSpectrum: readonly LineCounts[];
 }
 
-export function parsePytestOutput(output: string, exitCode: number | null, modulePath: string): TestRunSummary {
+/** The run's output as the agent reads it: pytest's, without the runner's spectrum line. */
+export function withoutSpectrum(output: string): string {
+  return output
+    .split('\n')
+    .filter((line) => !line.startsWith(SPECTRUM_PREFIX))
+    .join('\n');
+}
+
+/**
+ * The spectrum line's counts, by line. A run that never printed one (killed at its timeout, say) has none; a line
+ * that is not the runner's JSON is a run the module broke, not the environment's to crash on: no counts either.
+ */
+function parseSpectrum(output: string): LineCounts[] {
+  // The runner prints it last; a test's captured output could hold a line that looks the same.
+  const text = output
+    .split('\n')
+    .filter((line) => line.startsWith(SPECTRUM_PREFIX))
+    .at(-1);
+  if (text === undefined) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text.slice(SPECTRUM_PREFIX.length));
+  } catch {
+    return [];
+  }
+  const lines = (parsed as { lines?: unknown } | null)?.lines;
+  if (typeof lines !== 'object' || lines === null) return [];
+  return Object.entries(lines)
+    .filter((entry): entry is [string, [number, number]] => Array.isArray(entry[1]) && entry[1].length === 2 && entry[1].every((n) => Number.isInteger(n) && n >= 0))
+    .map(([line, [failing, passing]]) => ({ line: Number(line), failing, passing }))
+    .filter((counts) => Number.isInteger(counts.line) && counts.line > 0)
+    .sort((a, b) => a.line - b.line);
+}
+
+export function parsePytestOutput(runnerOutput: string, exitCode: number | null, modulePath: string): TestRunSummary {
+  const output = withoutSpectrum(runnerOutput);
   const count = (word: string): number => Number(new RegExp(`(\\d+) ${word}`).exec(output)?.[1] ?? 0);
   const failedCount = count('failed') + count('errors?');
   const escaped = modulePath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -32,5 +79,6 @@ export function parsePytestOutput(output: string, exitCode: number | null, modul
     moduleLines: [...new Set(moduleLines)],
     calledNames: [...calledNames].filter((name) => !['assert', 'len', 'list', 'sorted', 'set', 'dict', 'tuple', 'str', 'int'].includes(name)),
     failureKinds,
+    lineSpectrum: parseSpectrum(runnerOutput),
   };
 }

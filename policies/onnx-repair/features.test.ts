@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { repairObservation } from '../../test/fixtures/repair-observation.js';
 import { FEATURE_NAMES } from '../linear-repair/index.js';
-import { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES, tokenCounter } from './features.js';
+import { candidateFeatures, lineSuspiciousness, ONNX_REPAIR_FEATURE_NAMES, tokenCounter } from './features.js';
 
 const edits = [
   { id: 0, kind: 'compare-op', line: 3, col: 7, before: '<', after: '<=' },
@@ -18,7 +18,7 @@ const observation = repairObservation({
   ],
   turn: 6,
   maxTurns: 12,
-  baselineTests: { passed: false, passedCount: 1, failedCount: 3, moduleLines: [3], calledNames: ['outer'], failureKinds: ['IndexError', 'IndexError', 'AssertionError'] },
+  baselineTests: { passed: false, passedCount: 1, failedCount: 3, moduleLines: [3], calledNames: ['outer'], failureKinds: ['IndexError', 'IndexError', 'AssertionError'], lineSpectrum: [] },
   edits,
   tried: [0],
   lastTool: 'revert',
@@ -79,4 +79,24 @@ test("an edit's text against the module: whether it shortens or lengthens, and w
   // elsewhere and its `+` nowhere else; edit 3's `-` once more, against one `+`.
   assert.deepEqual(column('after-familiar'), [0.5, 0.5, 1, 0.5]);
   assert.deepEqual(column('before-only-here'), [1, 1, 1, 0]);
+});
+
+test("the first run's line spectrum: Ochiai's suspiciousness of the edit's line, whether no line offered is more suspicious, and whether no failing test ran it", () => {
+  // Two failing tests, one passing: line 3 runs in both failing tests only, line 2 in every test, line 9 in the passing one.
+  const run = { ...observation.baselineTests!, failedCount: 2, passedCount: 1, lineSpectrum: [
+    { line: 2, failing: 2, passing: 1 },
+    { line: 3, failing: 2, passing: 0 },
+    { line: 9, failing: 0, passing: 1 },
+  ] };
+  const suspiciousness = lineSuspiciousness(run);
+  assert.deepEqual([suspiciousness(2), suspiciousness(3), suspiciousness(9), suspiciousness(5)], [2 / Math.sqrt(2 * 3), 1, 0, 0]);
+  const rows = candidateFeatures(edits, { ...observation, tried: [], baselineTests: run });
+  const column = (name: string): number[] => rows.map((row) => row[ONNX_REPAIR_FEATURE_NAMES.indexOf(name)]!);
+  // Edits 0-2 sit on line 3, edit 3 on line 9.
+  assert.deepEqual(column('line-suspiciousness'), [1, 1, 1, 0]);
+  assert.deepEqual(column('most-suspicious-line'), [1, 1, 1, 0]);
+  assert.deepEqual(column('not-run-by-failing'), [0, 0, 0, 1]);
+  // Without a spectrum (a run killed at its timeout) nothing is said.
+  const none = candidateFeatures(edits, { ...observation, baselineTests: { ...run, lineSpectrum: [] } });
+  for (const name of ['line-suspiciousness', 'most-suspicious-line', 'not-run-by-failing']) assert.ok(none.every((row) => row[ONNX_REPAIR_FEATURE_NAMES.indexOf(name)] === 0), name);
 });

@@ -1,4 +1,4 @@
-import type { CandidateEdit, RepairObservation } from '../../envs/index.js';
+import type { CandidateEdit, RepairObservation, TestRunSummary } from '../../envs/index.js';
 import { editFeatures, FEATURE_NAMES } from '../linear-repair/index.js';
 
 /** Exception classes grouped by what they suggest about the bug. */
@@ -35,6 +35,9 @@ export const ONNX_REPAIR_FEATURE_NAMES: readonly string[] = [
   'same-kind-tried',
   'same-line-tried',
   'same-site-tried',
+  'line-suspiciousness',
+  'most-suspicious-line',
+  'not-run-by-failing',
 ];
 
 /** One feature vector per candidate edit, in ONNX_REPAIR_FEATURE_NAMES order. */
@@ -56,6 +59,9 @@ export function candidateFeatures(candidates: readonly CandidateEdit[], observat
     Math.max(0, observation.maxTurns - observation.turn) / Math.max(1, observation.maxTurns),
   ];
   const occurrences = tokenCounter(observation.moduleSource);
+  const suspiciousness = lineSuspiciousness(failure);
+  const mostSuspicious = Math.max(0, ...candidates.map((edit) => suspiciousness(edit.line)));
+  const hasSpectrum = (failure?.lineSpectrum.length ?? 0) > 0;
   return candidates.map((edit) => {
     const sameKind = tried.filter((other) => other.kind === edit.kind).length;
     // The edit's own site holds one occurrence of its old text: the others are elsewhere in the module.
@@ -73,8 +79,30 @@ export function candidateFeatures(candidates: readonly CandidateEdit[], observat
       1 - 0.5 ** sameKind,
       tried.some((other) => other.line === edit.line) ? 1 : 0,
       tried.some((other) => other.line === edit.line && other.col === edit.col) ? 1 : 0,
+      suspiciousness(edit.line),
+      mostSuspicious > 0 && suspiciousness(edit.line) === mostSuspicious ? 1 : 0,
+      hasSpectrum && suspiciousness(edit.line) === 0 ? 1 : 0,
     ];
   });
+}
+
+/**
+ * Ochiai's suspiciousness of each module line from the first run's line spectrum: failing(line) /
+ * sqrt(all failing x (failing(line) + passing(line))). 1 for a line every failing test runs and no passing test
+ * does, 0 for one no failing test runs (or with no spectrum). On the HumanEval-derived tasks the traceback names
+ * a module line for few failures (an assertion fails in the test), while the fix's line is among the most
+ * suspicious candidate lines for nearly all (docs/learner.md).
+ */
+export function lineSuspiciousness(run: TestRunSummary | null): (line: number) => number {
+  const spectrum = run?.lineSpectrum ?? [];
+  const byLine = new Map(spectrum.map((counts) => [counts.line, counts]));
+  // pytest's count, which includes failures that ran no module line; never below what the spectrum shows.
+  const failingTests = Math.max(run?.failedCount ?? 0, ...spectrum.map((counts) => counts.failing));
+  return (line) => {
+    const counts = byLine.get(line);
+    if (!counts || counts.failing === 0) return 0;
+    return counts.failing / Math.sqrt(failingTests * (counts.failing + counts.passing));
+  };
 }
 
 const WORD = /^\w/;

@@ -1,4 +1,4 @@
-export { checkLabellable, countLabels, LABEL_MAX_TURNS, labelCandidates, moduleSha256, type CandidateLabel, type LabelCounts, type LabelOptions, type NoChoice, type TaskLabel } from './label.js';
+export { checkLabellable, countLabels, LABEL_FORMAT, LABEL_MAX_TURNS, labelCandidates, moduleSha256, type CandidateLabel, type LabelCounts, type LabelOptions, type NoChoice, type TaskLabel } from './label.js';
 export { appendLabel, readLabels } from './labels-file.js';
 export {
   afterFailedTry,

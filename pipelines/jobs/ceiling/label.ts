@@ -41,7 +41,14 @@ export interface NoChoice {
  * Everything needed to replay the repair script on one task without a sandbox, for any choice rule: the
  * observation at the script's first choice (the second is `afterFailedTry` of it) and each candidate's outcome.
  */
+/**
+ * What a label line holds, by version: a line of another format is not read (its task is labelled again).
+ * 2: the observation's test runs carry the module's line spectrum.
+ */
+export const LABEL_FORMAT = 2 as const;
+
 export interface TaskLabel {
+  readonly format: typeof LABEL_FORMAT;
   readonly taskId: string;
   /** `moduleSha256(task)` when labelled: a task whose module changed is labelled again. */
   readonly moduleSha256: string;
@@ -184,7 +191,7 @@ class TaskLabeller {
   async label(task: Task): Promise<TaskLabel> {
     const env = this.openEnv(task);
     try {
-      const identity = { taskId: task.taskId, moduleSha256: moduleSha256(task) };
+      const identity = { format: LABEL_FORMAT, taskId: task.taskId, moduleSha256: moduleSha256(task) };
       const reached = await this.firstChoice(env, task);
       if ('noChoice' in reached) return { ...identity, observation: null, candidates: [], noChoice: reached.noChoice, labelledAt: nowIso() };
       const { observation } = reached;

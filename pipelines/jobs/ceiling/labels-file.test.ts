@@ -59,3 +59,11 @@ test('appendLabel refuses a label the reader would refuse', () => {
   assert.throws(() => appendLabel(path, bad), (error: unknown) => error instanceof ConfigError && /label of t is malformed/.test(error.message));
   assert.equal(readLabels(path).size, 0);
 });
+
+test('a line of an older label format is passed over, so its task is labelled again', () => {
+  const path = fresh();
+  appendLabel(path, taskLabel('t', ['solve']));
+  const { format: _format, ...older } = taskLabel('old', ['fail', 'solve']);
+  appendFileSync(path, `${JSON.stringify(older)}\n`);
+  assert.deepEqual([...readLabels(path).keys()], ['t']);
+});

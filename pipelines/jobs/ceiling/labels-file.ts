@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import { z } from 'zod';
 import type { RepairObservation } from '../../../envs/index.js';
 import { ConfigError, describeIssues, ToolResult } from '../../../schemas/index.js';
-import type { TaskLabel } from './label.js';
+import { LABEL_FORMAT, type TaskLabel } from './label.js';
 
 const TestRunSummary = z.object({
   passed: z.boolean(),
@@ -12,6 +12,7 @@ const TestRunSummary = z.object({
   moduleLines: z.array(z.number().int()),
   calledNames: z.array(z.string()),
   failureKinds: z.array(z.string()),
+  lineSpectrum: z.array(z.object({ line: z.number().int().min(1), failing: z.number().int().min(0), passing: z.number().int().min(0) })),
 });
 
 const CandidateEdit = z.object({ id: z.number().int().min(0), kind: z.string(), line: z.number().int(), col: z.number().int(), before: z.string(), after: z.string() });
@@ -36,6 +37,7 @@ const Observation = z.object({
 /** One line of a labels file: a task's label (label.ts), checked as it is read back. */
 const TaskLabelLine = z
   .object({
+    format: z.literal(LABEL_FORMAT),
     taskId: z.string().min(1),
     moduleSha256: z.string().regex(/^[0-9a-f]{64}$/, 'a sha256 in hex'),
     observation: Observation.nullable(),
@@ -54,7 +56,7 @@ const TaskLabelLine = z
 
 /**
  * The labels in a JSON Lines file, one task a line, by task id: a task labelled again (its module changed) appears
- * on a later line, which wins. A file that does not exist holds none. A line that is not a label is a ConfigError
+ * on a later line, which wins. A file that does not exist holds none; a line of another LABEL_FORMAT is passed over. A line that is not a label is a ConfigError
  * naming the file, the line and what is wrong with it.
  */
 export function readLabels(path: string): Map<string, TaskLabel> {
@@ -71,6 +73,8 @@ export function readLabels(path: string): Map<string, TaskLabel> {
       } catch (error) {
         throw new ConfigError(`${where} is not JSON (${(error as Error).message}); delete the line to label its task again`);
       }
+      // A label of an older format says less than labelling says now: its task is labelled again.
+      if ((json as { format?: unknown } | null)?.format !== LABEL_FORMAT) return;
       const parsed = TaskLabelLine.safeParse(json);
       if (!parsed.success) throw new ConfigError(`${where} is not a task label: ${describeIssues(parsed.error).slice(0, 5).join('; ')}`);
       labels.set(parsed.data.taskId, parsed.data);
