@@ -16,7 +16,8 @@ const FAILURE_GROUPS: readonly { readonly name: string; readonly kinds: readonly
  * all, and the episode so far (how much was tried, turns left, whether an edit of this kind, on this line,
  * at this very token was already tried and failed). Four describe the edit's text against the module: a fix
  * tends to take text away (a `not`, a `+ 1`) and to write what the module already uses elsewhere, where the
- * mutation it undoes left text found nowhere else (`ceiling` labels: docs/learner.md).
+ * mutation it undoes left text found nowhere else (`ceiling` labels: docs/learner.md). The last three say
+ * how suspicious the edit's line is by which lines the failing and the passing tests of the first run ran.
  * The order is part of a checkpoint: parameters trained on other names are refused on load.
  */
 export const ONNX_REPAIR_FEATURE_NAMES: readonly string[] = [
