@@ -38,15 +38,15 @@ export interface NoChoice {
 }
 
 /**
- * Everything needed to replay the repair script on one task without a sandbox, for any choice rule: the
- * observation at the script's first choice (the second is `afterFailedTry` of it) and each candidate's outcome.
- */
-/**
  * What a label line holds, by version: a line of another format is not read (its task is labelled again).
  * 2: the observation's test runs carry the module's line spectrum.
  */
 export const LABEL_FORMAT = 2 as const;
 
+/**
+ * Everything needed to replay the repair script on one task without a sandbox, for any choice rule: the
+ * observation at the script's first choice (the second is `afterFailedTry` of it) and each candidate's outcome.
+ */
 export interface TaskLabel {
   readonly format: typeof LABEL_FORMAT;
   readonly taskId: string;
