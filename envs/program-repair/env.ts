@@ -108,8 +108,9 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
         }
         case 'run_tests': {
           const exec = await run(['python3', TEST_RUNNER, state.modulePath, ...Object.keys(this.task.visibleTests)]);
-          const summary = parsePytestOutput(`${exec.stdout}${exec.stderr}`, exec.exitCode, state.modulePath);
-          const output = withoutSpectrum(`${exec.stdout}${exec.stderr}`);
+          const runnerOutput = `${exec.stdout}${exec.stderr}`;
+          const summary = parsePytestOutput(runnerOutput, exec.exitCode, state.modulePath);
+          const output = withoutSpectrum(runnerOutput);
           observation = { ...next, lastTests: summary, baselineTests: state.baselineTests ?? (state.applied ? null : summary) };
           result = { ok: exec.status === 'exited', output: clip(output), truncated: exec.truncated || output.length > MAX_OBSERVED_OUTPUT, exitCode: exec.exitCode };
           break;

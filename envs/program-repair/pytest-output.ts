@@ -23,24 +23,23 @@ export interface TestRunSummary {
   readonly lineSpectrum: readonly LineCounts[];
 }
 
+/** The runner's output in one pass: pytest's (what the agent reads) and the spectrum lines it printed. */
+function splitSpectrum(runnerOutput: string): { readonly output: string; readonly spectrumLines: readonly string[] } {
+  const lines = runnerOutput.split('\n');
+  return { output: lines.filter((line) => !line.startsWith(SPECTRUM_PREFIX)).join('\n'), spectrumLines: lines.filter((line) => line.startsWith(SPECTRUM_PREFIX)) };
+}
+
 /** The run's output as the agent reads it: pytest's, without the runner's spectrum line. */
-export function withoutSpectrum(output: string): string {
-  return output
-    .split('\n')
-    .filter((line) => !line.startsWith(SPECTRUM_PREFIX))
-    .join('\n');
+export function withoutSpectrum(runnerOutput: string): string {
+  return splitSpectrum(runnerOutput).output;
 }
 
 /**
  * The spectrum line's counts, by line. A run that never printed one (killed at its timeout, say) has none; a line
  * that is not the runner's JSON is a run the module broke, not the environment's to crash on: no counts either.
+ * The runner prints it last; a test's captured output could hold a line that looks the same.
  */
-function parseSpectrum(output: string): LineCounts[] {
-  // The runner prints it last; a test's captured output could hold a line that looks the same.
-  const text = output
-    .split('\n')
-    .filter((line) => line.startsWith(SPECTRUM_PREFIX))
-    .at(-1);
+function parseSpectrum(text: string | undefined): LineCounts[] {
   if (text === undefined) return [];
   let parsed: unknown;
   try {
@@ -58,7 +57,7 @@ function parseSpectrum(output: string): LineCounts[] {
 }
 
 export function parsePytestOutput(runnerOutput: string, exitCode: number | null, modulePath: string): TestRunSummary {
-  const output = withoutSpectrum(runnerOutput);
+  const { output, spectrumLines } = splitSpectrum(runnerOutput);
   const count = (word: string): number => Number(new RegExp(`(\\d+) ${word}`).exec(output)?.[1] ?? 0);
   const failedCount = count('failed') + count('errors?');
   const escaped = modulePath.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -79,6 +78,6 @@ export function parsePytestOutput(runnerOutput: string, exitCode: number | null,
     moduleLines: [...new Set(moduleLines)],
     calledNames: [...calledNames].filter((name) => !['assert', 'len', 'list', 'sorted', 'set', 'dict', 'tuple', 'str', 'int'].includes(name)),
     failureKinds,
-    lineSpectrum: parseSpectrum(runnerOutput),
+    lineSpectrum: parseSpectrum(spectrumLines.at(-1)),
   };
 }

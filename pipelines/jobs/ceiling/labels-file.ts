@@ -56,8 +56,8 @@ const TaskLabelLine = z
 
 /**
  * The labels in a JSON Lines file, one task a line, by task id: a task labelled again (its module changed) appears
- * on a later line, which wins. A file that does not exist holds none; a line of another LABEL_FORMAT is passed over. A line that is not a label is a ConfigError
- * naming the file, the line and what is wrong with it.
+ * on a later line, which wins. A file that does not exist holds none; a line of another LABEL_FORMAT is passed
+ * over. A line that is not a label is a ConfigError naming the file, the line and what is wrong with it.
  */
 export function readLabels(path: string): Map<string, TaskLabel> {
   const labels = new Map<string, TaskLabel>();
