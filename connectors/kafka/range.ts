@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { KafkaConsumer, KafkaPort } from './port.js';
 import { ConfigError } from '../../schemas/index.js';
-import { settledTopicOffsets } from './offsets.js';
+import { fetchTopicEnds, settledTopicOffsets } from './offsets.js';
 import type { TableRecord } from './table.js';
 
 /** A point in a topic: the start or end of what exists, a broker timestamp (ms), or one offset for every partition. */
@@ -123,7 +123,7 @@ async function resolveOffsets(kafka: KafkaPort, topic: string, position: Positio
   await admin.connect();
   try {
     // Settled, so 'latest' includes transactions committed just before the call (see settledTopicOffsets).
-    const watermarks = await (position === 'latest' ? settledTopicOffsets(admin, topic) : admin.fetchTopicOffsets(topic));
+    const watermarks = await (position === 'latest' ? settledTopicOffsets(admin, topic) : fetchTopicEnds(admin, topic));
     const low = new Map(watermarks.map((p) => [p.partition, BigInt(p.low)]));
     const high = new Map(watermarks.map((p) => [p.partition, BigInt(p.high)]));
     if (position === 'earliest') return low;

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { settledTopicOffsets } from './offsets.js';
+import { fetchTopicEnds, settledTopicOffsets } from './offsets.js';
 import type { KafkaPort } from './port.js';
 
 export interface TableRecord {
@@ -39,7 +39,7 @@ export interface TopicReader {
 export async function readTopic(kafka: KafkaPort, options: TopicReaderOptions): Promise<TopicReader> {
   const admin = kafka.admin();
   await admin.connect();
-  const offsets = await (options.settle === false ? admin.fetchTopicOffsets(options.topic) : settledTopicOffsets(admin, options.topic)).finally(() => admin.disconnect());
+  const offsets = await (options.settle === false ? fetchTopicEnds(admin, options.topic) : settledTopicOffsets(admin, options.topic)).finally(() => admin.disconnect());
   // A partition is caught up once the consumer's position reaches its end offset, transaction markers
   // included: transactional topics end with a commit marker no handler ever sees.
   const pending = new Map(offsets.filter((p) => BigInt(p.high) > BigInt(p.low)).map((p) => [p.partition, BigInt(p.high)]));

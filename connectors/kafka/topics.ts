@@ -13,10 +13,11 @@ export function catalogTopics(names: TopicNames, keys: readonly TopicKey[] = Obj
 }
 
 /**
- * A leader fail-over (a broker killed while a processor starts) answers metadata and CreateTopics with
- * retriable errors for a few seconds: ride it out, 10-20 s in all, rather than refuse the start.
+ * A leader fail-over (a broker killed while a processor starts) answers metadata, CreateTopics and ListOffsets
+ * with retriable errors for a few seconds, as does a broker whose metadata has not yet caught up with a topic
+ * created a moment ago: ride it out, 10-20 s in all, rather than refuse the start.
  */
-const FAIL_OVER_RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 500, maxDelayMs: 5000 });
+export const FAIL_OVER_RETRY = resolveRetryOptions({ retries: 6, initialDelayMs: 500, maxDelayMs: 5000 });
 
 /**
  * Creates the topics that do not exist yet; existing ones are left as they are (idempotent).
