@@ -9,7 +9,7 @@ import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type 
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
-import { topicNames, type Task } from '../schemas/index.js';
+import { ConfigError, topicNames, type Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
 import { endProgress, printProgress, progressLine } from './progress.js';
 
@@ -35,6 +35,13 @@ export interface ExperimentOptions {
    * as sampling), or 'sample', a draw from its distribution as in training. @default 'greedy'
    */
   readonly decoding?: Decoding;
+  /**
+   * What the second evaluation plays: the mean of the parameters of the newest `ceil(share x checkpoints)` of
+   * the run's checkpoints (tail averaging, as Polyak-Ruppert and SWA average an ascent's late iterates). A noisy
+   * ascent's last iterate swings from one version to the next, the mean of its tail much less. 0 plays the
+   * newest checkpoint alone, as does a kind with no `average` (the llm policy). @default 0.5
+   */
+  readonly tailAverage?: number;
   readonly groupSize: number;
   readonly batchSize: number;
   readonly maxTurns: number;
@@ -80,6 +87,10 @@ export interface ExperimentReport {
   readonly seed: string;
   /** How both evaluations chose (ExperimentOptions.decoding). */
   readonly decoding: Decoding;
+  /** ExperimentOptions.tailAverage. */
+  readonly tailAverage: number;
+  /** The checkpoint versions whose mean the trained evaluation played, oldest first; one: the newest alone; none: training made no checkpoint. */
+  readonly trainedVersions: readonly number[];
   readonly untrained: TimedEvaluation;
   readonly trained: TimedEvaluation;
   /** Held-out success within each turn budget at which some episode was solved (the last is maxTurns), with 95% intervals. */
@@ -112,10 +123,25 @@ export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'success
 
 const load = (): number => loadavg()[0]!;
 
+/** The trained parameters the held-out evaluation plays (ExperimentOptions.tailAverage), and which versions they are made of. */
+export async function trainedParams<P>(kind: Pick<AnyPolicyKind<unknown>, 'policyId' | 'initial' | 'decodeParams' | 'average'>, store: CheckpointStore, tailAverage: number): Promise<{ params: P; versions: number[] }> {
+  const stored = await store.list(kind.policyId);
+  if (stored.length === 0) return { params: kind.initial().params as P, versions: [] };
+  const tail = kind.average ? stored.slice(-Math.max(1, Math.ceil(tailAverage * stored.length))) : stored.slice(-1);
+  const params = await Promise.all(tail.map(async ({ artifact }) => kind.decodeParams(await store.get(artifact)) as P));
+  return { params: tail.length === 1 ? params[0]! : (kind.average!(params) as P), versions: tail.map(({ version }) => version) };
+}
+
+function checkTailAverage(share: number): number {
+  if (!(share >= 0 && share <= 1)) throw new ConfigError(`ExperimentOptions.tailAverage must be a share in 0..1, got ${share}`);
+  return share;
+}
+
 export async function runExperiment(options: ExperimentOptions): Promise<ExperimentReport> {
   const { runId, kind, held, dataDir } = options;
   const seed = options.seed ?? runId;
   const decoding = options.decoding ?? 'greedy';
+  const tailAverage = checkTailAverage(options.tailAverage ?? 0.5);
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
   const context = { kafka: options.kafka, serde: new TopicSerde(names), names };
@@ -178,9 +204,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   });
   endProgress();
   const trainingLoad = load();
-  const newest = (await options.checkpoints.list(kind.policyId)).at(-1);
-  const trainedParams = newest ? kind.decodeParams(await options.checkpoints.get(newest.artifact)) : kind.initial().params;
-  const trained = await evaluate('trained', newest?.version ?? 0, trainedParams);
+  const played = await trainedParams(kind, options.checkpoints, tailAverage);
+  const trained = await evaluate(played.versions.length > 1 ? `trained, mean of ${played.versions.length}` : 'trained', played.versions.at(-1) ?? 0, played.params);
   return {
     runId,
     heldOutRunId,
@@ -196,6 +221,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     evalSamples: options.evalSamples,
     seed,
     decoding,
+    tailAverage,
+    trainedVersions: played.versions,
     untrained,
     trained,
     budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
@@ -219,12 +246,19 @@ const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
 const interval = (i: { low: number; high: number }): string => `[${pct(i.low)}, ${pct(i.high)}]`;
 const signed = (x: number): string => `${x >= 0 ? '+' : ''}${(100 * x).toFixed(1)}`;
 
+/** The trained policy as the report names it: `v45`, or `v23-v45 mean` for a tail average. */
+export function trainedName(report: Pick<ExperimentReport, 'trained' | 'trainedVersions'>): string {
+  const versions = report.trainedVersions;
+  return versions.length > 1 ? `v${versions[0]}-v${versions.at(-1)} mean` : `v${report.trained.evaluation.policyVersion}`;
+}
+
 /** One line per turn budget: before -> after, each with its 95% interval, the difference and what it says. */
-export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'trained'>): string[] {
+export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'trained' | 'trainedVersions'>): string[] {
+  const trained = trainedName(report);
   return report.budgets.map((b) => {
     const ratio = b.ratio === null ? '' : ` ${b.ratio.toFixed(2)}x,`;
     return (
-      `within ${String(b.turns).padStart(2)} turns: ${pct(b.before.rate)} ${interval(b.before.interval)} -> v${report.trained.evaluation.policyVersion} ${pct(b.after.rate)} ${interval(b.after.interval)}` +
+      `within ${String(b.turns).padStart(2)} turns: ${pct(b.before.rate)} ${interval(b.before.interval)} -> ${trained} ${pct(b.after.rate)} ${interval(b.after.interval)}` +
       ` (${b.before.episodes} + ${b.after.episodes} episodes, worth ${b.before.effectiveEpisodes.toFixed(0)} + ${b.after.effectiveEpisodes.toFixed(0)} independent ones;${ratio} difference ${signed(b.difference.value)} points, 95% ${signed(b.difference.interval.low)} to ${signed(b.difference.interval.high)}: ${b.verdict})`
     );
   });
@@ -250,7 +284,7 @@ export function formatThroughput(report: Pick<ExperimentReport, 'training' | 'un
 }
 
 /** What the training counts mean, a line each. */
-export function formatTrainingCounts(training: LoopSummary): string[] {
+export function formatTrainingCounts(training: LoopSummary, trainedVersions: readonly number[]): string[] {
   const rewards = Object.values(training.rewardDispositions).reduce((a, b) => a + b, 0);
   const noSignal = training.rewardDispositions['no-signal'] ?? 0;
   const learnt = training.rewardDispositions.learn ?? 0;
@@ -259,7 +293,9 @@ export function formatTrainingCounts(training: LoopSummary): string[] {
     `trajectories      ${training.trajectories} (${training.epochs} epoch${training.epochs === 1 ? '' : 's'} begun), training pass rate ${pct(training.passRate)}`,
     `no-signal         ${noSignal} of ${rewards} rewards (${pct(rewards ? noSignal / rewards : 0)}) are in groups whose members all passed or all failed: their advantage is 0 and the learner skips them; ${learnt} carried a gradient`,
     `max-turn episodes ${maxTurns} of ${training.trajectories} ran out of tool calls before submitting (the env submits for them; with a scripted policy that is every episode whose last try failed)`,
-    `checkpoints       ${training.checkpoints}: one per batch of learnable samples; the held-out evaluation plays the newest`,
+    `checkpoints       ${training.checkpoints}: one per batch of learnable samples; the held-out evaluation plays ${
+      trainedVersions.length > 1 ? `the mean of the newest ${trainedVersions.length} (v${trainedVersions[0]}-v${trainedVersions.at(-1)}, --tail-average)` : 'the newest'
+    }`,
   ];
 }
 
@@ -280,7 +316,7 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
     `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}; ${DECODING_WORDS[report.decoding]}), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
     ...verdict,
-    ...formatTrainingCounts(training),
+    ...formatTrainingCounts(training, report.trainedVersions),
     'learning curve (training pass rate per policy version, 95% intervals in the notebook):',
     ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
     ...formatThroughput(report),

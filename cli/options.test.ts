@@ -21,6 +21,8 @@ test('numbers: finite and inside the bounds', () => {
   assert.equal(numberOption({ p: '99.5' }, 'p', { above: 0, below: 100 }), 99.5);
   for (const bad of ['0', '-1', 'NaN', 'Infinity', '', 'x']) assert.throws(() => numberOption({ lr: bad }, 'lr', { above: 0 }), /--lr must be a number > 0, got/);
   assert.throws(() => numberOption({ p: '100' }, 'p', { above: 0, below: 100 }), /--p must be a number > 0 and < 100, got "100"/);
+  for (const share of ['0', '0.5', '1']) assert.equal(numberOption({ s: share }, 's', { above: 0, below: 1, inclusive: true }), Number(share));
+  assert.throws(() => numberOption({ s: '1.5' }, 's', { above: 0, below: 1, inclusive: true }), /--s must be a number >= 0 and <= 1, got "1\.5"/);
 });
 
 test('choices, strings and lists refuse what they cannot use', () => {

@@ -29,15 +29,17 @@ export function requiredInt(values: OptionValues, name: string, min = 1): number
   return value;
 }
 
-/** A finite number strictly between `above` and `below`. */
-export function numberOption(values: OptionValues, name: string, range: { above: number; below?: number }): number {
+/** A finite number strictly between `above` and `below`, or from one to the other with `inclusive`. */
+export function numberOption(values: OptionValues, name: string, range: { above: number; below?: number; inclusive?: boolean }): number {
   const raw = values[name];
   if (raw === undefined) throw new ConfigError(`--${name} is required`);
   const text = String(raw).trim();
   const value = text === '' ? Number.NaN : Number(text);
   const below = range.below ?? Number.POSITIVE_INFINITY;
-  if (!Number.isFinite(value) || !(value > range.above) || !(value < below)) {
-    const bounds = Number.isFinite(below) ? `> ${range.above} and < ${below}` : `> ${range.above}`;
+  const inside = range.inclusive === true ? value >= range.above && value <= below : value > range.above && value < below;
+  if (!Number.isFinite(value) || !inside) {
+    const [over, under] = range.inclusive === true ? ['>=', '<='] : ['>', '<'];
+    const bounds = Number.isFinite(below) ? `${over} ${range.above} and ${under} ${below}` : `${over} ${range.above}`;
     throw new ConfigError(`--${name} must be a number ${bounds}, got "${String(raw)}"`);
   }
   return value;

@@ -102,6 +102,13 @@ export interface PolicyKind<Obs, Params, Optimizer> {
   decodeOptimizer(bytes: Buffer): Optimizer;
   /** Inline weights for the checkpoint record (small models only; [] otherwise). */
   inlineWeights(params: Params): number[];
+  /**
+   * The element-wise mean of parameters of one shape: tail averaging of the versions along one training run
+   * (Polyak-Ruppert, SWA), which smooths the swings of a noisy ascent's last iterate. A kind whose weights live
+   * elsewhere (the llm policy's adapter, in its learner and model server) has none. Throws a ConfigError for an
+   * empty list or parameters of different shapes.
+   */
+  average?(params: readonly Params[]): Params;
   load(params: Params, version: number, options?: LoadOptions): Promise<Policy<Obs>>;
   update(params: Params, optimizer: Optimizer, samples: readonly PolicySample[], options: UpdateOptions): Promise<TrainingStep<Params, Optimizer>>;
 }

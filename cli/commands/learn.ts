@@ -43,6 +43,7 @@ export function resolveLearnSettings(values: OptionValues) {
     sandbox: sandboxBackend(values, String(values.policy ?? ONNX_REPAIR_POLICY)),
     evalSeed: stringOption(values, 'eval-seed'),
     evalDecoding: choiceOption<Decoding>(values, 'eval-decoding', DECODINGS),
+    tailAverage: numberOption(values, 'tail-average', { above: 0, below: 1, inclusive: true }),
   };
 }
 
@@ -59,7 +60,7 @@ export const learnCommand: Command = {
   name: 'learn',
   summary:
     'Measure learning: the success rate within N turns of the untrained policy on held-out tasks, then the loop for T minutes on the\n' +
-    'training tasks, then the success rate of the newest checkpoint on the same held-out tasks and episode seeds.',
+    'training tasks, then the success rate of the trained policy (the mean of the newest half of its checkpoints) on the same held-out tasks and episode seeds.',
   usage: '',
   options: {
     tasks: { type: 'string' },
@@ -78,6 +79,7 @@ export const learnCommand: Command = {
     sandbox: { type: 'string' },
     'eval-seed': { type: 'string' },
     'eval-decoding': { type: 'string', default: 'greedy' },
+    'tail-average': { type: 'string', default: '0.5' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -95,12 +97,14 @@ export const learnCommand: Command = {
     epochs: 'the learner\'s ascent steps on each batch (PPO epochs; the clip bounds how far each batch moves the policy)',
     sandbox: SANDBOX_HELP,
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
+    'tail-average':
+      'share of the newest checkpoints whose mean parameters the trained evaluation plays (tail averaging: the last version of a noisy ascent swings, the mean of the last half much less); 0: the newest alone (llm: always)',
     'eval-decoding': `how both evaluations choose: greedy (the most probable choice; llm: temperature 0) or sample (drawn, as in training)`,
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding } = resolveLearnSettings(values);
+    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding, tailAverage } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -138,6 +142,7 @@ export const learnCommand: Command = {
         evalSamples,
         seed: evalSeed,
         decoding: evalDecoding,
+        tailAverage,
         evalConcurrency: policy.llm ? undefined : evalConcurrency,
         groupSize,
         batchSize,

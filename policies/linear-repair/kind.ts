@@ -32,6 +32,12 @@ export const linearRepairKind: PolicyKind<RepairObservation, number[], AdamState
   encodeOptimizer: (state) => Buffer.from(JSON.stringify(state)),
   decodeOptimizer: (bytes) => parseJson<AdamState>(bytes, 'linear-repair optimizer state'),
   inlineWeights: (weights) => weights,
+  average: (versions) => {
+    if (versions.length === 0) throw new ConfigError('linear-repair: averaging needs at least one set of weights');
+    const bad = versions.findIndex((weights) => weights.length !== FEATURE_NAMES.length);
+    if (bad >= 0) throw new ConfigError(`linear-repair: weights ${bad} have ${versions[bad]!.length} values, not ${FEATURE_NAMES.length}`);
+    return FEATURE_NAMES.map((_, i) => versions.reduce((sum, weights) => sum + weights[i]!, 0) / versions.length);
+  },
   load: async (weights, version, options) => new LinearRepairPolicy(version, weights, options?.decoding),
   update: async (weights, optimizer, samples, options) => {
     let step = { weights, state: optimizer };

@@ -41,6 +41,14 @@ test('parameters round-trip through the artifact, and foreign artifacts are refu
   assert.throws(() => linearRepairKind.decodeParams(Buffer.from(JSON.stringify({ policyId: 'linear-repair', featureNames: ['x'], weights: [1] }))), /features/);
 });
 
+test('versions average weight by weight', () => {
+  const ones = FEATURE_NAMES.map(() => 1);
+  const ramp = FEATURE_NAMES.map((_, i) => i);
+  assert.deepEqual(linearRepairKind.average!([ones, ramp]), FEATURE_NAMES.map((_, i) => (1 + i) / 2));
+  assert.throws(() => linearRepairKind.average!([]), /at least one/);
+  assert.throws(() => linearRepairKind.average!([ones, [1]]), /weights 1 have 1 values/);
+});
+
 test('a greedy policy applies its best-scored edit; untrained, it makes the same picks as a sampling one', async () => {
   const listed = { ...base, lastTests: failing, baselineTests: failing, edits };
   const zero = FEATURE_NAMES.map(() => 0);

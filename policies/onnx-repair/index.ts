@@ -1,6 +1,7 @@
 export { candidateFeatures, ONNX_REPAIR_FEATURE_NAMES } from './features.js';
 export { OnnxRepairPolicy, OnnxScorer } from './policy.js';
 export {
+  averageParams,
   featureMismatch,
   freshAdamState,
   initialParams,

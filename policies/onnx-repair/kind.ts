@@ -1,7 +1,7 @@
 import { PROGRAM_REPAIR_ENV, type RepairObservation } from '../../envs/index.js';
 import type { PolicyKind } from '../types.js';
 import { ONNX_REPAIR_FEATURE_NAMES } from './features.js';
-import { freshAdamState, initialParams, ONNX_REPAIR_POLICY, parseAdamState, parseParams, serializeAdamState, serializeParams, type InitialParamsOptions, type OnnxAdamState, type OnnxParams } from './params.js';
+import { averageParams, freshAdamState, initialParams, ONNX_REPAIR_POLICY, parseAdamState, parseParams, serializeAdamState, serializeParams, type InitialParamsOptions, type OnnxAdamState, type OnnxParams } from './params.js';
 import { OnnxRepairPolicy, OnnxScorer } from './policy.js';
 import { resolveRuntimeOptions, type OnnxRuntimeOptions } from './runtime.js';
 import { OnnxTrainer } from './trainer.js';
@@ -38,6 +38,7 @@ export function createOnnxRepairKind(options: OnnxRepairKindOptions = {}): Polic
     decodeOptimizer: parseAdamState,
     // The weights live in the artifact only: a few thousand floats are no analytics column.
     inlineWeights: () => [],
+    average: averageParams,
     load: async (params, version, loadOptions) => new OnnxRepairPolicy(version, params, await (scorer ??= OnnxScorer.create(runtime)), loadOptions?.decoding),
     update: async (params, optimizer, samples, updateOptions) => {
       const step = await (await (trainer ??= OnnxTrainer.create(runtime))).update(params, optimizer, samples, updateOptions);

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { sha256Hex } from './artifact.js';
 import { ONNX_REPAIR_FEATURE_NAMES } from './features.js';
 import { PARAM_NAMES } from './graphs.js';
-import { freshAdamState, initialParams, paramsSha256, parseAdamState, parseParams, serializeAdamState, serializeParams } from './params.js';
+import { averageParams, freshAdamState, initialParams, paramsSha256, parseAdamState, parseParams, serializeAdamState, serializeParams } from './params.js';
 
 test('params round-trip through the artifact bytes, and the digest is verified', () => {
   const params = initialParams('round-trip', { hiddenSize: 7 });
@@ -56,4 +56,22 @@ test('optimizer state round-trips with its step count', () => {
   assert.equal(loaded.m.hiddenBias[1], 0.5);
   assert.equal(loaded.v.skipWeights[0], 2);
   assert.throws(() => parseAdamState(serializeParams(params)), /not onnx-repair\/adam/);
+});
+
+test('versions average element-wise; parameters of another shape are refused', () => {
+  const versions = [initialParams('a', { hiddenSize: 3 }), initialParams('b', { hiddenSize: 3 }), initialParams('c', { hiddenSize: 3 })];
+  versions[0]!.tensors.skipWeights[1] = 0.3;
+  versions[1]!.tensors.skipWeights[1] = 0.6;
+  const mean = averageParams(versions);
+  assert.equal(mean.hiddenSize, 3);
+  assert.deepEqual(mean.featureNames, ONNX_REPAIR_FEATURE_NAMES);
+  assert.ok(Math.abs(mean.tensors.skipWeights[1]! - 0.3) < 1e-7);
+  for (const name of PARAM_NAMES) {
+    mean.tensors[name].forEach((value, i) => assert.ok(Math.abs(value - versions.reduce((sum, v) => sum + v.tensors[name][i]!, 0) / 3) < 1e-6, `${name}[${i}]`));
+  }
+  assert.deepEqual(serializeParams(averageParams([versions[2]!])), serializeParams(versions[2]!), 'the mean of one version is that version');
+  assert.throws(() => averageParams([]), /at least one/);
+  assert.throws(() => averageParams([versions[0]!, initialParams('d', { hiddenSize: 4 })]), /parameters 1 differ in shape from parameters 0 \(4 hidden units, not 3\)/);
+  const renamed = { ...versions[1]!, featureNames: ONNX_REPAIR_FEATURE_NAMES.map((name, i) => (i === 0 ? 'kind:renamed' : name)) };
+  assert.throws(() => averageParams([versions[0]!, renamed]), /parameters 1 differ in shape .*feature 0 is "kind:renamed"/);
 });

@@ -120,6 +120,26 @@ export function featureMismatch(actual: readonly string[] | undefined, expected:
   return index < 0 ? null : `feature ${index} is "${actual[index]}", this build has "${expected[index]}"`;
 }
 
+/** The element-wise mean of parameters trained on the same features with the same hidden size (see PolicyKind.average). */
+export function averageParams(list: readonly OnnxParams[]): OnnxParams {
+  const [first] = list;
+  if (first === undefined) throw new ConfigError('averageParams needs at least one set of parameters');
+  for (const [index, params] of list.entries()) {
+    const mismatch = featureMismatch(params.featureNames, first.featureNames);
+    if (mismatch !== null || params.hiddenSize !== first.hiddenSize) {
+      throw new ConfigError(`averageParams: parameters ${index} differ in shape from parameters 0 (${mismatch ?? `${params.hiddenSize} hidden units, not ${first.hiddenSize}`})`);
+    }
+    checkParams(params, `averageParams: parameters ${index}`);
+  }
+  const mean = (name: ParamName): Float32Array => {
+    // Summed in float64: a float32 running sum of many versions loses the low bits of each.
+    const sum = new Float64Array(first.tensors[name].length);
+    for (const params of list) params.tensors[name].forEach((value, i) => (sum[i]! += value));
+    return Float32Array.from(sum, (value) => value / list.length);
+  };
+  return { featureNames: first.featureNames, hiddenSize: first.hiddenSize, tensors: Object.fromEntries(PARAM_NAMES.map((name) => [name, mean(name)])) as Record<ParamName, Float32Array> };
+}
+
 /** Checks every tensor's size against the feature count and hidden size. */
 export function checkParams(params: OnnxParams, what: string): void {
   const { featureNames, hiddenSize } = params;
