@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { resolveLlmPolicyOptions } from '../policies/index.js';
-import { ConfigError } from '../schemas/index.js';
+import { checkoutFile, ConfigError, ProcessExitError } from '../schemas/index.js';
 import { llmThreadShare } from '../stack/index.js';
-import { llmLearnerArgs, llmLearnerLaunch, llmServerRoot, localCheckpointRoot, loopLearnerFlags, servedGguf } from './llm-learner.js';
+import { llmLearnerArgs, llmLearnerLaunch, llmLearnerProcess, llmServerRoot, localCheckpointRoot, loopLearnerFlags, servedGguf } from './llm-learner.js';
 
 test('the learner gets the stack endpoints and names of this environment, and the caller\'s flags last', () => {
   const launch = llmLearnerLaunch(
@@ -48,4 +52,32 @@ test("the loop's learner trains whole samples (up to the policy's episode length
   assert.deepEqual(loopLearnerFlags(agent, ['--epochs', '2']), ['--threads', threads, '--max-sequence-tokens', '3000', '--epochs', '2']);
   const scaffold = resolveLlmPolicyOptions({ baseUrl: 'http://127.0.0.1:8090/v1', scaffold: 'repair-script' }, {});
   assert.deepEqual(loopLearnerFlags(scaffold, []), ['--threads', threads, '--max-sequence-tokens', '4096', '--earlier-turns-failed']);
+});
+
+test("the loop's learner process: an exit while the loop runs is its failure, and one that ignores SIGTERM is killed on stop; both name the log", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'trialrun-llm-learner-'));
+  const launch = llmLearnerLaunch({ gguf: '/m.gguf', runId: 'r1', batchSize: 2, sessionTimeoutMs: 10_000, extraArgs: [] }, { TRIALRUN_CHECKPOINTS: dir });
+  try {
+    // A "python" that fails at once: the loop sees the failure while it runs, and stop reports it.
+    const failing = llmLearnerProcess('/bin/false', launch, join(dir, 'failing.log'));
+    await failing.start();
+    for (let tries = 0; tries < 100 && failing.failure() === null; tries++) await sleep(50);
+    assert.match(String(failing.failure()?.message), /the LLM learner exited with status 1 while the loop ran; its log: .*failing\.log$/);
+    await assert.rejects(failing.stop(), ProcessExitError);
+
+    // One that ignores SIGTERM (the fixture prints the pid of a child of its own, which keeps running after it).
+    const logFile = join(dir, 'stuck.log');
+    const stuck = llmLearnerProcess(checkoutFile('test/fixtures/ignores-sigterm.sh'), launch, logFile, 300);
+    await stuck.start();
+    const printedPid = (): number => Number.parseInt(readFileSync(logFile, 'utf8'), 10);
+    for (let tries = 0; tries < 100 && Number.isNaN(printedPid()); tries++) await sleep(50);
+    const grandchild = printedPid();
+    try {
+      await assert.rejects(stuck.stop(), (error: unknown) => error instanceof ProcessExitError && /status 137 when asked to stop \(killed: still running 0\.3 s after SIGTERM, or by the system\); its log: .*stuck\.log$/.test(error.message));
+    } finally {
+      if (Number.isInteger(grandchild)) process.kill(grandchild, 'SIGKILL');
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

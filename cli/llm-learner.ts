@@ -1,6 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
-import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { resolveKafkaOptions } from '../connectors/kafka/index.js';
@@ -9,7 +8,7 @@ import { servedModelPath } from '../connectors/llm/index.js';
 import type { ExternalLearner } from '../pipelines/loop/index.js';
 import { llmPolicyKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
-import { llmLearnerPython, llmLearnerVenvDir, llmThreadShare, stackPaths } from '../stack/index.js';
+import { childExit, llmLearnerPython, llmLearnerVenvDir, llmThreadShare, stackPaths, stopChild } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
 import { checkpointsLocation } from './paths.js';
 
@@ -91,18 +90,31 @@ function spawnLlmLearner(python: string, launch: LlmLearnerLaunch, stdio: StdioO
 }
 
 /**
- * Runs the Python learner until it exits; SIGINT and SIGTERM are passed on to it (it finishes the update in
- * hand, commits, and exits). Resolves with its exit status (128 + signal number when a signal ended it).
+ * How long a learner asked to stop may take before it is killed. SIGTERM lets it finish the update in hand and
+ * commit (an update of a large batch on CPU takes minutes); a learner still running this long after is stuck
+ * where it never reads the flag SIGTERM sets.
+ */
+export const LLM_LEARNER_STOP_GRACE_MS = 600_000;
+
+/**
+ * Runs the Python learner until it exits. The first SIGINT or SIGTERM asks it to stop (it finishes the update
+ * in hand, commits, and exits; SIGKILL after LLM_LEARNER_STOP_GRACE_MS), a second kills it. Resolves with its
+ * exit status (128 + signal number when a signal ended it).
  */
 export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): Promise<number> {
   const child = spawnLlmLearner(python, launch, 'inherit');
-  const forward = (signal: NodeJS.Signals): void => void child.kill(signal);
+  let stopping = false;
+  const forward = (): void => {
+    if (stopping) child.kill('SIGKILL');
+    else void stopChild(child, { graceMs: LLM_LEARNER_STOP_GRACE_MS });
+    stopping = true;
+  };
   process.on('SIGINT', forward);
   process.on('SIGTERM', forward);
   try {
     return await new Promise<number>((resolve, reject) => {
       child.once('error', (error) => reject(new ConfigError(`cannot start the LLM learner with ${python}: ${error.message}`)));
-      child.once('exit', (code, signal) => resolve(exitStatus(code, signal)));
+      void childExit(child).then(resolve);
     });
   } finally {
     process.off('SIGINT', forward);
@@ -110,15 +122,13 @@ export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): P
   }
 }
 
-const exitStatus = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? constants.signals[signal] : 0);
-
 /**
  * The Python learner as a loop's external learner: one process on `launch`'s topics and checkpoint folder,
- * its output appended to `logFile`, which every error about it names.
+ * its output appended to `logFile`, which every error about it names. `stop` kills it if it still runs
+ * `stopGraceMs` after SIGTERM.
  */
-export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logFile: string): ExternalLearner {
+export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logFile: string, stopGraceMs = LLM_LEARNER_STOP_GRACE_MS): ExternalLearner {
   let child: ChildProcess | null = null;
-  let exited: Promise<number> = Promise.resolve(0);
   let stopping = false;
   let failure: Error | null = null;
   return {
@@ -133,8 +143,7 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
         closeSync(log);
       }
       const started = child;
-      exited = new Promise((resolve) => started.once('exit', (code, signal) => resolve(exitStatus(code, signal))));
-      void exited.then((status) => {
+      void childExit(started).then((status) => {
         if (!stopping) failure = new ProcessExitError(`the LLM learner exited with status ${status} while the loop ran; its log: ${logFile}`);
       });
       await new Promise<void>((resolve, reject) => {
@@ -147,10 +156,11 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
       if (child === null) return;
       stopping = true;
       // SIGTERM: it finishes the update in hand, commits, and exits 0.
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const status = await exited;
+      const status = await stopChild(child, { graceMs: stopGraceMs });
       if (failure) throw failure;
-      if (status !== 0) throw new ProcessExitError(`the LLM learner exited with status ${status} when asked to stop; its log: ${logFile}`);
+      // 137: SIGKILL, from stopChild once the grace had passed (or from the system, out of memory).
+      const killed = status === 137 ? ` (killed: still running ${stopGraceMs / 1000} s after SIGTERM, or by the system)` : '';
+      if (status !== 0) throw new ProcessExitError(`the LLM learner exited with status ${status} when asked to stop${killed}; its log: ${logFile}`);
     },
   };
 }

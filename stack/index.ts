@@ -16,7 +16,7 @@ export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, 
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm-learner.js';
-export { freePort } from './process.js';
+export { childExit, freePort, stopChild, type StopChildOptions } from './process.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
 

@@ -4,9 +4,10 @@
  * `<stateDir>/logs/<name>.log`, and is remembered by `<stateDir>/run/<name>.pid`. That pid file is
  * the only proof that this project started the daemon, so `stopDaemon` never touches anything else.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, existsSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
+import { constants } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureDir } from './state.js';
@@ -177,6 +178,40 @@ export async function stopDaemon(
   }
   rmSync(daemonFiles(stateDir, name).pidFile, { force: true });
   return 'stopped';
+}
+
+/** The status a shell reports for a child that ended: its exit code, or 128 + the number of the signal that ended it. */
+const exitStatus = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? constants.signals[signal] : 0);
+
+/** Resolves with the child's exit status once it has exited; at once for a child that already has. */
+export function childExit(child: ChildProcess): Promise<number> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(exitStatus(child.exitCode, child.signalCode));
+  return new Promise((resolve) => child.once('exit', (code, signal) => resolve(exitStatus(code, signal))));
+}
+
+export interface StopChildOptions {
+  /** How long to wait after SIGTERM before SIGKILL. @default 20_000 */
+  readonly graceMs?: number;
+  /** Signal the child's whole process group (a child spawned detached leads its own), so its own children go too. @default false */
+  readonly group?: boolean;
+}
+
+/**
+ * Stops a child this process spawned: SIGTERM, then SIGKILL if it is still running `graceMs` later, so a child
+ * stuck where it never reads the flag SIGTERM sets cannot hold its parent up for ever. Resolves with its exit
+ * status (143 when SIGTERM ended it, 137 when it had to be killed); at once for a child that already exited.
+ */
+export async function stopChild(child: ChildProcess, options: StopChildOptions = {}): Promise<number> {
+  const exit = childExit(child);
+  if (child.exitCode !== null || child.signalCode !== null) return exit;
+  const send = (signal: NodeJS.Signals): void => (options.group === true && child.pid !== undefined ? signalGroup(child.pid, signal) : void child.kill(signal));
+  send('SIGTERM');
+  const deadline = setTimeout(() => send('SIGKILL'), options.graceMs ?? 20_000);
+  try {
+    return await exit;
+  } finally {
+    clearTimeout(deadline);
+  }
 }
 
 function signalGroup(pid: number, signal: NodeJS.Signals): void {
