@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Trajectory } from '../../schemas/index.js';
+import { childExit, stopChild } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -19,7 +20,6 @@ function startVerifier(prefix: string): ChildProcess {
   return child;
 }
 
-const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 
 test('a verifier killed mid-stream and restarted verifies every trajectory exactly once', { timeout: 420_000 }, async () => {
   const context = await freshContext('crash');
@@ -49,7 +49,7 @@ test('a verifier killed mid-stream and restarted verifies every trajectory exact
   let verifier = startVerifier(context.names.prefix);
   await eventually('the first committed verifications', async () => (await readAll(context, 'verifications')).length >= 2, 180_000);
   verifier.kill('SIGKILL');
-  await exited(verifier);
+  await childExit(verifier);
   const beforeRestart = (await readAll(context, 'verifications')).length;
   assert.ok(beforeRestart < trajectories.length, 'the kill landed mid-stream');
 
@@ -63,7 +63,6 @@ test('a verifier killed mid-stream and restarted verifies every trajectory exact
     assert.deepEqual(verifications.map((v) => v.trajectoryId).sort(), trajectories.map((t) => t.trajectoryId).sort(), 'none lost');
     for (const v of verifications) assert.equal(v.passed, v.lineage.attempt % 2 === 0, `${v.trajectoryId}: the reference passes and the bug fails`);
   } finally {
-    verifier.kill('SIGTERM');
-    await exited(verifier);
+    await stopChild(verifier);
   }
 });

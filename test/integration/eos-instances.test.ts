@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { repoRoot } from '../../cli/paths.js';
 import { seededRandom } from '../../policies/index.js';
+import { childExit, stopChild } from '../../stack/index.js';
 import { syntheticTrajectory, syntheticVerification } from './analytics-fixtures.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -28,13 +29,12 @@ interface Instance {
   active: boolean;
 }
 
-const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 const fleet: Instance[] = [];
 after(async () => {
   for (const instance of fleet) instance.child.kill('SIGKILL');
-  await Promise.all(fleet.map((instance) => exited(instance.child)));
+  await Promise.all(fleet.map((instance) => childExit(instance.child)));
 });
 
 test('reward at 3 and learner at 2 instances, SIGKILLed at random: every reward exactly once, every batch trained exactly once', { timeout: 600_000 }, async () => {
@@ -81,7 +81,7 @@ test('reward at 3 and learner at 2 instances, SIGKILLed at random: every reward 
       const victim = active && round % 3 !== 2 ? active : candidates[Math.floor(random() * candidates.length)]!;
       const wasActive = victim.active;
       victim.child.kill('SIGKILL');
-      await exited(victim.child);
+      await childExit(victim.child);
       kills.push(`${victim.role}-${victim.id}${wasActive ? ' (active)' : ''}`);
       await pause(random() * 1_500);
       start(victim);
@@ -115,6 +115,6 @@ test('reward at 3 and learner at 2 instances, SIGKILLed at random: every reward 
   assert.equal(checkpoints.reduce((sum, c) => sum + c.metrics.samples, 0), updates * BATCH, 'no sample trained twice or lost');
   console.log(`# ${kills.length} kills; ${rewards.length} rewards (${learnable} learnable); ${checkpoints.length} checkpoints of ${BATCH} samples`);
 
-  for (const instance of fleet) instance.child.kill('SIGTERM');
-  await Promise.all(fleet.map((instance) => exited(instance.child)));
+  // Graceful: each commits what it holds (bounded, so a stuck instance cannot hold the suite up).
+  await Promise.all(fleet.map((instance) => stopChild(instance.child, { graceMs: 120_000 })));
 });

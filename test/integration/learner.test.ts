@@ -7,6 +7,7 @@ import { FEATURE_NAMES } from '../../policies/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Reward, type Trajectory } from '../../schemas/index.js';
+import { childExit, stopChild } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -43,7 +44,6 @@ function startLearner(prefix: string, checkpoints: string): ChildProcess {
   return child;
 }
 
-const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 
 test('a learner killed at random moments resumes without losing or double-counting a sample', { timeout: 300_000 }, async () => {
   const context = await freshContext('learner');
@@ -57,7 +57,7 @@ test('a learner killed at random moments resumes without losing or double-counti
     // Kill somewhere between "nothing processed yet" and "mid-batch".
     await new Promise((resolve) => setTimeout(resolve, 500 + Math.random() * 2500));
     learner.kill('SIGKILL');
-    await exited(learner);
+    await childExit(learner);
     learner = startLearner(context.names.prefix, checkpoints);
   }
   try {
@@ -72,8 +72,7 @@ test('a learner killed at random moments resumes without losing or double-counti
     const store = new LocalCheckpointStore(checkpoints);
     for (const c of published) assert.equal((await store.get(c.artifact!)).length, c.artifact!.bytes);
   } finally {
-    learner.kill('SIGTERM');
-    await exited(learner);
+    await stopChild(learner);
   }
 });
 

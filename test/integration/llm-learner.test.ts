@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import type { PolicyCheckpoint } from '../../schemas/index.js';
-import { stackComponents, stackUp } from '../../stack/index.js';
+import { childExit, stackComponents, stackUp, stopChild } from '../../stack/index.js';
 import { llmLearnerArgs, llmLearnerLaunch, llmLearnerVenv, llmServerRoot, servedGguf } from '../../cli/llm-learner.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
@@ -34,25 +34,6 @@ function watch(child: ChildProcess, label: string): (line: RegExp) => boolean {
     process.stderr.write(`# ${label} ${child.pid}: ${chunk.toString()}`);
   });
   return (line) => line.test(said);
-}
-
-const exited = (child: ChildProcess): Promise<number | null> =>
-  new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve(child.exitCode) : child.once('exit', (code) => resolve(code))));
-
-/**
- * The exit status of a child sent SIGTERM, or null when it is still running after `graceMs`: then its whole
- * process group (spawned detached) is SIGKILLed, so a learner stuck in a call, which never gets back to the flag
- * SIGTERM sets, cannot keep this file, and the suite after it, from finishing.
- */
-async function exitedWithin(child: ChildProcess, graceMs: number): Promise<number | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(resolve, graceMs, 'late')));
-  const status = await Promise.race([exited(child), late]);
-  clearTimeout(timer);
-  if (status !== 'late') return status;
-  process.kill(-child.pid!, 'SIGKILL');
-  await exited(child);
-  return null;
 }
 
 /** The safetensors header's `__metadata__` (8-byte little-endian length, then JSON). */
@@ -89,7 +70,7 @@ test('trialrun run llm-learner reads what TypeScript writes, publishes checkpoin
     detached: true,
   });
   watch(child, 'llm-learner');
-  let status: number | null;
+  let status: number;
   try {
     await eventually('checkpoint v1', async () => (await readAll(context, 'policyCheckpoints')).length >= 1, 600_000, 2000);
     const [checkpoint] = await readAll(context, 'policyCheckpoints');
@@ -103,8 +84,9 @@ test('trialrun run llm-learner reads what TypeScript writes, publishes checkpoin
     assert.equal(letter?.error.stage, 'decode');
     assert.equal(Buffer.from(letter!.value!, 'base64').toString(), 'not a registry record');
   } finally {
-    child.kill('SIGTERM');
-    status = await exitedWithin(child, 180_000);
+    // A learner stuck in a call, which never gets back to the flag SIGTERM sets, is killed with its group
+    // (spawned detached) after 3 minutes: it cannot keep this file, and the suite after it, from finishing.
+    status = await stopChild(child, { graceMs: 180_000, group: true });
   }
   assert.equal(status, 0, 'the launcher passes SIGTERM on and exits with the learner\'s status within 3 minutes');
 });
@@ -132,7 +114,7 @@ test('an LLM learner SIGKILLed at random moments resumes without losing or doubl
     await new Promise((resolve) => setTimeout(resolve, delayMs));
     kills.push(`burst ${burst}: +${delayMs} ms`);
     learner.child.kill('SIGKILL');
-    await exited(learner.child);
+    await childExit(learner.child);
     learner = start();
   }
   console.log(`# killed at ${kills.join(', ')}`);
@@ -147,7 +129,6 @@ test('an LLM learner SIGKILLed at random moments resumes without losing or doubl
     assert.equal(published.reduce((sum, c) => sum + c.metrics.samples + (c.metrics.extra.staleTrajectories ?? 0), 0), 6, 'every sample counted exactly once');
     await checkArtifacts(checkpoints, published);
   } finally {
-    learner.child.kill('SIGTERM');
-    await exited(learner.child);
+    await stopChild(learner.child, { graceMs: 180_000 });
   }
 });

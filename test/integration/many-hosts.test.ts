@@ -21,7 +21,7 @@ import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
 import type { Task, TopicValue } from '../../schemas/index.js';
-import { enginePaths, extraEngineComponent, extraEngineComponents, stackComponents, stackPaths, stackUp } from '../../stack/index.js';
+import { childExit, enginePaths, extraEngineComponent, extraEngineComponents, stackComponents, stackPaths, stackUp, stopChild } from '../../stack/index.js';
 import { committedPastEnd, eventually, freshContext, readAll, tempDir } from './harness.js';
 
 const HOSTS = { a: 'unix:///var/run/docker.sock', b: enginePaths(2).host } as const;
@@ -67,7 +67,6 @@ async function startProcess(processor: 'rollout-worker' | 'verifier', host: Host
   return child;
 }
 
-const exited = (child: ChildProcess): Promise<void> => new Promise((resolve) => (child.exitCode !== null || child.signalCode !== null ? resolve() : child.once('exit', () => resolve())));
 
 /** This run's containers on one engine (any state), with their owner label's pid. */
 async function containersOf(host: Host, runId: string): Promise<Array<{ id: string; name: string; pid: number; running: boolean }>> {
@@ -136,9 +135,8 @@ async function assertExactAccounting({ context, tasks }: Hosts): Promise<Record<
 
 /** Stops every process gracefully, then checks that neither engine keeps a container of the run. */
 async function stopAndAssertNoLeaks(hosts: Hosts): Promise<void> {
-  const running = [...Object.values(hosts.workers), ...Object.values(hosts.verifiers)].filter((c) => c.exitCode === null && c.signalCode === null);
-  for (const child of running) child.kill('SIGTERM');
-  await Promise.all(running.map(exited));
+  // Graceful, so each releases its sandboxes (bounded: stopChild answers at once for one that already exited).
+  await Promise.all([...Object.values(hosts.workers), ...Object.values(hosts.verifiers)].map((child) => stopChild(child, { graceMs: 120_000 })));
   await hosts.stopReward();
   for (const host of ['a', 'b'] as const) {
     await eventually(`no container of the run left on engine ${host}`, async () => (await containersOf(host, hosts.runId)).length === 0, 120_000, 1000);
@@ -152,7 +150,7 @@ test('a rollout worker killed mid-episode: the other host redoes its tasks, acco
     await eventually('worker a mid-episode', () => midEpisode('a', hosts.runId, victim.pid!), 600_000, 250);
     const left = (await containersOf('a', hosts.runId)).filter((c) => c.pid === victim.pid);
     victim.kill('SIGKILL');
-    await exited(victim);
+    await childExit(victim);
     console.log(`# killed worker a (pid ${victim.pid}) with ${left.length} containers of its own on engine a`);
 
     const counts = await assertExactAccounting(hosts);
