@@ -11,7 +11,8 @@
 -- ## Pass rate per policy version, with 95% intervals
 -- Share of trajectories sampled under each version whose hidden tests all passed, one line per run:
 -- `trialrun learn` lands its held-out evaluations as a run of their own (`<run>-heldout`), so
--- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one. Each point has its
+-- `--run <run> --run <run>-heldout` draws the training curve beside the held-out one (its trained point sits
+-- at the newest version of the mean it played: `trainedVersions` in the run's report). Each point has its
 -- 95% Wilson interval (the bars): versions differ in how many trajectories and tasks they were sampled for,
 -- and a point over a handful of either has a wide interval. Two points whose bars overlap are not shown to
 -- differ; the next query says so in words.
