@@ -183,9 +183,11 @@ export async function stopDaemon(
 /** The status a shell reports for a child that ended: its exit code, or 128 + the number of the signal that ended it. */
 const exitStatus = (code: number | null, signal: NodeJS.Signals | null): number => code ?? 128 + (signal ? constants.signals[signal] : 0);
 
+const hasExited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
+
 /** Resolves with the child's exit status once it has exited; at once for a child that already has. */
 export function childExit(child: ChildProcess): Promise<number> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(exitStatus(child.exitCode, child.signalCode));
+  if (hasExited(child)) return Promise.resolve(exitStatus(child.exitCode, child.signalCode));
   return new Promise((resolve) => child.once('exit', (code, signal) => resolve(exitStatus(code, signal))));
 }
 
@@ -202,8 +204,8 @@ export interface StopChildOptions {
  * status (143 when SIGTERM ended it, 137 when it had to be killed); at once for a child that already exited.
  */
 export async function stopChild(child: ChildProcess, options: StopChildOptions = {}): Promise<number> {
+  if (hasExited(child)) return childExit(child);
   const exit = childExit(child);
-  if (child.exitCode !== null || child.signalCode !== null) return exit;
   const send = (signal: NodeJS.Signals): void => (options.group === true && child.pid !== undefined ? signalGroup(child.pid, signal) : void child.kill(signal));
   send('SIGTERM');
   const deadline = setTimeout(() => send('SIGKILL'), options.graceMs ?? 20_000);
