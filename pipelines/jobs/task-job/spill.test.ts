@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import fs, { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { syncBuiltinESMExports } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, it } from 'node:test';
+import { describe, it, mock } from 'node:test';
 import { FileSignatures, MemorySignatures } from './columns.js';
 import { JsonLinesWriter, SpillFile } from './spill.js';
 
@@ -23,6 +24,31 @@ describe('SpillFile', () => {
       assert.throws(() => spill.read(300), RangeError);
       spill.close();
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+  it('reads a value behind its window alone, leaving the window for the next value forward', () => {
+    const dir = folder();
+    const reads = mock.method(fs, 'readSync');
+    syncBuiltinESMExports();
+    try {
+      const spill = new SpillFile<{ n: number; text: string }>(join(dir, 'rows.jsonl'));
+      // 4,000 values of about 1 KB: a read window holds about 1,000.
+      for (let n = 0; n < 4000; n++) spill.add({ n, text: 'x'.repeat(1000) });
+      spill.read(0);
+      reads.mock.resetCalls();
+      // Dedup's report: each duplicate forward, then the row it duplicates, far behind.
+      for (let n = 3000; n < 4000; n++) {
+        assert.equal(spill.read(n).n, n);
+        assert.equal(spill.read(n - 2500).n, n - 2500);
+      }
+      // One system call per value behind, and a few window refills forward (not one per value).
+      const calls = reads.mock.callCount();
+      assert.ok(calls >= 1000 && calls <= 1000 + 3, `${calls} reads`);
+      spill.close();
+    } finally {
+      reads.mock.restore();
+      syncBuiltinESMExports();
       rmSync(dir, { recursive: true, force: true });
     }
   });
