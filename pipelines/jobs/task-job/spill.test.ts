@@ -55,14 +55,15 @@ describe('SpillFile', () => {
 });
 
 describe('JsonLinesWriter', () => {
-  it('writes one JSON line per value', () => {
+  it('writes one JSON line per value, lines longer than its buffer and multi-byte text included', () => {
     const dir = folder();
     try {
       const writer = new JsonLinesWriter(join(dir, 'out', 'tasks.jsonl'), 64);
-      for (let n = 0; n < 100; n++) writer.add({ n });
+      const values = Array.from({ length: 100 }, (_, n) => ({ n, text: n % 10 === 0 ? `é\u{1f600}${'x'.repeat(n)}` : '' }));
+      for (const value of values) writer.add(value);
       writer.close();
       const lines = readFileSync(join(dir, 'out', 'tasks.jsonl'), 'utf8').trimEnd().split('\n');
-      assert.deepEqual(lines.map((line) => (JSON.parse(line) as { n: number }).n), Array.from({ length: 100 }, (_, n) => n));
+      assert.deepEqual(lines.map((line) => JSON.parse(line) as unknown), values);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
