@@ -47,6 +47,8 @@ const { values } = parseArgs({
     /** Internal: run one dry run of the job over this file, print its figures as JSON, and exit. */
     'job-alone': { type: 'string' },
     dir: { type: 'string', default: '/tmp/trialrun-bench-tasks' },
+    /** TaskJobOptions.checkThreads of every job run. @default the job's own */
+    'check-threads': { type: 'string' },
   },
 });
 const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => {
@@ -59,6 +61,7 @@ const SMALL = count('small', 1000);
 const PUBLISH = Math.min(count('publish', 0), ROWS);
 const DIR = values.dir;
 const ROUNDS = count('rounds', 3);
+const CHECK_THREADS = values['check-threads'] === undefined ? undefined : Number(values['check-threads']);
 const RSS_ROWS = values['rss-rows']!.split(',').map((size) => {
   const rows = Number(size);
   if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rss-rows takes whole numbers >= 0, comma-separated, got ${values['rss-rows']}`);
@@ -251,7 +254,7 @@ async function loadRows(file: string): Promise<GeneratedRow[]> {
 }
 
 async function dryRun(file: string, analyticsDir: string): Promise<TaskJobReport> {
-  return runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), analyticsDir, dryRun: true });
+  return runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), analyticsDir, dryRun: true, checkThreads: CHECK_THREADS });
 }
 
 /** Tasks per second of each side, one fresh topic per run: the job's publish, and a bare producer loop. */
@@ -321,7 +324,7 @@ async function jobAlone(file: string, rows: number): Promise<void> {
   const cpu = process.cpuUsage();
   // As a job over a data set too large to hold as tasks runs: each task written to a file as it is built.
   const tasksFile = join(DIR, `tasks-alone-${rows}.jsonl`);
-  const report = await runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), dryRun: true, keepTasks: false, tasksFile, tempDir: DIR });
+  const report = await runTaskJob({ job: jobFor(file), rejectsDir: join(DIR, 'rejects'), dryRun: true, keepTasks: false, tasksFile, tempDir: DIR, checkThreads: CHECK_THREADS });
   rmSync(tasksFile, { force: true });
   const used = process.cpuUsage(cpu);
   const figures: JobAlone = {
@@ -337,7 +340,7 @@ async function jobAlone(file: string, rows: number): Promise<void> {
 /** Runs the job alone in a fresh process over a generated file of `rows` rows. */
 async function measureJobAlone(rows: number): Promise<JobAlone> {
   const file = await generate(rows);
-  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--job-alone', file, '--rows', String(rows), '--small', String(Math.min(rows, SMALL)), '--dir', DIR], { maxBuffer: 1 << 24 });
+  const { stdout } = await execFileAsync(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--job-alone', file, '--rows', String(rows), '--small', String(Math.min(rows, SMALL)), '--dir', DIR, ...(CHECK_THREADS === undefined ? [] : ['--check-threads', String(CHECK_THREADS)])], { maxBuffer: 1 << 24 });
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as JobAlone;
 }
 

@@ -201,6 +201,36 @@ describe('task job: sources and cleaning (DuckDB)', () => {
     assert.ok(reasons.some((reason) => reason.startsWith(`${c!.id}: contaminates the eval split: near-duplicate of eval task eval-c`)), reasons.join('\n'));
   });
 
+  it('checks rows in worker threads past its first 10,000, with the same tasks, rejects and duplicates as in its own thread', async () => {
+    const dir = tempDir('task-check-threads');
+    const bundle = bundleRows();
+    // 12,600 rows: variants of the bundle (near duplicates of each other), exact copies, invalid rows, an
+    // id reused with other content and one reused with the same content, some of each past the first 10,000.
+    const rows: unknown[] = [];
+    for (let i = 0; i < 12_600; i++) {
+      const base = bundle[i % bundle.length]!;
+      if (i % 997 === 0) rows.push({ ...base, id: `bad id ${i}` });
+      else if (i % 1_201 === 0) rows.push(rows[i - 1]);
+      else if (i === 11_111) rows.push({ ...base, id: `${bundle[3]!.id}-v3`, description: `${base.description} Reused id, other content.` });
+      else if (i === 11_112) rows.push(rows[3]);
+      else rows.push({ ...base, id: `${base.id}-v${i}`, description: `${base.description} Variant ${i} of ${base.id}.`, tags: [...base.tags, `v${i % 7}`] });
+    }
+    writeFileSync(join(dir, 'rows.jsonl'), jsonl(rows));
+    const run = (checkThreads: number): Promise<TaskJobReport> => runTaskJob({ job: job(dir, { sources: [{ path: 'rows.jsonl' }] }), rejectsDir: join(dir, `rejects-${checkThreads}`), dryRun: true, checkThreads, jobRunId: 'same-run' });
+    const [inThread, inWorkers] = [await run(0), await run(2)];
+    const validate = (report: TaskJobReport) => report.stages.find((stage) => stage.stage === 'validate')!;
+    assert.ok(validate(inWorkers).notes.some((note) => note.startsWith('checked in 2 worker thread(s)')), validate(inWorkers).notes.join('; '));
+    assert.ok(!validate(inThread).notes.some((note) => note.includes('worker')));
+    assert.deepEqual(validate(inWorkers).rejects, validate(inThread).rejects);
+    assert.deepEqual(validate(inThread).rejects, { 'invalid id': 13, 'duplicate id': 1 });
+    assert.deepEqual(rejectsOf(inWorkers), rejectsOf(inThread));
+    assert.deepEqual(inWorkers.duplicates, inThread.duplicates);
+    assert.equal(inThread.exactDuplicates, 11);
+    const timeless = (report: TaskJobReport) => report.tasks.map((task) => ({ ...task, lineage: { ...task.lineage, createdAt: '' } }));
+    assert.deepEqual(timeless(inWorkers), timeless(inThread));
+    assert.equal(inThread.taskCount, inWorkers.taskCount);
+  });
+
   it('drops copies that differ only in layout as exact and copies with renamed identifiers as near duplicates, and lists which row each copies', async () => {
     const dir = tempDir('task-dedup-normalised');
     const [a, b, c] = bundleRows();

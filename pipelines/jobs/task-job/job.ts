@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { RejectsFile } from '../../../connectors/files/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
@@ -45,6 +45,12 @@ export interface TaskJobOptions {
   rowsFile?: string;
   /** Folder for the job's spill files (the valid rows' text, their signatures), removed when the job ends. @default the system's temporary folder */
   tempDir?: string;
+  /**
+   * Worker threads that check rows (zod, filters, fingerprints, signatures) while the job reads on; 0
+   * checks every row in the job's own thread. Jobs of up to 10,000 rows never start them.
+   * @default one per core, at most 2
+   */
+  checkThreads?: number;
 }
 
 export interface TaskJobReport {
@@ -95,6 +101,8 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const dryRun = options.dryRun ?? false;
   if (!dryRun && !options.context) throw new ConfigError('TaskJobOptions.context is required unless dryRun is set');
   if (spec.derive && !(options.pool && options.imageFor)) throw new ConfigError(`job ${spec.name} derives repair tasks: TaskJobOptions.pool and imageFor are required`);
+  const checkThreads = options.checkThreads ?? Math.min(2, availableParallelism());
+  if (!Number.isInteger(checkThreads) || checkThreads < 0) throw new ConfigError(`TaskJobOptions.checkThreads must be a whole number >= 0, got ${checkThreads}`);
   const keepTasks = options.keepTasks ?? true;
   if (!keepTasks && !dryRun) throw new ConfigError('TaskJobOptions.keepTasks: false needs dryRun: publishing sends the selected tasks from memory in one transaction');
   const jobRunId = options.jobRunId ?? randomUUID();
@@ -103,14 +111,14 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const workDir = mkdtempSync(join(options.tempDir ?? tmpdir(), 'trialrun-task-job-'));
   let validated: ValidatedRows | undefined;
   try {
-    const spilled = (validated = new ValidatedRows(run, workDir));
+    const spilled = (validated = new ValidatedRows(run, workDir, checkThreads));
     // Rows stream from the read straight into validation unless their tests must be converted first (a
     // Python helper over all of them: solution rows, a data set sized by its sandboxes).
     const streams = job.mapping.kind === 'repair' || job.mapping.tests.style === 'pytest';
     const read = await readSources(run, streams ? validated : undefined);
     const { rowsRead, datasetHash } = read;
-    if (!streams) validated.accept(await convertTests(run, read.items.splice(0)));
-    validated.finish();
+    if (!streams) await validated.accept(await convertTests(run, read.items.splice(0)));
+    await validated.finish();
     const { kept, dedup, duplicates } = dedupRows(run, validated);
     let derived: TaskRows;
     let derivation: DerivationReport | null = null;

@@ -33,7 +33,12 @@ export class SpillFile<T> {
 
   /** Appends a value; returns its index. */
   add(value: T): number {
-    const bytes = this.lines.add(JSON.stringify(value));
+    return this.addLine(JSON.stringify(value));
+  }
+
+  /** Appends a value already written as JSON (on one line); returns its index. */
+  addLine(json: string): number {
+    const bytes = this.lines.add(json);
     if (this.size === this.offsets.length) {
       const offsets = new Float64Array(this.size * 2);
       offsets.set(this.offsets);

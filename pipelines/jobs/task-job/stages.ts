@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { AnalyticsCatalog } from '../../../connectors/analytics/index.js';
 import { hashFiles, type RejectsFile, TabularFiles, type SourceFormat } from '../../../connectors/files/index.js';
@@ -10,11 +9,10 @@ import { IdTable } from './id-table.js';
 import { deduplicateColumns, type DedupCategory, type DedupResult, type Split } from './dedup.js';
 import { deriveMutants, mutantId, type MutantStatus } from './derive.js';
 import { observedPassRates, planCurriculum, type Curriculum, type Observed } from './difficulty.js';
-import { RowFingerprinter, type ComparableRow } from './fingerprint.js';
-import { keptBits, MinHasher } from './minhash.js';
-import { normaliseCode, normaliseProse } from './normalise.js';
 import { runHelperLines } from './python.js';
-import { RepairTaskRow, RowMapper, SolutionRow, type TestsRequest } from './rows.js';
+import { RowCheckPool } from './check-pool.js';
+import { rowCheckSettings, RowChecker, type CheckedRow, type MappedItem, type RowCheckSettings, type RepairItem, type SolutionItem, type ValidItem } from './row-check.js';
+import { RowMapper, type RepairTaskRow } from './rows.js';
 import { MUTATION_KINDS, type ResolvedJob } from './spec.js';
 import { JsonLinesWriter, SpillFile } from './spill.js';
 
@@ -54,33 +52,6 @@ export interface JobRun {
   readonly stages: StageReport[];
 }
 
-/** A source row after mapping, before validation. */
-export interface MappedItem {
-  readonly source: string;
-  readonly row: number;
-  readonly fields: Record<string, unknown>;
-  readonly tests: TestsRequest | null;
-}
-
-/** Where a validated row came from and what the job decided about it. */
-interface Placed {
-  readonly source: string;
-  readonly row: number;
-  readonly family: string;
-  readonly split: Split;
-  readonly priority: number;
-}
-
-export interface RepairItem extends Placed {
-  readonly task: RepairTaskRow;
-}
-
-export interface SolutionItem extends Placed {
-  readonly solution: SolutionRow;
-}
-
-export type ValidItem = RepairItem | SolutionItem;
-
 /** One row dropped by dedup, and the row it duplicates: what `--dry-run` lists. */
 export interface DuplicateRecord {
   readonly category: DedupCategory;
@@ -92,12 +63,6 @@ export interface DuplicateRecord {
   /** Estimated similarity of their token shingles; 1 for exact duplicates. */
   readonly similarity: number;
 }
-
-/** What dedup compares a row by: its description, and its code and tests as Python. */
-const comparableOf = (row: RepairTaskRow | SolutionRow): ComparableRow => ({
-  prose: [row.description],
-  code: ['buggy_source' in row ? row.buggy_source : row.source, row.visible_tests, row.hidden_tests],
-});
 
 class Stage {
   private readonly started = performance.now();
@@ -126,6 +91,15 @@ class Stage {
     }
   }
 
+  async timeAsync<T>(work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.ownSeconds += (performance.now() - started) / 1000;
+    }
+  }
+
   lend(other: Stage): void {
     this.lentSeconds += other.ownSeconds;
   }
@@ -144,26 +118,6 @@ const DERIVED_DESCRIPTION = (module: string, specification: string): string =>
   `argument order or return value) breaks it. Fix it with a minimal change so the code behaves as specified; ` +
   `\`test_visible.py\` has some of the tests it must pass.\n\n${specification}`;
 
-/** Where a family lands when rows carry no split: a stable hash of the family (or row id) against evalFraction. */
-function assignedSplit(key: string, seed: string, evalFraction: number): Split {
-  if (evalFraction <= 0) return 'train';
-  const draw = createHash('sha256').update(`${seed}\u0000${key}`).digest().readUInt32BE(0) / 2 ** 32;
-  return draw < evalFraction ? 'eval' : 'train';
-}
-
-function lineCount(code: string): number {
-  let lines = code.endsWith('\n') ? 0 : 1;
-  for (let at = code.indexOf('\n'); at >= 0; at = code.indexOf('\n', at + 1)) lines++;
-  return lines;
-}
-const TEST_FUNCTION = /^[ \t]*(?:async[ \t]+)?def[ \t]+test_\w*[ \t]*\(/;
-/** Test functions defined in a test file. Line by line: a multi-line regex over the whole text backtracks quadratically on long runs of whitespace. */
-function hiddenTestCount(tests: string): number {
-  let count = 0;
-  for (const line of tests.split('\n')) if (TEST_FUNCTION.test(line)) count++;
-  return count;
-}
-
 /**
  * Maps one row; anything the mapping throws on a row's content becomes that row's reject, never the job's
  * end (rows reaching here are already bounded in size and depth by the read stage).
@@ -175,7 +129,6 @@ function mapRow(mapper: RowMapper, value: Readonly<Record<string, unknown>>): Re
     return { ok: false, reason: `cannot be mapped: ${errorMessage(error).slice(0, 500)}` };
   }
 }
-const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
 
 /** read + map: every row of every source through DuckDB, then the column mapping; each batch to `validated` when given (nothing is collected), else into `items`. */
 export async function readSources(run: JobRun, validated?: ValidatedRows): Promise<{ items: MappedItem[]; rowsRead: number; datasetHash: string }> {
@@ -209,7 +162,7 @@ export async function readSources(run: JobRun, validated?: ValidatedRows): Promi
           read.count(reason.startsWith('not valid JSON') ? 'not valid JSON' : reason.replace(/[:(].*$/, '').trim());
           rejects.add({ source: file, row, stage: 'read', reason });
         },
-        onRows: (rows) => {
+        onRows: async (rows) => {
           const batch = validated ? [] : items;
           mapStage.time(() => {
             delivered += rows.length;
@@ -224,7 +177,7 @@ export async function readSources(run: JobRun, validated?: ValidatedRows): Promi
               batch.push({ source: file, row, fields: mapped.fields, tests: mapped.tests });
             }
           });
-          validated?.accept(batch);
+          await validated?.accept(batch);
         },
       });
       rowsRead += report.rows + report.rejects;
@@ -274,9 +227,12 @@ const OUTPUT_BUFFER_BYTES = 4 << 20;
 
 /**
  * validate: zod on every row, the job's filters and unique ids; then normalisation and split assignment.
- * Rows come in batches as they are read; each valid row is written to a spill file in the job's folder
- * and keeps in memory only what dedup and the curriculum need (`DedupColumns`, its id and first tag), so
- * memory grows by a few hundred bytes a row, not by the row's text.
+ * Rows come in batches as they are read. What a row needs no other row for (RowChecker) runs in worker
+ * threads once the job is past its first IN_THREAD_ROWS rows, while this thread reads on; what depends on
+ * the rows before it (ids already used, limits.maxRows) is decided here, in row order, so the result is the
+ * same whatever the threads. Each valid row is written to a spill file in the job's folder and keeps in
+ * memory only what dedup and the curriculum need (`DedupColumns`, its id and first tag), so memory grows by
+ * a few hundred bytes a row, not by the row's text.
  */
 export class ValidatedRows {
   readonly stage: Stage;
@@ -286,12 +242,12 @@ export class ValidatedRows {
   readonly ids = new IdTable();
   private readonly firstTags: Array<string | undefined> = [];
   private readonly tagNames = new Map<string, string>();
-  private readonly fingerprinter = new RowFingerprinter();
-  private readonly hasher: MinHasher;
-  private readonly signature: Uint32Array;
-  private readonly kept: Uint8Array;
-  private readonly idPattern: RegExp | null;
-  private readonly excluded: ReadonlySet<string>;
+  private readonly settings: RowCheckSettings;
+  private readonly checker: RowChecker;
+  private pool: RowCheckPool | null = null;
+  /** Batches sent to the pool, oldest first, with their answers to come. */
+  private readonly inFlight: Array<{ items: readonly MappedItem[]; checked: Promise<readonly CheckedRow[]> }> = [];
+  private accepted = 0;
   private beyondLimit = 0;
   private rowsIn = 0;
   private readonly splits = { train: 0, eval: 0 };
@@ -299,16 +255,15 @@ export class ValidatedRows {
   constructor(
     private readonly run: JobRun,
     dir: string,
+    /** Worker threads checking rows; 0 checks them all in this thread. */
+    private readonly threads: number,
   ) {
     const { spec } = run.job;
     this.stage = new Stage('validate', 0);
-    this.hasher = new MinHasher({ shingleTokens: spec.dedup.shingleTokens, signatureSize: spec.dedup.signatureSize });
-    this.signature = new Uint32Array(this.hasher.signatureSize);
-    this.kept = new Uint8Array(this.hasher.signatureSize);
-    this.columns = new DedupColumns(this.hasher.signatureSize, new FileSignatures(join(dir, 'signatures.bin'), this.hasher.signatureSize));
+    this.settings = rowCheckSettings(spec, run.job.mapping.kind);
+    this.checker = new RowChecker(this.settings);
+    this.columns = new DedupColumns(spec.dedup.signatureSize, new FileSignatures(join(dir, 'signatures.bin'), spec.dedup.signatureSize));
     this.spill = new SpillFile(join(dir, 'rows.jsonl'));
-    this.idPattern = spec.filters.idPattern === undefined ? null : new RegExp(spec.filters.idPattern);
-    this.excluded = new Set(spec.filters.excludeTags);
   }
 
   get count(): number {
@@ -325,120 +280,87 @@ export class ValidatedRows {
     return { id: this.ids.at(index), tag: this.firstTags[index], priority: this.columns.priority(index) };
   }
 
-  accept(items: readonly MappedItem[]): void {
-    this.stage.time(() => {
-      for (const item of items) this.acceptOne(item);
-    });
+  /** Takes the next batch of rows; resolves once the batches in flight are few enough to take another. */
+  async accept(items: readonly MappedItem[]): Promise<void> {
+    this.accepted += items.length;
+    if (this.pool === null && (this.threads === 0 || this.accepted <= IN_THREAD_ROWS)) {
+      this.stage.time(() => {
+        for (const item of items) this.admit(item, this.checker.check(item));
+      });
+      return;
+    }
+    this.pool ??= new RowCheckPool(this.settings, this.threads);
+    const checked = this.pool.check(items);
+    // Awaited in order by admitOldest; a failure meanwhile must not go unhandled.
+    checked.catch(() => undefined);
+    this.inFlight.push({ items, checked });
+    while (this.inFlight.length > this.threads * BATCHES_IN_FLIGHT_PER_THREAD) await this.admitOldest();
   }
 
   /** The stage's report; call once every row is in. */
-  finish(): void {
+  async finish(): Promise<void> {
+    while (this.inFlight.length > 0) await this.admitOldest();
+    await this.pool?.close();
+    this.pool = null;
     const { stage } = this;
     if (this.beyondLimit > 0) stage.notes.push(`${this.beyondLimit} valid row(s) beyond limits.maxRows not used`);
     stage.notes.push(`split: ${this.splits.train} train, ${this.splits.eval} eval`);
+    if (this.accepted > IN_THREAD_ROWS && this.threads > 0) stage.notes.push(`checked in ${this.threads} worker thread(s) past the first ${IN_THREAD_ROWS} rows`);
     this.run.stages.push(stage.end(this.count, this.rowsIn));
   }
 
   close(): void {
+    void this.pool?.close();
     this.spill.close();
     this.columns.close();
   }
 
-  private acceptOne(item: MappedItem): void {
-    const { job, rejects } = this.run;
-    const { spec, mapping } = job;
+  /** Waits for the oldest batch in flight (the wait counts as the stage's time: this thread has nothing else to do) and admits it. */
+  private async admitOldest(): Promise<void> {
+    const { items, checked } = this.inFlight.shift()!;
+    const rows = await this.stage.timeAsync(() => checked);
+    this.stage.time(() => {
+      for (let index = 0; index < items.length; index++) this.admit(items[index]!, rows[index]!);
+    });
+  }
+
+  /** What depends on the rows before this one: its id against the ids used, limits.maxRows; then it is kept. */
+  private admit(item: MappedItem, checked: CheckedRow): void {
+    const { spec } = this.run.job;
     this.rowsIn++;
     const fail = (category: string, reason: string): void => {
       this.stage.count(category);
-      rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
+      this.run.rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
     };
-    try {
-      const parsed = mapping.kind === 'repair' ? RepairTaskRow.safeParse(item.fields) : SolutionRow.safeParse(item.fields);
-      if (!parsed.success) {
-        const issues = describeIssues(parsed.error);
-        fail(`invalid ${firstIssue(issues)}`, issues.join('; '));
-        return;
-      }
-      const row = parsed.data;
-      const code = 'buggy_source' in row ? row.buggy_source : row.source;
-      const description = normaliseProse(row.description);
-      if (description.length < spec.filters.minDescriptionChars) {
-        fail('description too short', `description has ${description.length} characters, fewer than filters.minDescriptionChars (${spec.filters.minDescriptionChars}): too vague to reward fairly`);
-        return;
-      }
-      if (lineCount(code) > spec.filters.maxModuleLines) {
-        fail('module too long', `module has ${lineCount(code)} lines, more than filters.maxModuleLines (${spec.filters.maxModuleLines})`);
-        return;
-      }
-      if (hiddenTestCount(row.hidden_tests) < spec.filters.minHiddenTests) {
-        fail('too few hidden tests', `hidden tests define ${hiddenTestCount(row.hidden_tests)} test function(s), fewer than filters.minHiddenTests (${spec.filters.minHiddenTests})`);
-        return;
-      }
-      if (this.idPattern && !this.idPattern.test(row.id)) {
-        fail('id not matched', `id ${row.id} does not match filters.idPattern ${spec.filters.idPattern}`);
-        return;
-      }
-      const tag = row.tags.find((t) => this.excluded.has(t));
-      if (tag !== undefined) {
-        fail('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
-        return;
-      }
-      const first = this.ids.first(row.id);
-      if (first === undefined && spec.limits.maxRows !== undefined && this.ids.distinct >= spec.limits.maxRows) {
-        this.beyondLimit++;
-        return;
-      }
-      const family = row.family ?? row.id;
-      const split = row.split ?? assignedSplit(spec.split.by === 'family' ? family : row.id, spec.split.seed, spec.split.evalFraction);
-      const priority = row.priority ?? spec.priority.default;
-      const prose = { title: normaliseProse(row.title), description };
-      const valid: ValidItem =
-        'buggy_source' in row
-          ? {
-              source: item.source,
-              row: item.row,
-              family,
-              split,
-              priority,
-              task: {
-                ...row,
-                ...prose,
-                buggy_source: normaliseCode(row.buggy_source),
-                fixed_source: normaliseCode(row.fixed_source),
-                visible_tests: normaliseCode(row.visible_tests),
-                hidden_tests: normaliseCode(row.hidden_tests),
-              },
-            }
-          : {
-              source: item.source,
-              row: item.row,
-              family,
-              split,
-              priority,
-              solution: { ...row, ...prose, source: normaliseCode(row.source), visible_tests: normaliseCode(row.visible_tests), hidden_tests: normaliseCode(row.hidden_tests) },
-            };
-      // Normalising changes only what the fingerprint ignores, so the valid row's fingerprint is the row's.
-      const fingerprint = this.fingerprinter.fingerprint(comparableOf('task' in valid ? valid.task : valid.solution));
-      // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
-      if (first !== undefined && !this.columns.hasContent(first, fingerprint.digest)) {
-        fail('duplicate id', `task id ${row.id} is already used by row ${this.spill.read(first).row}, with different content`);
-        return;
-      }
-      this.hasher.signatureOfTokens(this.fingerprinter.tokens.buffer, fingerprint.tokenCount, this.signature);
-      const index = this.spill.add(valid);
-      this.columns.add({ priority, split, family }, fingerprint.digest, keptBits(this.signature, this.kept));
-      this.ids.add(row.id);
-      const firstTag = row.tags[0];
-      let interned = firstTag === undefined ? undefined : this.tagNames.get(firstTag);
-      if (firstTag !== undefined && interned === undefined) this.tagNames.set(firstTag, (interned = firstTag));
-      this.firstTags.push(interned);
-      this.splits[split]++;
-    } catch (error) {
-      // A row is data: whatever its content makes a check throw is that row's reject, and the job goes on.
-      fail('cannot be validated', `cannot be validated: ${errorMessage(error).slice(0, 500)}`);
+    if (!checked.valid) {
+      fail(checked.category, checked.reason);
+      return;
     }
+    const first = this.ids.first(checked.id);
+    if (first === undefined && spec.limits.maxRows !== undefined && this.ids.distinct >= spec.limits.maxRows) {
+      this.beyondLimit++;
+      return;
+    }
+    // A second copy of a row is an exact duplicate, which dedup reports; a different row under a used id is a conflict.
+    if (first !== undefined && !this.columns.hasContent(first, checked.digest)) {
+      fail('duplicate id', `task id ${checked.id} is already used by row ${this.spill.read(first).row}, with different content`);
+      return;
+    }
+    this.spill.addLine(checked.line);
+    this.columns.add(checked, checked.digest, checked.kept);
+    this.ids.add(checked.id);
+    const { firstTag } = checked;
+    let interned = firstTag === undefined ? undefined : this.tagNames.get(firstTag);
+    if (firstTag !== undefined && interned === undefined) this.tagNames.set(firstTag, (interned = firstTag));
+    this.firstTags.push(interned);
+    this.splits[checked.split]++;
   }
 }
+
+/** Rows checked in the job's own thread before workers start: a job this small never pays a worker's start (about 0.1 s). */
+const IN_THREAD_ROWS = 10_000;
+/** Batches in flight per worker: enough that none waits for the next, few enough that memory stays bounded. */
+const BATCHES_IN_FLIGHT_PER_THREAD = 2;
 
 /** dedup: exact duplicates, near-duplicates and eval contamination, over whatever the rows are (problems before derivation), from their columns. */
 export function dedupRows(run: JobRun, rows: ValidatedRows): { kept: number[]; dedup: DedupResult; duplicates: DuplicateRecord[] } {
