@@ -74,7 +74,7 @@ export class SpillFile<T> {
     if (!forward) return JSON.parse(this.readAt(Buffer.allocUnsafe(length), offset, index).toString('utf8')) as T;
     if (length > this.window.length) this.window = Buffer.alloc(length);
     this.windowStart = offset;
-    this.windowBytes = 0;
+    this.windowBytes = 0; // a read that fails leaves no window over bytes it did not read
     this.windowBytes = this.readAt(this.window, offset, index).length;
     return JSON.parse(this.window.toString('utf8', 0, length)) as T;
   }
