@@ -95,6 +95,7 @@ function hiddenTestCount(tests: string): number {
   return count;
 }
 const firstIssue = (issues: readonly string[]): string => issues[0]!.split(':')[0]!;
+const WANT_EVERY_ID = (): boolean => true;
 
 /** The validate stage's work on one row that needs no other row: zod, the job's filters, normalisation, split, fingerprint and signature. */
 export class RowChecker {
@@ -112,6 +113,15 @@ export class RowChecker {
   }
 
   check(item: MappedItem): CheckedRow {
+    return this.checkWanted(item, WANT_EVERY_ID)!;
+  }
+
+  /**
+   * As check, but a row that zod and the filters pass is checked no further when `wanted` turns its id
+   * down: null. That is the job past limits.maxRows, where a new id is not used and normalising,
+   * fingerprinting and signing the row would be wasted.
+   */
+  checkWanted(item: MappedItem, wanted: (id: string) => boolean): CheckedRow | null {
     const { filters, split: splitting } = this.settings;
     const refuse = (category: string, reason: string): CheckedRow => ({ valid: false, category, reason });
     try {
@@ -133,6 +143,7 @@ export class RowChecker {
       if (this.idPattern && !this.idPattern.test(row.id)) return refuse('id not matched', `id ${row.id} does not match filters.idPattern ${filters.idPattern}`);
       const tag = row.tags.find((t) => this.excluded.has(t));
       if (tag !== undefined) return refuse('excluded tag', `tagged "${tag}", which filters.excludeTags excludes`);
+      if (!wanted(row.id)) return null;
       const family = row.family ?? row.id;
       const split = row.split ?? assignedSplit(splitting.by === 'family' ? family : row.id, splitting.seed, splitting.evalFraction);
       const priority = row.priority ?? this.settings.defaultPriority;

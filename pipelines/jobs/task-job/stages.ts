@@ -248,6 +248,8 @@ export class ValidatedRows {
   /** Batches sent to the pool, oldest first, with their answers to come. */
   private readonly inFlight: Array<{ items: readonly MappedItem[]; checked: Promise<readonly CheckedRow[]> }> = [];
   private accepted = 0;
+  /** Rows checked by the pool's workers. */
+  private checkedInWorkers = 0;
   private beyondLimit = 0;
   private rowsIn = 0;
   private readonly splits = { train: 0, eval: 0 };
@@ -283,13 +285,17 @@ export class ValidatedRows {
   /** Takes the next batch of rows; resolves once the batches in flight are few enough to take another. */
   async accept(items: readonly MappedItem[]): Promise<void> {
     this.accepted += items.length;
-    if (this.pool === null && (this.threads === 0 || this.accepted <= IN_THREAD_ROWS)) {
+    // Past limits.maxRows only rows whose ids are already used are kept: zod and the filters, in this
+    // thread, tell them apart without the rest of the checks.
+    if (this.full()) await this.drain();
+    if (this.pool === null && (this.threads === 0 || this.accepted <= IN_THREAD_ROWS || this.full())) {
       this.stage.time(() => {
-        for (const item of items) this.admit(item, this.checker.check(item));
+        for (const item of items) this.admit(item, this.checker.checkWanted(item, this.wanted));
       });
       return;
     }
     this.pool ??= new RowCheckPool(this.settings, this.threads);
+    this.checkedInWorkers += items.length;
     const checked = this.pool.check(items);
     // Awaited in order by admitOldest; a failure meanwhile must not go unhandled.
     checked.catch(() => undefined);
@@ -299,13 +305,11 @@ export class ValidatedRows {
 
   /** The stage's report; call once every row is in. */
   async finish(): Promise<void> {
-    while (this.inFlight.length > 0) await this.admitOldest();
-    await this.pool?.close();
-    this.pool = null;
+    await this.drain();
     const { stage } = this;
     if (this.beyondLimit > 0) stage.notes.push(`${this.beyondLimit} valid row(s) beyond limits.maxRows not used`);
     stage.notes.push(`split: ${this.splits.train} train, ${this.splits.eval} eval`);
-    if (this.accepted > IN_THREAD_ROWS && this.threads > 0) stage.notes.push(`checked in ${this.threads} worker thread(s) past the first ${IN_THREAD_ROWS} rows`);
+    if (this.checkedInWorkers > 0) stage.notes.push(`checked in ${this.threads} worker thread(s) past the first ${IN_THREAD_ROWS} rows`);
     this.run.stages.push(stage.end(this.count, this.rowsIn));
   }
 
@@ -313,6 +317,22 @@ export class ValidatedRows {
     void this.pool?.close();
     this.spill.close();
     this.columns.close();
+  }
+
+  /** Whether limits.maxRows distinct ids are in: a row with a new id is not used from here on. */
+  private full(): boolean {
+    const { maxRows } = this.run.job.spec.limits;
+    return maxRows !== undefined && this.ids.distinct >= maxRows;
+  }
+
+  /** Whether a row with this id would be used, as far as limits.maxRows says (see checkWanted). */
+  private readonly wanted = (id: string): boolean => !this.full() || this.ids.first(id) !== undefined;
+
+  /** Admits every batch in flight and stops the workers. */
+  private async drain(): Promise<void> {
+    while (this.inFlight.length > 0) await this.admitOldest();
+    await this.pool?.close();
+    this.pool = null;
   }
 
   /** Waits for the oldest batch in flight (the wait counts as the stage's time: this thread has nothing else to do) and admits it. */
@@ -324,10 +344,16 @@ export class ValidatedRows {
     });
   }
 
-  /** What depends on the rows before this one: its id against the ids used, limits.maxRows; then it is kept. */
-  private admit(item: MappedItem, checked: CheckedRow): void {
-    const { spec } = this.run.job;
+  /**
+   * What depends on the rows before this one: its id against the ids used, limits.maxRows; then it is
+   * kept. `checked` is null for a row checkWanted left unchecked past the limit.
+   */
+  private admit(item: MappedItem, checked: CheckedRow | null): void {
     this.rowsIn++;
+    if (checked === null) {
+      this.beyondLimit++;
+      return;
+    }
     const fail = (category: string, reason: string): void => {
       this.stage.count(category);
       this.run.rejects.add({ source: item.source, row: item.row, stage: 'validate', reason, taskId: typeof item.fields.id === 'string' ? item.fields.id : undefined });
@@ -337,7 +363,7 @@ export class ValidatedRows {
       return;
     }
     const first = this.ids.first(checked.id);
-    if (first === undefined && spec.limits.maxRows !== undefined && this.ids.distinct >= spec.limits.maxRows) {
+    if (first === undefined && this.full()) {
       this.beyondLimit++;
       return;
     }
