@@ -4,7 +4,7 @@ import { ConfigError, type FileTree, type Task, type ToolCall, type ToolResult, 
 import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
 import type { EnvDeps, EnvStep, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
-import { parsePytestOutput, withoutSpectrum } from './pytest-output.js';
+import { parsePytestOutput, observedTestOutput } from './pytest-output.js';
 
 export const PROGRAM_REPAIR_ENV = 'program-repair/v1';
 
@@ -110,7 +110,7 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
           const exec = await run(['python3', TEST_RUNNER, state.modulePath, ...Object.keys(this.task.visibleTests)]);
           const runnerOutput = `${exec.stdout}${exec.stderr}`;
           const summary = parsePytestOutput(runnerOutput, exec.exitCode, state.modulePath);
-          const output = withoutSpectrum(runnerOutput);
+          const output = observedTestOutput(runnerOutput);
           observation = { ...next, lastTests: summary, baselineTests: state.baselineTests ?? (state.applied ? null : summary) };
           result = { ok: exec.status === 'exited', output: clip(output), truncated: exec.truncated || output.length > MAX_OBSERVED_OUTPUT, exitCode: exec.exitCode };
           break;

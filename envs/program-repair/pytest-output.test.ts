@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { functionSpans } from './observation.js';
-import { parsePytestOutput, withoutSpectrum } from './pytest-output.js';
+import { observedTestOutput, parsePytestOutput } from './pytest-output.js';
 
 const OUTPUT = `F.                                                                       [100%]
 =================================== FAILURES ===================================
@@ -52,9 +52,18 @@ test("the runner's spectrum line: counts by line, taken off the output the agent
     { line: 3, failing: 1, passing: 0 },
   ]);
   assert.deepEqual({ ...summary, lineSpectrum: [] }, parsePytestOutput(OUTPUT, 1, 'clamp.py'));
-  assert.equal(withoutSpectrum(output), `${OUTPUT}\n`);
+  assert.equal(observedTestOutput(output), `${OUTPUT.replace(' in 0.03s', '')}\n`);
   assert.deepEqual(parsePytestOutput(OUTPUT, 1, 'clamp.py').lineSpectrum, []);
   for (const broken of ['trialrun-spectrum: {', 'trialrun-spectrum: null', 'trialrun-spectrum: {"lines":{"x":[1,0],"4":[1],"5":[-1,0]}}']) {
     assert.deepEqual(parsePytestOutput(`${OUTPUT}\n${broken}`, 1, 'clamp.py').lineSpectrum, [], broken);
   }
+});
+
+test("the agent reads no duration: pytest's tally without its time, in either format, and nothing else changed", () => {
+  assert.equal(observedTestOutput('F.\n1 failed, 1 passed in 0.03s'), 'F.\n1 failed, 1 passed');
+  assert.equal(observedTestOutput('..\n2 passed, 1 warning in 62.10s (0:01:02)\n'), '..\n2 passed, 1 warning\n');
+  assert.equal(observedTestOutput('===== 1 failed, 3 passed in 1.20s ====='), '===== 1 failed, 3 passed =====');
+  assert.equal(observedTestOutput('E   assert "done in 3s" == "x"\nprint: waited in 0.5s'), 'E   assert "done in 3s" == "x"\nprint: waited in 0.5s');
+  // Two runs of the same tests read the same.
+  assert.equal(observedTestOutput(`${OUTPUT}\ntrialrun-spectrum: {"lines":{}}`), observedTestOutput(`${OUTPUT.replace('0.03s', '0.41s')}\ntrialrun-spectrum: {"lines":{"3":[1,0]}}`));
 });

@@ -29,9 +29,17 @@ function splitSpectrum(runnerOutput: string): { readonly output: string; readonl
   return { output: lines.filter((line) => !line.startsWith(SPECTRUM_PREFIX)).join('\n'), spectrumLines: lines.filter((line) => line.startsWith(SPECTRUM_PREFIX)) };
 }
 
-/** The run's output as the agent reads it: pytest's, without the runner's spectrum line. */
-export function withoutSpectrum(runnerOutput: string): string {
-  return splitSpectrum(runnerOutput).output;
+/** pytest's closing tally, `1 failed, 2 passed in 0.03s` (`-q`) or `=== 1 failed in 62.10s (0:01:02) ===`: its duration. */
+const TALLY_DURATION = /^(=* ?\d+ (?:passed|failed|errors?|skipped|deselected|xfailed|xpassed|warnings?)\b.*?) in \d+(?:\.\d+)?s(?: \(\d+:\d\d:\d\d\))?( =+)?$/gm;
+
+/**
+ * The run's output as the agent reads it: pytest's, without the runner's spectrum line and without the run's
+ * duration. The same module and tests then read the same, so a group's episodes share their prompts up to
+ * their first choice (the model server reuses a shared prefix instead of evaluating it again) and a replay
+ * reads what the original read.
+ */
+export function observedTestOutput(runnerOutput: string): string {
+  return splitSpectrum(runnerOutput).output.replace(TALLY_DURATION, '$1$2');
 }
 
 /**
