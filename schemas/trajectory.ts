@@ -60,7 +60,7 @@ export type LlmSampling = z.infer<typeof LlmSampling>;
 /** One model call behind a step, when an LLM chose the action. Fields after `attempts` are absent from older records. */
 export const LlmCall = z.object({
   model: z.string(),
-  /** Assistant text that came with the tool call, if any. */
+  /** Assistant text that came with the tool call, if any; a reply whose opening was given (`TurnRequest.replyPrefix`, its tokens the end of `tokens.appendedPromptIds`) includes it. */
   content: z.string().nullable(),
   finishReason: z.string().nullable(),
   promptTokens: z.number().int().min(0).nullable(),

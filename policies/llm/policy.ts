@@ -69,6 +69,13 @@ export interface TurnRequest {
   readonly tools: readonly ToolSpec[];
   /** A GBNF grammar for the reply, exact where the tools' JSON Schema leaves whitespace free (llama.cpp only; other servers get the tools). @default the tools' schema */
   readonly grammar?: string;
+  /**
+   * Text the reply starts with, given rather than sampled (llama.cpp, constrained, only; then `grammar` is the
+   * rest's): what the grammar would force anyway. Its tokens join the prompt, evaluated in one batch with it
+   * instead of one decoding step each, and the learner never trains on them. The reply is this and the sampled text.
+   * @default '' (the whole reply is sampled)
+   */
+  readonly replyPrefix?: string;
 }
 
 /** The first two messages of an episode: the environment's instructions with its tools, and the task. */
@@ -186,20 +193,23 @@ export class LlmEpisode implements Policy<AgentObservation> {
     // that renders the conversation so far differently (one that trims or rewrites replies) cannot be
     // extended: the prompt is then tokenised whole, and the record says it does not extend the previous turn.
     const extendsPrevious = result !== null && rendered.startsWith(this.rendered);
-    const appended = await client.tokenize(extendsPrevious ? rendered.slice(this.rendered.length) : rendered, !extendsPrevious, signal);
+    // An unconstrained reply is sampled whole: nothing would hold it to a prefix's continuation.
+    const prefix = options.constrained ? (request.replyPrefix ?? '') : '';
+    const appended = await client.tokenize(`${extendsPrevious ? rendered.slice(this.rendered.length) : rendered}${prefix}`, !extendsPrevious, signal);
     const promptIds = extendsPrevious ? [...this.ids, ...appended] : appended;
     if (promptIds.length + sampling.maxTokens > options.maxEpisodeTokens) return submit();
     const constraint = !options.constrained ? {} : request.grammar !== undefined ? { grammar: request.grammar } : { jsonSchema: toolCallSchema(tools) };
     const completion = await client.complete({ promptIds, sampling, ...constraint }, signal);
+    const reply = prefix + completion.content;
     this.turns++;
     this.ids = [...promptIds, ...completion.completionIds];
     // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.
-    this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: completion.content });
-    this.rendered = rendered + completion.content;
+    this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: reply });
+    this.rendered = rendered + reply;
     const tokens: LlmTokens = { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious, completionIds: completion.completionIds };
     const llm: LlmCall = {
       model: completion.model,
-      content: completion.content,
+      content: reply,
       finishReason: completion.finishReason,
       promptTokens: promptIds.length,
       completionTokens: completion.completionIds.length,
@@ -215,7 +225,7 @@ export class LlmEpisode implements Policy<AgentObservation> {
       constrained: options.constrained,
       invalidReply: null,
     };
-    return this.answer(parseToolCallReply(completion.content, tools), llm, completion.content, []);
+    return this.answer(parseToolCallReply(reply, tools), llm, reply, []);
   }
 
   private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', request: TurnRequest, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {

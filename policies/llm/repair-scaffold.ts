@@ -4,7 +4,7 @@ import { repairMove } from '../repair-script.js';
 import type { Action, Policy } from '../types.js';
 import type { ResolvedLlmPolicyOptions } from './options.js';
 import { LLM_POLICY, LlmEpisode, LlmPolicy, resultMessage } from './policy.js';
-import { oneArgumentCallGrammar } from './tool-calls.js';
+import { oneArgumentCall } from './tool-calls.js';
 
 /** The system prompt of the `repair-script` scaffold: the one choice the model makes, and what follows it. */
 export const REPAIR_SCRIPT_INSTRUCTIONS =
@@ -103,8 +103,8 @@ export class LlmRepairEpisode implements Policy<RepairObservation> {
     ];
     const followUp = this.opened ? [...this.unread, untried].join('\n\n') : null;
     const ids = move.candidates.map((edit) => edit.id);
-    const grammar = oneArgumentCallGrammar(APPLY_EDIT_SPEC.name, 'id', ids);
-    const action = await this.model.turn({ opening, followUp, tools: [editChoiceSpec(move.candidates)], grammar }, random, signal);
+    const { prefix, grammar } = oneArgumentCall(APPLY_EDIT_SPEC.name, 'id', ids);
+    const action = await this.model.turn({ opening, followUp, tools: [editChoiceSpec(move.candidates)], grammar, replyPrefix: prefix }, random, signal);
     this.opened = true;
     this.unread = action.invalid === undefined ? [] : [`invalid reply: ${action.invalid}`];
     return action;

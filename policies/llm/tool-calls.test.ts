@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import { REPAIR_TOOL_DEFS, toolSpecs } from '../../envs/index.js';
 
 const REPAIR_TOOL_SPECS = toolSpecs(REPAIR_TOOL_DEFS);
-import { describeTools, oneArgumentCallGrammar, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
+import { describeTools, oneArgumentCall, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
 
 test('the reply schema allows exactly one call of each of the environment\'s tools, with that tool\'s own argument schema', () => {
   const schema = toolCallSchema(REPAIR_TOOL_SPECS) as { oneOf: Array<{ properties: { name: { const: string }; arguments: unknown }; required: string[]; additionalProperties: boolean }> };
@@ -33,11 +33,12 @@ test('a reply is one tool call or a reason it is not', () => {
   assert.deepEqual(parseFunctionCall('submit', '', REPAIR_TOOL_SPECS).call, { name: 'submit', arguments: {} });
 });
 
-test('the one-argument call grammar admits exactly the listed values, spaced as the parser reads them', () => {
-  const grammar = oneArgumentCallGrammar('apply_edit', 'id', [3, 17]);
-  assert.equal(grammar, 'root ::= "{\\"name\\": \\"apply_edit\\", \\"arguments\\": {\\"id\\": " value "}}"\nvalue ::= "3" | "17"\n');
-  // Each sentence of the grammar is a call the parser takes.
-  for (const id of [3, 17]) assert.deepEqual(parseToolCallReply(`{"name": "apply_edit", "arguments": {"id": ${id}}}`, REPAIR_TOOL_SPECS).call, { name: 'apply_edit', arguments: { id } });
-  assert.match(oneArgumentCallGrammar('pick', 'name', ['a"b']), /value ::= "\\"a\\\\\\"b\\""/);
-  assert.throws(() => oneArgumentCallGrammar('apply_edit', 'id', []), /no values for apply_edit\.id/);
+test('a one-argument call: its opening fixed, the grammar of the rest admits exactly the listed values, spaced as the parser reads them', () => {
+  const reply = oneArgumentCall('apply_edit', 'id', [3, 17]);
+  assert.equal(reply.prefix, '{"name": "apply_edit", "arguments": {"id":');
+  assert.equal(reply.grammar, 'root ::= " " value "}}"\nvalue ::= "3" | "17"\n');
+  // Each sentence, after the opening, is a call the parser takes.
+  for (const id of [3, 17]) assert.deepEqual(parseToolCallReply(`${reply.prefix} ${id}}}`, REPAIR_TOOL_SPECS).call, { name: 'apply_edit', arguments: { id } });
+  assert.match(oneArgumentCall('pick', 'name', ['a"b']).grammar, /value ::= "\\"a\\\\\\"b\\""/);
+  assert.throws(() => oneArgumentCall('apply_edit', 'id', []), /no values for apply_edit\.id/);
 });

@@ -16,18 +16,26 @@ export function toolCallSchema(tools: readonly ToolSpec[]): Record<string, unkno
   };
 }
 
+/** A reply whose opening is fixed: the text it starts with, and the GBNF grammar (llama.cpp's `grammar`) of the rest. */
+export interface FixedOpeningReply {
+  readonly prefix: string;
+  readonly grammar: string;
+}
+
 /**
- * A GBNF grammar (llama.cpp's `grammar`) whose only sentences are `{"name": <tool>, "arguments": {<argument>: v}}`
- * with v one of `values`, spaced exactly as here. A JSON-Schema grammar admits any whitespace between tokens, and
- * a model whose weights drift (a few LoRA updates at a high learning rate) fills its whole token budget with it;
- * this one leaves no choice but the value, and ends the reply after the closing brace.
+ * The replies `{"name": <tool>, "arguments": {<argument>: v}}` with v one of `values`, spaced exactly as here: the
+ * fixed opening up to the value, and a grammar that leaves no choice but the value and ends the reply after the
+ * closing brace. A JSON-Schema grammar admits any whitespace between tokens, and a model whose weights drift (a
+ * few LoRA updates at a high learning rate) fills its whole token budget with it. The opening is given in the
+ * prompt rather than sampled: decoded one token at a time it cost a step per token (twenty of them) and added
+ * tokens that carry no choice to what the learner trains on.
  */
-export function oneArgumentCallGrammar(tool: string, argument: string, values: readonly (string | number)[]): string {
-  if (values.length === 0) throw new RangeError(`oneArgumentCallGrammar: no values for ${tool}.${argument}`);
+export function oneArgumentCall(tool: string, argument: string, values: readonly (string | number)[]): FixedOpeningReply {
+  if (values.length === 0) throw new RangeError(`oneArgumentCall: no values for ${tool}.${argument}`);
   const literal = (text: string): string => JSON.stringify(text);
-  const head = `{"name": ${JSON.stringify(tool)}, "arguments": {${JSON.stringify(argument)}: `;
   const choices = values.map((value) => literal(JSON.stringify(value))).join(' | ');
-  return `root ::= ${literal(head)} value "}}"\nvalue ::= ${choices}\n`;
+  // The space goes with the value, where the tokenizer puts it (" 17" is the token the model would write).
+  return { prefix: `{"name": ${JSON.stringify(tool)}, "arguments": {${JSON.stringify(argument)}:`, grammar: `root ::= " " value "}}"\nvalue ::= ${choices}\n` };
 }
 
 /** The tools as the system prompt lists them (for servers whose chat template knows no tools). */

@@ -126,6 +126,11 @@ test('under the repair script the model makes only the edit choices, each an unt
     assert.ok(listed.has(id) && !chosen.includes(id), `edit ${id} is a candidate not tried before (${[...chosen]})`);
     chosen.push(id);
     assert.deepEqual(JSON.parse(llm!.content!), { name: 'apply_edit', arguments: { id } });
+    // The call's opening was given in the prompt: the model sampled the id, the closing braces, the end of its turn.
+    const opening = '{"name": "apply_edit", "arguments": {"id":';
+    assert.ok((await server.detokenize(llm!.tokens!.appendedPromptIds)).endsWith(opening), 'the prompt ends with the call\'s opening');
+    assert.equal(opening + (await server.detokenize(llm!.tokens!.completionIds)).replace(/<\|im_end\|>$/, ''), llm!.content);
+    assert.ok(llm!.tokens!.completionIds.length <= 6, `only the value and the close are sampled: ${llm!.tokens!.completionIds.length} tokens`);
   }
   assert.ok(steps.filter((step) => step.llm === null).every((step) => step.toolCall.name !== 'apply_edit'), 'the script never chooses an edit');
   const [sample, ...others] = llmTrainingSamples(steps);
