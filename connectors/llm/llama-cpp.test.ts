@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
+import { ConnectionError } from '../../schemas/index.js';
 import { ChatRequestError } from './http.js';
 import { LlamaCppClient } from './llama-cpp.js';
 
@@ -88,4 +89,25 @@ test('the identity is retried through a 503 (a server weight sync restarted, sti
   answer = (_path, _body, res) => (++calls === 1 ? send(res, { error: 'loading model' }, 503) : send(res, { chat_template: '{{ messages }}', model_alias: 'tiny@v1', total_slots: 1, default_generation_settings: { n_ctx: 2048 } }));
   assert.equal((await client.identity()).model, 'tiny@v1');
   assert.equal(calls, 2);
+});
+
+test('the probe waits out a restarting server (refused, then 503) and tells another kind only from its answer', async () => {
+  const retry = { retries: 3, initialDelayMs: 1, maxDelayMs: 2 };
+  let calls = 0;
+  answer = (_path, _body, res) => (++calls < 3 ? send(res, { error: 'loading model' }, 503) : send(res, { chat_template: '{{ messages }}', default_generation_settings: { n_ctx: 2048 } }));
+  assert.equal(await LlamaCppClient.probe(root, null, { retry }), true);
+  assert.equal(calls, 3);
+  answer = (_path, _body, res) => send(res, { error: 'not found' }, 404);
+  assert.equal(await LlamaCppClient.probe(root, null, { retry }), false);
+  answer = (_path, _body, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end('<html>');
+  };
+  assert.equal(await LlamaCppClient.probe(root, null, { retry }), false);
+  // Nothing listening: not another kind of server, an error the caller retries.
+  const closed = createServer();
+  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+  const port = (closed.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => closed.close(() => resolve()));
+  await assert.rejects(LlamaCppClient.probe(`http://127.0.0.1:${port}`, null, { retry }), (error: unknown) => error instanceof ConnectionError && /props failed/.test(error.message));
 });

@@ -96,24 +96,26 @@ export class LlamaCppClient {
     this.post = { apiKey: options.apiKey ?? null, timeoutMs, retry: resolveRetryOptions({ retries: 3, initialDelayMs: 500, maxDelayMs: 10_000, ...options.retry }) };
   }
 
-  /** True when a llama.cpp server answers `/props` at the root (how `server: 'auto'` tells llama.cpp from other servers). */
-  static async probe(rootUrl: string, apiKey: string | null, timeoutMs = 5_000): Promise<boolean> {
+  /**
+   * True when a llama.cpp server answers `/props` at the root (how `server: 'auto'` tells llama.cpp from other
+   * servers); false when the server answers otherwise (404 there, or props that are not llama.cpp's). A server
+   * that cannot be reached or answers 5xx through every retry is a ConnectionError, not another kind: weight sync
+   * restarts llama.cpp, and a policy that probed it then took it for an OpenAI server and sampled without its grammar.
+   */
+  static async probe(rootUrl: string, apiKey: string | null, options: { timeoutMs?: number; retry?: RetryOptions; signal?: AbortSignal } = {}): Promise<boolean> {
+    const client = new LlamaCppClient({ rootUrl, apiKey, timeoutMs: options.timeoutMs ?? 5_000, retry: options.retry });
     try {
-      const response = await fetch(`${rootUrl.replace(/\/+$/, '')}/props`, {
-        headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {},
-        signal: AbortSignal.timeout(timeoutMs),
-      });
-      if (!response.ok) return false;
-      const props = (await response.json()) as WireProps;
+      const props = await client.props(options.signal);
       return typeof props.chat_template === 'string' && typeof props.default_generation_settings === 'object';
-    } catch {
-      return false;
+    } catch (error) {
+      if (error instanceof ChatRequestError) return false;
+      throw error;
     }
   }
 
-  async identity(signal?: AbortSignal): Promise<ServerIdentity> {
-    // Retried like the POSTs: a server that weight sync restarts refuses connections, then answers 503 while it loads.
-    const props = await withRetries(
+  /** `/props`, retried like the POSTs: a server that weight sync restarts refuses connections, then answers 503 while it loads. */
+  private props(signal?: AbortSignal): Promise<WireProps> {
+    return withRetries(
       async () => {
         const response = await fetch(`${this.rootUrl}/props`, { headers: this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}, signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]) }).catch((error: unknown) => {
           if (signal?.aborted) throw error;
@@ -121,11 +123,17 @@ export class LlamaCppClient {
         });
         if (response.status >= 500) throw new ConnectionError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
         if (!response.ok) throw new ChatRequestError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
-        return (await response.json()) as WireProps;
+        return (await response.json().catch(() => {
+          throw new ChatRequestError(`GET ${this.rootUrl}/props answered no JSON`);
+        })) as WireProps;
       },
       this.post.retry,
       signal ?? new AbortController().signal,
     );
+  }
+
+  async identity(signal?: AbortSignal): Promise<ServerIdentity> {
+    const props = await this.props(signal);
     if (typeof props.chat_template !== 'string') throw new ChatRequestError(`${this.rootUrl}/props names no chat_template: not a llama.cpp server with a chat model`);
     return {
       model: props.model_alias ?? props.model_path ?? 'unknown',
