@@ -8,6 +8,11 @@ export interface EnvStep<Obs> {
   readonly observation: Obs;
   readonly result: ToolResult;
   readonly done: boolean;
+  /**
+   * On the final step, whether the turn cap ended the episode rather than the agent (Gymnasium's `truncated`; an
+   * episode the agent ended, by submitting or answering, is `terminated`). False on every other step.
+   */
+  readonly truncated: boolean;
   /** Set on the final step: the files the verifier will score. */
   readonly finalFiles: FileTree | null;
   /** Set with finalFiles when the workspace holds names or symlinks a FileTree cannot carry; none when absent. */
@@ -63,6 +68,11 @@ export interface EnvSpec<Obs extends AgentObservation = AgentObservation> {
   readonly taskPayload: z.ZodType;
   /** How a task without `verification` is verified. */
   readonly defaultVerification: VerificationSpec;
+  /**
+   * Single-turn environments: the model's whole reply, free text, is the one argument `argument` of tool `tool` (its
+   * only action), so a language model answers in prose or code rather than with a tool call. @default replies are tool calls
+   */
+  readonly freeReply?: { readonly tool: string; readonly argument: string };
   /** For language-model agents: the system prompt, and the first user message for an episode. */
   readonly prompt: { readonly instructions: string; opening(observation: Obs): string };
   create(deps: EnvDeps): Environment<Obs>;

@@ -152,10 +152,11 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
       if (!isAgentError(error)) throw error;
       result = fail(error.message);
     }
-    if (!final && observation.turn >= observation.maxTurns) final = await this.finalWorkspace();
+    const truncated = !final && observation.turn >= observation.maxTurns;
+    if (truncated) final = await this.finalWorkspace();
     observation = { ...observation, lastResult: result };
     this.state = observation;
-    return { observation, result, done: final !== null, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+    return { observation, result, done: final !== null, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
   }
 
   async close(): Promise<void> {

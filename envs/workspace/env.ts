@@ -128,9 +128,10 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
       result = fail(error.message);
     }
     const observation: WorkspaceObservation = { ...state, turn: state.turn + 1, lastTool: typeof action?.name === 'string' ? action.name : null, lastResult: result };
-    if (!final && observation.turn >= observation.maxTurns) final = await this.finalWorkspace();
+    const truncated = !final && observation.turn >= observation.maxTurns;
+    if (truncated) final = await this.finalWorkspace();
     this.state = observation;
-    return { observation, result, done: final !== null, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+    return { observation, result, done: final !== null, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
   }
 
   async close(): Promise<void> {

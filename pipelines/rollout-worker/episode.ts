@@ -57,7 +57,7 @@ export async function runEpisode<Obs>(
           steps,
           finalFiles: transition.finalFiles ?? {},
           finalExtras: transition.finalExtras ?? NO_WORKSPACE_EXTRAS,
-          outcome: action.name === 'submit' ? 'submitted' : 'max-turns',
+          outcome: transition.truncated ? 'max-turns' : 'submitted',
           imageDigest: env.imageDigest,
           totalMs: performance.now() - started,
           sandboxMs,

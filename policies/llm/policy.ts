@@ -57,6 +57,8 @@ async function connect(options: ResolvedLlmPolicyOptions, version: number): Prom
 interface EpisodeEnv {
   readonly tools: readonly ToolSpec[];
   readonly prompt: AnyEnvSpec['prompt'];
+  /** Single-turn environments: the reply is free text, the one argument of this tool. @default replies are tool calls */
+  readonly freeReply?: AnyEnvSpec['freeReply'];
 }
 
 /** What one model turn is asked: how the episode opens (its first turn), what answers the previous reply, and the tools the reply may call. */
@@ -76,11 +78,14 @@ export interface TurnRequest {
    * @default '' (the whole reply is sampled)
    */
   readonly replyPrefix?: string;
+  /** The reply is free text, the one argument of this tool (single-turn environments): sampled unconstrained, never parsed as a call. @default a tool call */
+  readonly freeReply?: AnyEnvSpec['freeReply'];
 }
 
 /** The first two messages of an episode: the environment's instructions with its tools, and the task. */
 export function openingMessages(observation: AgentObservation, env: EpisodeEnv, listTools: boolean): TemplateMessage[] {
-  const toolList = listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(env.tools)}` : ' Call exactly one tool per reply.';
+  // A free reply is the answer itself: the model is told no tools, and nothing constrains what it samples.
+  const toolList = env.freeReply ? '' : listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(env.tools)}` : ' Call exactly one tool per reply.';
   return [
     { role: 'system', content: `${env.prompt.instructions}${toolList}` },
     { role: 'user', content: env.prompt.opening(observation) },
@@ -119,7 +124,7 @@ export class LlmPolicy implements Policy<AgentObservation> {
   }
 
   startEpisode(env: AnyEnvSpec): LlmEpisode {
-    return new LlmEpisode(this, { tools: envToolSpecs(env), prompt: env.prompt });
+    return new LlmEpisode(this, { tools: envToolSpecs(env), prompt: env.prompt, freeReply: env.freeReply });
   }
 
   act(): Promise<Action> {
@@ -128,6 +133,9 @@ export class LlmPolicy implements Policy<AgentObservation> {
 }
 
 const submit = (): Action => ({ action: { name: 'submit', arguments: {} }, decision: null });
+
+/** A free reply as the call it stands for: the whole text, the one argument of the environment's reply tool. */
+const freeReplyCall = (freeReply: NonNullable<AnyEnvSpec['freeReply']>, text: string): ParsedReply => ({ call: { name: freeReply.tool, arguments: { [freeReply.argument]: text } }, invalid: null });
 
 /** One episode's actor: the transcript, the token sequence so far, and the budgets. */
 export class LlmEpisode implements Policy<AgentObservation> {
@@ -166,7 +174,7 @@ export class LlmEpisode implements Policy<AgentObservation> {
     // Every reply is a turn, valid or not: the turn cap and the wall-clock budget end the episode by submitting.
     if (this.exhausted(observation.maxTurns)) return submit();
     const followUp = this.last && (this.last.invalid === null ? resultMessage(this.last.tool, observation.lastResult ?? { ok: false, output: '' }, options.maxToolResultChars) : `invalid reply: ${this.last.invalid}`);
-    return this.turn({ opening: (listTools) => openingMessages(observation, this.env, listTools), followUp, tools: this.env.tools }, random, signal);
+    return this.turn({ opening: (listTools) => openingMessages(observation, this.env, listTools), followUp, tools: this.env.freeReply ? [] : this.env.tools, freeReply: this.env.freeReply }, random, signal);
   }
 
   /** One model turn: the reply to `request`, as an action (an invalid reply is a failed turn the model is told about next). */
@@ -194,11 +202,12 @@ export class LlmEpisode implements Policy<AgentObservation> {
     // extended: the prompt is then tokenised whole, and the record says it does not extend the previous turn.
     const extendsPrevious = result !== null && rendered.startsWith(this.rendered);
     // An unconstrained reply is sampled whole: nothing would hold it to a prefix's continuation.
-    const prefix = options.constrained ? (request.replyPrefix ?? '') : '';
+    const constrained = options.constrained && !request.freeReply;
+    const prefix = constrained ? (request.replyPrefix ?? '') : '';
     const appended = await client.tokenize(`${extendsPrevious ? rendered.slice(this.rendered.length) : rendered}${prefix}`, !extendsPrevious, signal);
     const promptIds = extendsPrevious ? [...this.ids, ...appended] : appended;
     if (promptIds.length + sampling.maxTokens > options.maxEpisodeTokens) return submit();
-    const constraint = !options.constrained ? {} : request.grammar !== undefined ? { grammar: request.grammar } : { jsonSchema: toolCallSchema(tools) };
+    const constraint = !constrained ? {} : request.grammar !== undefined ? { grammar: request.grammar } : { jsonSchema: toolCallSchema(tools) };
     const completion = await client.complete({ promptIds, sampling, ...constraint }, signal);
     const reply = prefix + completion.content;
     this.turns++;
@@ -222,10 +231,10 @@ export class LlmEpisode implements Policy<AgentObservation> {
       chatTemplateSha256: identity.chatTemplateSha256,
       // The version the server says produced this reply (weight sync names it in the model), not the one asked for.
       policyVersion: servedVersionOf(completion.model),
-      constrained: options.constrained,
+      constrained,
       invalidReply: null,
     };
-    return this.answer(parseToolCallReply(reply, tools), llm, reply, []);
+    return this.answer(request.freeReply ? freeReplyCall(request.freeReply, reply) : parseToolCallReply(reply, tools), llm, reply, []);
   }
 
   private async chatTurn(client: ChatClient, kind: 'vllm' | 'openai', request: TurnRequest, sampling: SamplingParams, signal?: AbortSignal): Promise<Action> {
@@ -246,7 +255,7 @@ export class LlmEpisode implements Policy<AgentObservation> {
     const reply = await client.complete(this.chat, tools, signal, sampling.seed);
     this.turns++;
     this.chat.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
-    const [call] = reply.toolCalls;
+    const [call] = request.freeReply ? [] : reply.toolCalls;
     const text = call ? JSON.stringify({ name: call.name, arguments: call.arguments }) : (reply.content ?? '');
     this.messages.push({ role: 'assistant', content: text });
     // vLLM re-renders and re-tokenises the chat each turn: the ids are recorded as it gives them, and a
@@ -272,10 +281,10 @@ export class LlmEpisode implements Policy<AgentObservation> {
       tokenizer: null,
       chatTemplateSha256: null,
       policyVersion: servedVersionOf(reply.model),
-      constrained: client.options.toolChoice === 'required',
+      constrained: !request.freeReply && client.options.toolChoice === 'required',
       invalidReply: null,
     };
-    const parsed: ParsedReply = call ? parseFunctionCall(call.name, call.arguments, tools) : { call: null, invalid: 'the reply called no tool; call exactly one tool per reply' };
+    const parsed: ParsedReply = request.freeReply ? freeReplyCall(request.freeReply, text) : call ? parseFunctionCall(call.name, call.arguments, tools) : { call: null, invalid: 'the reply called no tool; call exactly one tool per reply' };
     return this.answer(parsed, llm, text, reply.toolCalls);
   }
 

@@ -1,40 +1,53 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DockerSandboxPool, type Sandbox, type SandboxPool } from '../../connectors/sandbox/index.js';
-import { ENVIRONMENTS, envToolSpecs, PROGRAM_REPAIR_ENV, WORKSPACE_ENV, type AnyEnvSpec, type EnvDeps, type Environment } from '../../envs/index.js';
+import { ENVIRONMENTS, envToolSpecs, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV, type AnyEnvSpec, type EnvDeps, type Environment } from '../../envs/index.js';
 import type { FileTree, Task, ToolCall } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ensureStack } from './harness.js';
 import { bundledTasks } from './verifier-fixtures.js';
-import { workspaceMiniTasks } from './workspace-fixtures.js';
+import { singleTurnTasks, workspaceMiniTasks } from './workspace-fixtures.js';
 
 /**
  * The contract every registered environment keeps (Hono's common.case shape: one suite, one case per
- * environment). A case says only what differs: a task to run, how the env writes a file (and runs bash, where it
- * has bash), and which of the workspace's files are the final files (program repair leaves out its visible tests).
+ * environment). A case says only what differs: a task to run and how the agent acts on it. An environment with a
+ * workspace says how it writes a file (and runs bash, where it has bash) and which of the workspace's files are the
+ * final files (program repair leaves out its visible tests); a single-turn one says how a reply is given.
  */
 interface EnvCase {
   readonly task: () => Promise<Task>;
-  readonly write: (path: string, content: string) => ToolCall;
-  readonly bash?: (command: string) => ToolCall;
-  /** A call that succeeds and changes nothing. */
-  readonly harmless: ToolCall;
-  readonly finalOf: (snapshot: FileTree, task: Task) => FileTree;
+  readonly workspace?: {
+    readonly write: (path: string, content: string) => ToolCall;
+    readonly bash?: (command: string) => ToolCall;
+    /** A call that succeeds and changes nothing. */
+    readonly harmless: ToolCall;
+    readonly finalOf: (snapshot: FileTree, task: Task) => FileTree;
+  };
+  /** Single-turn environments (no sandbox while the agent acts): the call that gives `text` as the reply, and the path it lands at. */
+  readonly reply?: { readonly answer: (text: string) => ToolCall; readonly path: string };
 }
 
 const CASES: Record<string, EnvCase> = {
   [PROGRAM_REPAIR_ENV]: {
     task: async () => (await bundledTasks(1))[0]!,
-    write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
-    harmless: { name: 'run_tests', arguments: {} },
-    finalOf: (snapshot, task) => Object.fromEntries(Object.entries(snapshot).filter(([path]) => !Object.hasOwn(task.visibleTests, path))),
+    workspace: {
+      write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
+      harmless: { name: 'run_tests', arguments: {} },
+      finalOf: (snapshot, task) => Object.fromEntries(Object.entries(snapshot).filter(([path]) => !Object.hasOwn(task.visibleTests, path))),
+    },
   },
   [WORKSPACE_ENV]: {
     task: async () => (await workspaceMiniTasks())[0]!,
-    write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
-    bash: (command) => ({ name: 'bash', arguments: { command } }),
-    harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
-    finalOf: (snapshot) => snapshot,
+    workspace: {
+      write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
+      bash: (command) => ({ name: 'bash', arguments: { command } }),
+      harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
+      finalOf: (snapshot) => snapshot,
+    },
+  },
+  [SINGLE_TURN_ENV]: {
+    task: async () => (await singleTurnTasks('python-expressions', 1))[0]!,
+    reply: { answer: (text) => ({ name: 'answer', arguments: { text } }), path: 'answer.txt' },
   },
 };
 
@@ -80,17 +93,21 @@ describe('the environment contract, for every registered environment (Docker san
       const { env } = envFor(spec, 10);
       const first = await env.init(task);
       assert.equal(first.turn, 0);
-      assert.notEqual(env.imageDigest, null);
-      const step = await env.step(envCase.harmless);
-      assert.equal(step.result.ok, true, step.result.output);
-      assert.deepEqual([step.done, step.finalFiles, step.observation.turn], [false, null, 1]);
+      if (envCase.workspace) {
+        assert.notEqual(env.imageDigest, null);
+        const step = await env.step(envCase.workspace.harmless);
+        assert.equal(step.result.ok, true, step.result.output);
+        assert.deepEqual([step.done, step.truncated, step.finalFiles, step.observation.turn], [false, false, null, 1]);
+      }
       await env.close();
       await env.close();
       await envFor(spec, 10).env.close();
-      const broken = envFor(spec, 10, { imageFor: () => 'trialrun/no-such-image:none' }).env;
-      await assert.rejects(broken.init(task), /no-such-image|No such image|not found/i);
-      await broken.close();
-      await broken.close();
+      if (envCase.workspace) {
+        const broken = envFor(spec, 10, { imageFor: () => 'trialrun/no-such-image:none' }).env;
+        await assert.rejects(broken.init(task), /no-such-image|No such image|not found/i);
+        await broken.close();
+        await broken.close();
+      }
     });
 
     it(`${spec.id}: every bad tool call is a failed ToolResult and the episode goes on`, { timeout: 180_000 }, async () => {
@@ -111,39 +128,70 @@ describe('the environment contract, for every registered environment (Docker san
       }
     });
 
-    it(`${spec.id}: the final files are what the sandbox holds, written by the env's write tool${envCase.bash ? ' and by bash' : ''}`, { timeout: 180_000 }, async () => {
+    const reply = envCase.reply;
+    if (reply) {
+      it(`${spec.id}: the reply is the final files, at the task's path, and ends the episode as terminated`, { timeout: 180_000 }, async () => {
+        const task = await envCase.task();
+        const { env } = envFor(spec, 10);
+        await env.init(task);
+        try {
+          const answered = await env.step(reply.answer('sum(xs)'));
+          assert.deepEqual([answered.result.ok, answered.done, answered.truncated, answered.finalFiles], [true, true, false, { [reply.path]: 'sum(xs)' }]);
+        } finally {
+          await env.close();
+        }
+      });
+    }
+
+    const workspace = envCase.workspace;
+    if (workspace) {
+    it(`${spec.id}: the final files are what the sandbox holds, written by the env's write tool${workspace.bash ? ' and by bash' : ''}`, { timeout: 180_000 }, async () => {
       const task = await envCase.task();
       const { env, sandbox } = envFor(spec, 50);
       await env.init(task);
       try {
-        assert.equal((await env.step(envCase.write('notes/written.txt', 'by the write tool\n'))).result.ok, true);
-        if (envCase.bash) {
-          const made = await env.step(envCase.bash('mkdir -p made && printf "by bash\\n" > made/by-bash.txt && rm -f README.md'));
+        assert.equal((await env.step(workspace.write('notes/written.txt', 'by the write tool\n'))).result.ok, true);
+        if (workspace.bash) {
+          const made = await env.step(workspace.bash('mkdir -p made && printf "by bash\\n" > made/by-bash.txt && rm -f README.md'));
           assert.equal(made.result.ok, true, made.result.output);
         }
         const submitted = await env.step({ name: 'submit', arguments: {} });
-        assert.equal(submitted.done, true);
+        assert.deepEqual([submitted.done, submitted.truncated], [true, false]);
         const snapshot = await sandbox().snapshot({ skipDirs: ['__pycache__', '.pytest_cache'] });
-        assert.deepEqual(submitted.finalFiles, envCase.finalOf(snapshot.files, task));
+        assert.deepEqual(submitted.finalFiles, workspace.finalOf(snapshot.files, task));
         assert.equal(submitted.finalFiles!['notes/written.txt'], 'by the write tool\n');
-        if (envCase.bash) assert.equal(submitted.finalFiles!['made/by-bash.txt'], 'by bash\n');
+        if (workspace.bash) assert.equal(submitted.finalFiles!['made/by-bash.txt'], 'by bash\n');
       } finally {
         await env.close();
       }
     });
 
-    it(`${spec.id}: the turn cap ends the episode with the final files`, { timeout: 180_000 }, async () => {
+    it(`${spec.id}: the turn cap ends the episode, truncated, with the final files`, { timeout: 180_000 }, async () => {
       const task = await envCase.task();
       const { env } = envFor(spec, 2);
       await env.init(task);
       try {
-        assert.equal((await env.step(envCase.write('capped.txt', 'kept\n'))).done, false);
-        const last = await env.step(envCase.harmless);
-        assert.equal(last.done, true);
+        assert.equal((await env.step(workspace.write('capped.txt', 'kept\n'))).done, false);
+        const last = await env.step(workspace.harmless);
+        assert.deepEqual([last.done, last.truncated], [true, true]);
         assert.equal(last.finalFiles?.['capped.txt'], 'kept\n');
       } finally {
         await env.close();
       }
     });
+    } else {
+      it(`${spec.id}: the turn cap ends the episode, truncated, with the starting files`, { timeout: 180_000 }, async () => {
+        const task = await envCase.task();
+        const { env } = envFor(spec, 2);
+        await env.init(task);
+        try {
+          assert.equal((await env.step({ name: 'no_such_tool', arguments: {} })).done, false);
+          const last = await env.step({ name: 'no_such_tool', arguments: {} });
+          assert.deepEqual([last.done, last.truncated, last.finalFiles], [true, true, task.files]);
+        } finally {
+          await env.close();
+        }
+      });
+    }
   }
 });

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { FileTree, type VerificationSpec } from '../../schemas/index.js';
+import type { EnvSpec } from '../types.js';
+import { SINGLE_TURN_ENV, SINGLE_TURN_TOOL_DEFS, SingleTurnEnv, type SingleTurnObservation } from './env.js';
+
+/** A single-turn task: `files` is the one path its reply is written to, empty; nothing visible to run. */
+const SingleTurnPayload = z.object({
+  files: FileTree.refine((files) => Object.keys(files).length === 1 && Object.values(files)[0] === '', 'a single-turn task has exactly one file, the path its reply is written to, with empty content'),
+  visibleTests: FileTree.refine((files) => Object.keys(files).length === 0, 'a single-turn task has no visible tests'),
+});
+
+/** Without a spec of its own, the reply must pass every hidden test pytest collects. */
+const ALL_TESTS_PASS: VerificationSpec = { check: { kind: 'tests', runner: 'pytest', failToPass: [], passToPass: [] } };
+
+export const SINGLE_TURN: EnvSpec<SingleTurnObservation> = {
+  id: SINGLE_TURN_ENV,
+  summary: 'one prompt, one reply: the reply is the artifact the task checks (code, a document, an answer)',
+  tools: SINGLE_TURN_TOOL_DEFS,
+  defaultImage: 'python-repair',
+  taskPayload: SingleTurnPayload,
+  defaultVerification: ALL_TESTS_PASS,
+  freeReply: { tool: 'answer', argument: 'text' },
+  prompt: {
+    instructions: 'Answer the task. Your whole reply is your answer and is checked automatically, so reply with the answer alone.',
+    opening: (observation) => observation.description,
+  },
+  create: (deps) => new SingleTurnEnv(deps),
+};
