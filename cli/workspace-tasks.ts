@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { dirname } from 'node:path';
 import { DockerSandboxPool } from '../connectors/sandbox/index.js';
-import { WORKSPACE_ENV } from '../envs/index.js';
-import { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, type HarborHooks, type TaskJobReport, type WorkspaceJobOptions } from '../pipelines/jobs/task-job/index.js';
+import { isWorkspaceJob, JOB_ENVS, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, type HarborHooks, type TaskJobReport, type WorkspaceJobOptions } from '../pipelines/jobs/task-job/index.js';
 import { ConfigError, type Task } from '../schemas/index.js';
 import { ensureTaskImage, imageFor, taskImagePlan } from '../stack/index.js';
 import { treeStore } from './paths.js';
 
-/** Whether a job file is a workspace job (`env: workspace/v1`). */
+/** Whether a job file lists an environment's tasks (`env: workspace/v1` or `single-turn/v1`). */
 export const isWorkspaceJobFile = (file: string): boolean => /\.(ya?ml|json)$/i.test(file) && isWorkspaceJob(readStructuredFile(file, 'job file'));
 
 /**
@@ -34,7 +33,7 @@ export async function runWorkspaceJobWithStack(options: Omit<WorkspaceJobOptions
 /** The tasks of a workspace job file, built as `tasks publish --dry-run` builds them (large trees go to the artifact store). */
 export async function workspaceJobTasks(file: string, rejectsDir: string, what = 'job file', pool?: DockerSandboxPool): Promise<readonly Task[]> {
   const raw = readStructuredFile(file, 'job file');
-  if (!isWorkspaceJob(raw)) throw new ConfigError(`${what} ${file} is not a workspace job file (env: ${WORKSPACE_ENV})`);
+  if (!isWorkspaceJob(raw)) throw new ConfigError(`${what} ${file} is not a job file of an environment's tasks (env: ${JOB_ENVS.join(' or ')})`);
   const report = await runWorkspaceJobWithStack({ job: resolveWorkspaceJob(raw, dirname(file), `job file ${file}`), rejectsDir, trees: treeStore(), dryRun: true }, pool);
   if (report.tasks.length === 0) throw new ConfigError(`job file ${file} gave no tasks (${report.rejected} rejected; see ${report.rejectsFile})`);
   return report.tasks;

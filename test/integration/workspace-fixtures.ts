@@ -15,3 +15,13 @@ export async function workspaceMiniTasks(trees: TreeStore = new LocalTreeStore(t
   if (report.rejected > 0) throw new Error(`workspace-mini: ${report.rejected} task(s) rejected; see ${report.rejectsFile}`);
   return [...report.tasks];
 }
+
+/** The first `count` tasks of a bundled single-turn family (tasks/single-turn/<family>.yaml), built as the task job builds them. */
+export async function singleTurnTasks(family: 'python-expressions' | 'json-documents', count: number): Promise<Task[]> {
+  const folder = join(repoRoot(), 'tasks', 'single-turn');
+  const raw = readStructuredFile(join(folder, `${family}.yaml`), 'job file') as { generate: Array<Record<string, unknown>> };
+  const job = resolveWorkspaceJob({ ...raw, generate: raw.generate.map((source) => ({ ...source, count })) }, folder);
+  const report = await runWorkspaceJob({ job, rejectsDir: tempDir('single-turn-rejects'), trees: new LocalTreeStore(tempDir('single-turn-trees')), dryRun: true });
+  if (report.rejected > 0) throw new Error(`${family}: ${report.rejected} task(s) rejected; see ${report.rejectsFile}`);
+  return [...report.tasks];
+}

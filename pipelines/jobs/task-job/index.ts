@@ -11,6 +11,7 @@ export { formatReport } from './report.js';
 export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';
 export { applySolveScript, HARBOR_DIR, HarborConfig, harborLimits, parseHarborConfig, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
 export { IMPORTERS, JobSpec, loadJobFile, Mapping, MUTATION_KINDS, resolveJob, type JobSpecInput, type ResolvedJob } from './spec.js';
-export { isWorkspaceJob, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, WorkspaceJobSpec, WorkspaceTaskEntry, type ResolvedWorkspaceJob, type WorkspaceJobOptions } from './workspace-job.js';
+export { GENERATED_FAMILIES, GenerateSource, generatedTasks, heldOutTemplates, DOCUMENT_TEMPLATES, EXPRESSION_TEMPLATES } from './generate/index.js';
+export { isWorkspaceJob, JOB_ENVS, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, WorkspaceJobSpec, WorkspaceTaskEntry, type ResolvedWorkspaceJob, type WorkspaceJobOptions } from './workspace-job.js';
 export { readTree, type LocatedTask, type ReadTreeOptions, type TaskTrees, type TreeSource } from './workspace-trees.js';
 export { parseSweRow, SweRow, SweRowReader, SweRowsSource, sweTaskId } from './swe-rows.js';

@@ -6,15 +6,19 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { storeLargeTrees, type TreeStore } from '../../../connectors/artifacts/index.js';
 import { RejectsFile } from '../../../connectors/files/index.js';
-import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, WORKSPACE_ENV } from '../../../envs/index.js';
+import { checkTaskPayload, ENVIRONMENTS, MAX_WORKSPACE_FILE_BYTES, SINGLE_TURN_ENV, WORKSPACE_ENV } from '../../../envs/index.js';
 import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSpec } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
+import { GenerateSource, generatedTasks } from './generate/index.js';
 import { applySolveScript, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
 import { publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
 import { SweRowReader, SweRowsSource } from './swe-rows.js';
 import { readTree, type LocatedTask, type TaskTrees, type TreeSource } from './workspace-trees.js';
+
+/** The environments whose tasks a job file lists, reads from folders or generates (program repair has its own job: spec.ts). */
+export const JOB_ENVS = [WORKSPACE_ENV, SINGLE_TURN_ENV] as const;
 
 const TaskId = z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"');
 
@@ -48,7 +52,8 @@ export const WorkspaceJobSpec = z
   .object({
     /** The data set's name in every task's lineage. */
     name: z.string().regex(/^[a-z0-9][a-z0-9._-]*$/, 'must be lower-case letters, digits, ".", "_" or "-"'),
-    env: z.literal(WORKSPACE_ENV),
+    /** The environment every task of the job runs in. */
+    env: z.enum(JOB_ENVS),
     /** How task folders are laid out: `trialrun` (task.json/task.yaml) or `harbor` (Harbor / Terminal-Bench: task.toml, instruction.md, tests/test.sh, ...; pipelines/jobs/task-job/harbor.ts). @default 'trialrun' */
     format: z.enum(['trialrun', 'harbor']).default('trialrun'),
     /** The sandbox image (a recipe name such as `ops`, or any image tag) of tasks that name none. @default the environment's */
@@ -59,6 +64,8 @@ export const WorkspaceJobSpec = z
     folders: z.array(z.string().min(1)).default([]),
     /** Files of SWE-bench-style rows, one task each (see swe-rows.ts). @default none */
     sweRows: z.array(SweRowsSource).default([]),
+    /** Tasks made from a family's templates (single-turn/v1; generate/index.ts). @default none */
+    generate: z.array(GenerateSource).default([]),
     /** The verification of tasks that name none. @default the environment's default */
     verification: VerificationSpec.optional(),
     /** Trees larger than this (UTF-8 bytes) go to the artifact store; the record carries their digest. @default 262144 (256 KiB) */
@@ -66,7 +73,8 @@ export const WorkspaceJobSpec = z
     publish: PublishSettings,
   })
   .strict()
-  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length > 0, { message: 'give tasks or folders (or sweRows)', path: ['tasks'] })
+  .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length + spec.generate.length > 0, { message: 'give tasks or folders (or sweRows, or generate)', path: ['tasks'] })
+  .refine((spec) => spec.generate.length === 0 || spec.env === SINGLE_TURN_ENV, { message: `generated families are ${SINGLE_TURN_ENV} tasks`, path: ['generate'] })
   .refine((spec) => spec.format === 'trialrun' || spec.tasks.length === 0, { message: 'a harbor job reads its tasks from folders; inline tasks are trialrun entries', path: ['tasks'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
@@ -76,8 +84,8 @@ export interface ResolvedWorkspaceJob {
   readonly baseDir: string;
 }
 
-/** Whether a parsed job file is a workspace job (it names `env: workspace/v1`). */
-export const isWorkspaceJob = (raw: unknown): boolean => typeof raw === 'object' && raw !== null && (raw as { env?: unknown }).env === WORKSPACE_ENV;
+/** Whether a parsed job file is a workspace job (it names one of JOB_ENVS as its `env`). */
+export const isWorkspaceJob = (raw: unknown): boolean => typeof raw === 'object' && raw !== null && (JOB_ENVS as readonly unknown[]).includes((raw as { env?: unknown }).env);
 
 export function resolveWorkspaceJob(raw: unknown, baseDir: string, what = 'workspace job'): ResolvedWorkspaceJob {
   const parsed = WorkspaceJobSpec.safeParse(raw);
@@ -304,6 +312,7 @@ function locatedHarbor(folder: HarborFolder, hooks: HarborHooks, jobImage: strin
 /** The job's inline tasks, then those of every task folder its globs match (sorted), each with where it came from. */
 async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile, harbor: HarborHooks | undefined): Promise<LocatedTask[]> {
   const located: LocatedTask[] = job.spec.tasks.map((entry, index) => locatedEntry(entry, join(job.baseDir, '(job file)'), index + 1, job.baseDir));
+  job.spec.generate.forEach((source, i) => located.push(...generatedTasks(source, join(job.baseDir, `(job file: generate ${i + 1}, ${source.family})`))));
   for (const glob of job.spec.folders) {
     const folders = await matchFolders(job.baseDir, glob);
     if (folders.length === 0) throw new ConfigError(`folders: ${JSON.stringify(glob)} matches no folder under ${job.baseDir}`);
