@@ -5,7 +5,7 @@ import type { CheckpointStore } from '../connectors/checkpoints/index.js';
 import type { KafkaPort } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
-import { compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type RateComparison, type RateSample } from '../pipelines/jobs/evaluate/index.js';
+import { compareMeans, compareRates, evaluatePolicy, evaluationVerifier, landEvaluation, type Evaluation, type MeanComparison, type RateComparison, type RateSample, type TaskEvaluation } from '../pipelines/jobs/evaluate/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
@@ -95,6 +95,8 @@ export interface ExperimentReport {
   readonly trained: TimedEvaluation;
   /** Held-out success within each turn budget at which some episode was solved (the last is maxTurns), with 95% intervals. */
   readonly budgets: readonly BudgetComparison[];
+  /** Held-out mean reward (partial credit where tasks give it), task by task, with 95% intervals and the paired difference's. */
+  readonly meanReward: MeanComparison;
   readonly training: LoopSummary;
   /** The 1-minute load average at the end of training (the machine is shared: figures are relative to it). */
   readonly trainingLoad: number;
@@ -108,10 +110,13 @@ export interface BudgetComparison extends RateComparison {
  * The comparison at each number of turns where either policy's count of solved episodes grows, and at maxTurns.
  * Each side's interval counts the episodes of one task as correlated (effectiveEpisodes).
  */
-export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, after: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, maxTurns: number): BudgetComparison[] {
+/** What a turn-budget comparison reads of an evaluation. */
+type Solved = Pick<Evaluation, 'episodes' | 'successesWithin'> & { readonly byTask: Readonly<Record<string, Pick<TaskEvaluation, 'episodes' | 'solvedIn'>>> };
+
+export function budgetComparisons(before: Solved, after: Solved, maxTurns: number): BudgetComparison[] {
   const within = (e: Pick<Evaluation, 'successesWithin'>, n: number): number => e.successesWithin[n] ?? 0;
   const grows = (n: number): boolean => within(before, n) !== within(before, n - 1) || within(after, n) !== within(after, n - 1);
-  const sample = (e: Pick<Evaluation, 'episodes' | 'successesWithin' | 'byTask'>, n: number): RateSample => ({
+  const sample = (e: Solved, n: number): RateSample => ({
     successes: within(e, n),
     episodes: e.episodes,
     tasks: Object.values(e.byTask).map((task) => ({ episodes: task.episodes, successes: task.solvedIn.filter((turns) => turns <= n).length })),
@@ -122,6 +127,9 @@ export function budgetComparisons(before: Pick<Evaluation, 'episodes' | 'success
 }
 
 const load = (): number => loadavg()[0]!;
+
+/** Each held-out task's episode rewards. */
+const rewardsByTask = (evaluation: Pick<Evaluation, 'byTask'>): Record<string, readonly number[]> => Object.fromEntries(Object.entries(evaluation.byTask).map(([task, t]) => [task, t.rewards]));
 
 /** The trained parameters the held-out evaluation plays (ExperimentOptions.tailAverage), and which versions they are made of. */
 export async function trainedParams<P>(kind: Pick<AnyPolicyKind<unknown>, 'policyId' | 'initial' | 'decodeParams' | 'average'>, store: CheckpointStore, tailAverage: number): Promise<{ params: P; versions: number[] }> {
@@ -226,6 +234,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     untrained,
     trained,
     budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
+    meanReward: compareMeans(rewardsByTask(untrained.evaluation), rewardsByTask(trained.evaluation)),
     training,
     trainingLoad,
   };
@@ -262,6 +271,18 @@ export function formatBudgets(report: Pick<ExperimentReport, 'budgets' | 'traine
       ` (${b.before.episodes} + ${b.after.episodes} episodes, worth ${b.before.effectiveEpisodes.toFixed(0)} + ${b.after.effectiveEpisodes.toFixed(0)} independent ones;${ratio} difference ${signed(b.difference.value)} points, 95% ${signed(b.difference.interval.low)} to ${signed(b.difference.interval.high)}: ${b.verdict})`
     );
   });
+}
+
+/** The mean reward line: before -> after with 95% intervals over tasks, the paired difference and what it says. */
+export function formatMeanReward(report: Pick<ExperimentReport, 'meanReward' | 'trained' | 'trainedVersions'>): string {
+  const m = report.meanReward;
+  const value = (x: number): string => x.toFixed(3);
+  const range = (i: { low: number; high: number }): string => `[${value(i.low)}, ${value(i.high)}]`;
+  const ratio = m.ratio === null ? '' : ` ${m.ratio.toFixed(2)}x,`;
+  return (
+    `mean reward: ${value(m.before.mean)} ${range(m.before.interval)} -> ${trainedName(report)} ${value(m.after.mean)} ${range(m.after.interval)}` +
+    ` (${m.before.units} tasks;${ratio} paired difference ${m.difference.mean >= 0 ? '+' : ''}${value(m.difference.mean)}, 95% ${value(m.difference.interval.low)} to ${value(m.difference.interval.high)}: ${m.verdict})`
+  );
 }
 
 /** Per stage: records written, rate, and busy time against the time its instances had. */
@@ -311,14 +332,23 @@ export function formatExperiment(report: ExperimentReport, file: string, sandbox
         : last.verdict === 'worse'
           ? [`verdict: the trained policy solves fewer held-out episodes within ${last.turns} turns, beyond noise (the 95% interval of the difference is below 0).`]
           : [`verdict: not significant. Within ${last.turns} turns the difference lies inside its 95% interval, which includes 0: this run does not show that the policy improved (more minutes or --eval-samples narrow it).`];
+  const reward = report.meanReward;
+  const rewardVerdict =
+    reward.verdict === 'improved'
+      ? 'mean reward: higher after training, and the 95% interval of the paired difference excludes 0.'
+      : reward.verdict === 'worse'
+        ? 'mean reward: lower after training, beyond noise.'
+        : 'mean reward: the paired difference\'s 95% interval includes 0 (not significant).';
   return [
     `${report.runId}: ${report.minutes} min of training on ${report.trainTasks} tasks, ${sandbox} sandboxes (${training.trajectories} trajectories, ${training.checkpoints} checkpoints; groups of ${report.groupSize}, batches of ${report.batchSize}, step ${report.learningRate ?? "the policy's own"}, ${report.epochs} epoch${report.epochs === 1 ? '' : 's'} a batch)`,
     `held-out success on ${report.heldOutTasks} tasks x ${report.evalSamples} episode${report.evalSamples === 1 ? "" : "s"} each (the same tasks and seeds before and after; seed ${report.seed}; ${DECODING_WORDS[report.decoding]}), untrained -> trained, 95% intervals:`,
     ...formatBudgets(report).map((line) => `  ${line}`),
+    `  ${formatMeanReward(report)}`,
     ...verdict,
+    `verdict, ${rewardVerdict}`,
     ...formatTrainingCounts(training, report.trainedVersions),
-    'learning curve (training pass rate per policy version, 95% intervals in the notebook):',
-    ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  ${pct(row.passRate)}`),
+    'learning curve (training pass rate and mean reward per policy version, 95% intervals in the notebook):',
+    ...training.byPolicyVersion.map((row) => `  v${String(row.policyVersion).padEnd(4)} ${String(row.trajectories).padStart(4)} trajectories  pass ${pct(row.passRate).padStart(6)}  reward ${row.meanReward.toFixed(3)}`),
     ...formatThroughput(report),
     'where to look next:',
     `  trialrun notebook run learning-curve --run ${report.runId} --run ${report.heldOutRunId}   (training and held-out curves with intervals)`,

@@ -49,9 +49,9 @@ test('the GGUF is the one the llama.cpp server reports serving; a server that na
 test("the loop's learner trains whole samples (up to the policy's episode length) and credits the scaffold's earlier turns as failures", () => {
   const agent = resolveLlmPolicyOptions({ baseUrl: 'http://127.0.0.1:8090/v1', maxEpisodeTokens: 3000 }, {});
   const threads = String(llmThreadShare());
-  assert.deepEqual(loopLearnerFlags(agent, ['--epochs', '2']), ['--threads', threads, '--max-sequence-tokens', '3000', '--epochs', '2']);
+  assert.deepEqual(loopLearnerFlags(agent, ['--epochs', '2']), ['--threads', threads, '--max-sequence-tokens', '3000', '--temperature', '0.7', '--epochs', '2']);
   const scaffold = resolveLlmPolicyOptions({ baseUrl: 'http://127.0.0.1:8090/v1', scaffold: 'repair-script' }, {});
-  assert.deepEqual(loopLearnerFlags(scaffold, []), ['--threads', threads, '--max-sequence-tokens', '4096', '--earlier-turns-failed']);
+  assert.deepEqual(loopLearnerFlags(scaffold, []), ['--threads', threads, '--max-sequence-tokens', '4096', '--temperature', '0.7', '--earlier-turns-failed']);
 });
 
 test("the loop's learner process: an exit while the loop runs is its failure, and one that ignores SIGTERM is killed on stop; both name the log", async () => {

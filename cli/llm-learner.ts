@@ -173,6 +173,9 @@ export function loopLearnerFlags(policy: ResolvedLlmPolicyOptions, extraArgs: re
     // No sample is longer than an episode may grow, so none is cut: the learner's own default (1024) cut the
     // sampled tokens off every repair-script sample, whose first prompt alone is about 1100 tokens.
     '--max-sequence-tokens', String(policy.maxEpisodeTokens),
+    // The engine records each token's logprob under logits / temperature (the distribution it was drawn from): the
+    // learner's ratio divides its logits by the same temperature, so an unchanged adapter's ratio is 1 (on-policy).
+    ...(policy.temperature > 0 ? ['--temperature', String(policy.temperature)] : []),
     // The kind's earlier decisions failed (the repair script's undone edits): the learner credits them so.
     ...(llmPolicyKind(policy).earlierDecisionsFailed === true ? ['--earlier-turns-failed'] : []),
     ...extraArgs,

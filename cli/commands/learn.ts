@@ -9,11 +9,12 @@ import { stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
-import { choiceOption, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
+import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
 import { bundledTasks, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
 import { loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
+import { isWorkspaceJobFile, workspaceJobTasks } from '../workspace-tasks.js';
 
 /** Tasks the data job marked `eval`, or else a stable hash-chosen fraction: never trained on. */
 export function splitTasks(tasks: readonly Task[], evalFraction: number): { train: Task[]; held: Task[] } {
@@ -23,11 +24,27 @@ export function splitTasks(tasks: readonly Task[], evalFraction: number): { trai
   return { train: tasks.filter((t) => !held(t)), held: tasks.filter(held) };
 }
 
+/** A rows file of repair tasks, or the job file of an environment's tasks (`env: single-turn/v1` or `workspace/v1`). */
+function learnTaskFile(path: string): string {
+  const absolute = existingFile(path, '--tasks');
+  return isWorkspaceJobFile(absolute) ? absolute : taskRowsFile(absolute, '--tasks');
+}
+
+/**
+ * At most `count` of the held-out tasks, spread evenly over the list: a job lists its generated tasks template by
+ * template in turn, so every held-out template keeps its share. @default all of them
+ */
+export function spreadSubset<T>(items: readonly T[], count: number | undefined): T[] {
+  if (count === undefined || count >= items.length) return [...items];
+  return Array.from({ length: count }, (_, i) => items[Math.floor((i * items.length) / count)]!);
+}
+
 /** The experiment's settings from the command line, every one checked before `stack up`. */
 export function resolveLearnSettings(values: OptionValues) {
   const defaults = values.policy === LLM_POLICY ? LLM_LEARN_DEFAULTS : LEARN_DEFAULTS;
   return {
-    taskFile: taskRowsFile(stringOption(values, 'tasks') ?? bundledTasks(), '--tasks'),
+    taskFile: learnTaskFile(stringOption(values, 'tasks') ?? bundledTasks()),
+    evalTasks: intOption(values, 'eval-tasks'),
     minutes: numberOption(values, 'minutes', { above: 0 }),
     evalSamples: requiredInt(values, 'eval-samples'),
     evalConcurrency: requiredInt(values, 'eval-concurrency'),
@@ -68,6 +85,7 @@ export const learnCommand: Command = {
     'eval-samples': { type: 'string', default: '2' },
     'eval-concurrency': { type: 'string', default: '2' },
     'eval-percent': { type: 'string', default: '25' },
+    'eval-tasks': { type: 'string' },
     'group-size': { type: 'string' },
     'batch-size': { type: 'string' },
     'max-turns': { type: 'string', default: '8' },
@@ -83,11 +101,12 @@ export const learnCommand: Command = {
     ...LLM_OPTIONS,
   },
   help: {
-    tasks: 'JSON Lines task file with held-out rows marked split "eval" (default: the bundled tasks)',
+    tasks: 'JSON Lines task file with held-out rows marked split "eval", or the job file of an environment\'s tasks (tasks/single-turn/python-expressions.yaml: held-out templates are marked eval) (default: the bundled tasks)',
     minutes: 'training time (T)',
     'eval-samples': 'episodes per held-out task, for each of the two evaluations',
     'eval-concurrency': 'held-out episodes at once (each one sandbox, then its verification\'s)',
     'eval-percent': 'share of tasks held out when none is marked "eval"',
+    'eval-tasks': 'held-out tasks evaluated at most, spread evenly over the held-out list (default: all)',
     'group-size': `samples per task in training (default: ${LEARN_DEFAULTS.groupSize}; llm: ${LLM_LEARN_DEFAULTS.groupSize})`,
     'batch-size': `samples per learner update (default: ${LEARN_DEFAULTS.batchSize}; llm: ${LLM_LEARN_DEFAULTS.batchSize})`,
     'max-turns': 'tool calls per episode (N); 8 leaves two tries at an edit after running the tests and listing the edits',
@@ -104,13 +123,16 @@ export const learnCommand: Command = {
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding, tailAverage } = resolveLearnSettings(values);
+    const { taskFile, evalTasks, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding, tailAverage } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
-    const prepared = await prepareTasks({ file: taskFile, rejectsDir: join(data, 'rejects'), jobRunId: runId });
-    const { train, held } = splitTasks(prepared.tasks, evalPercent / 100);
-    if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);
+    const rejectsDir = join(data, 'rejects');
+    const tasks = isWorkspaceJobFile(taskFile) ? await workspaceJobTasks(taskFile, rejectsDir) : (await prepareTasks({ file: taskFile, rejectsDir, jobRunId: runId })).tasks;
+    const split = splitTasks(tasks, evalPercent / 100);
+    const train = split.train;
+    const held = spreadSubset(split.held, evalTasks);
+    if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${rejectsDir})`);
     process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(policy));
 

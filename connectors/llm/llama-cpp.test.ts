@@ -33,20 +33,28 @@ after(() => server.close());
 
 const sampling = { temperature: 0.5, topP: 0.9, maxTokens: 8, seed: 42 };
 
-test('a completion sends the token-array prompt, the sampling and the schema, and returns ids with one logprob each', async () => {
+test('a completion sends the token-array prompt, the sampling (top-k and min-p off) and the schema, and returns ids with the log of each probability they were drawn with', async () => {
   requests.length = 0;
   answer = (_path, _body, res) =>
-    send(res, { model: 'm', content: '{}', tokens: [5, 0], stop_type: 'eos', completion_probabilities: [{ id: 5, logprob: -0.25 }, { id: 0, logprob: -0.5 }] });
+    send(res, { model: 'm', content: '{}', tokens: [5, 0], stop_type: 'eos', completion_probabilities: [{ id: 5, prob: 0.5 }, { id: 0, prob: 0.25 }] });
   const completion = await client.complete({ promptIds: [1, 2, 3], sampling, jsonSchema: { type: 'object' } });
-  assert.deepEqual([completion.completionIds, completion.logprobs, completion.finishReason, completion.content], [[5, 0], [-0.25, -0.5], 'stop', '{}']);
+  assert.deepEqual([completion.completionIds, completion.logprobs, completion.finishReason, completion.content], [[5, 0], [Math.log(0.5), Math.log(0.25)], 'stop', '{}']);
   const { path, body } = requests[0]!;
   assert.equal(path, '/completion');
-  assert.deepEqual(body, { prompt: [1, 2, 3], n_predict: 8, temperature: 0.5, top_p: 0.9, seed: 42, n_probs: 1, return_tokens: true, cache_prompt: true, json_schema: { type: 'object' } });
+  assert.deepEqual(body, { prompt: [1, 2, 3], n_predict: 8, temperature: 0.5, top_p: 0.9, seed: 42, top_k: 0, min_p: 0, n_probs: 1, post_sampling_probs: true, return_tokens: true, cache_prompt: true, json_schema: { type: 'object' } });
+});
+
+test('greedy decoding (temperature 0) records the model\'s own logprobs, before sampling', async () => {
+  requests.length = 0;
+  answer = (_path, _body, res) => send(res, { model: 'm', content: '1', tokens: [9], stop_type: 'eos', completion_probabilities: [{ id: 9, logprob: -0.1 }] });
+  const completion = await client.complete({ promptIds: [1], sampling: { ...sampling, temperature: 0 } });
+  assert.deepEqual(completion.logprobs, [-0.1]);
+  assert.equal((requests[0]!.body as { post_sampling_probs?: unknown }).post_sampling_probs, false);
 });
 
 test('a completion under a grammar sends it as grammar; a schema and a grammar together are refused', async () => {
   requests.length = 0;
-  answer = (_path, _body, res) => send(res, { model: 'm', content: '1', tokens: [9], stop_type: 'eos', completion_probabilities: [{ id: 9, logprob: -0.1 }] });
+  answer = (_path, _body, res) => send(res, { model: 'm', content: '1', tokens: [9], stop_type: 'eos', completion_probabilities: [{ id: 9, prob: 0.9 }] });
   await client.complete({ promptIds: [1], sampling, grammar: 'root ::= "1"' });
   assert.equal((requests[0]!.body as { grammar?: unknown }).grammar, 'root ::= "1"');
   assert.equal('json_schema' in (requests[0]!.body as object), false);
@@ -57,14 +65,14 @@ test('a completion under a grammar sends it as grammar; a schema and a grammar t
 test('a completion cut at its token limit finishes with length; a 503 while loading is retried', async () => {
   let calls = 0;
   answer = (_path, _body, res) =>
-    ++calls === 1 ? send(res, { error: 'loading model' }, 503) : send(res, { content: 'x', tokens: [7], stop_type: 'limit', completion_probabilities: [{ id: 7, logprob: -1 }] });
+    ++calls === 1 ? send(res, { error: 'loading model' }, 503) : send(res, { content: 'x', tokens: [7], stop_type: 'limit', completion_probabilities: [{ id: 7, prob: 0.4 }] });
   const completion = await client.complete({ promptIds: [1], sampling });
   assert.equal(completion.finishReason, 'length');
   assert.equal(completion.attempts, 2);
 });
 
 test('logprobs that do not match the sampled tokens are refused, not recorded', async () => {
-  answer = (_path, _body, res) => send(res, { content: 'x', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, logprob: -1 }] });
+  answer = (_path, _body, res) => send(res, { content: 'x', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, prob: 0.4 }] });
   await assert.rejects(client.complete({ promptIds: [1], sampling }), (error: unknown) => error instanceof ChatRequestError && /2 tokens but 1 logprobs/.test(error.message));
 });
 

@@ -42,7 +42,11 @@ export interface TokenCompletion {
   readonly content: string;
   /** Every sampled token, an end-of-generation token included. */
   readonly completionIds: number[];
-  /** The logprob of each sampled token under the model, one per completion id. */
+  /**
+   * The logprob of each sampled token under the distribution it was drawn from, one per completion id: the model's
+   * logits divided by the temperature over the whole vocabulary (top-k and min-p are off), renormalised only by top-p
+   * and a grammar where they apply. At temperature 0 (greedy) the model's own, at temperature 1.
+   */
   readonly logprobs: number[];
   /** 'stop' (an end-of-generation token or a stop word) or 'length' (the token limit). */
   readonly finishReason: 'stop' | 'length';
@@ -70,7 +74,8 @@ interface WireCompletion {
   content?: string;
   tokens?: number[];
   stop_type?: string;
-  completion_probabilities?: Array<{ id?: number; logprob?: number }>;
+  /** `logprob` before sampling, or `prob` after it (`post_sampling_probs`). */
+  completion_probabilities?: Array<{ id?: number; logprob?: number; prob?: number }>;
 }
 
 interface WireProps {
@@ -168,6 +173,7 @@ export class LlamaCppClient {
   async complete(request: TokenCompletionRequest, signal?: AbortSignal): Promise<TokenCompletion> {
     if (request.jsonSchema !== undefined && request.grammar !== undefined) throw new ConfigError('a completion takes a JSON Schema or a grammar, not both');
     const started = performance.now();
+    const postSampling = request.sampling.temperature > 0;
     const { value, attempts } = await postJson<WireCompletion>(
       `${this.rootUrl}/completion`,
       {
@@ -176,8 +182,14 @@ export class LlamaCppClient {
         temperature: request.sampling.temperature,
         top_p: request.sampling.topP,
         seed: request.sampling.seed,
-        // One probability per sampled token: its logprob under the model (before temperature and top-p).
+        // Pure temperature sampling (and top-p where asked): llama.cpp's default top-k 40 and min-p 0.05 would cut the
+        // distribution in ways the learner does not model, whose ratio divides the logits by the temperature alone.
+        top_k: 0,
+        min_p: 0,
+        // One probability per sampled token, after the sampler chain: its probability under logits / temperature,
+        // what the learner's ratio compares with (greedy decoding has none worth recording, so the model's own then).
         n_probs: 1,
+        post_sampling_probs: postSampling,
         return_tokens: true,
         // The slot keeps the previous turn's KV cache: only the appended tokens are evaluated.
         cache_prompt: true,
@@ -189,14 +201,15 @@ export class LlamaCppClient {
     const completionIds = value.tokens;
     if (!Array.isArray(completionIds) || typeof value.content !== 'string') throw new ChatRequestError(`${this.rootUrl}/completion answered without tokens and content`);
     const probabilities = value.completion_probabilities ?? [];
-    if (probabilities.length !== completionIds.length || probabilities.some((p, i) => p.id !== completionIds[i] || typeof p.logprob !== 'number')) {
+    const logprobOf = (p: { logprob?: number; prob?: number }): number | undefined => (postSampling ? (typeof p.prob === 'number' ? Math.log(p.prob) : undefined) : p.logprob);
+    if (probabilities.length !== completionIds.length || probabilities.some((p, i) => p.id !== completionIds[i] || typeof logprobOf(p) !== 'number')) {
       throw new ChatRequestError(`${this.rootUrl}/completion answered ${completionIds.length} tokens but ${probabilities.length} logprobs that do not match them`);
     }
     return {
       model: value.model ?? 'unknown',
       content: value.content,
       completionIds,
-      logprobs: probabilities.map((p) => p.logprob!),
+      logprobs: probabilities.map((p) => logprobOf(p)!),
       finishReason: value.stop_type === 'limit' ? 'length' : 'stop',
       latencyMs: performance.now() - started,
       attempts,

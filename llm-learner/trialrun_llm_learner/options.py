@@ -65,7 +65,8 @@ class LearnerOptions:
     #: Each model turn before a trajectory's last was a choice that failed and was undone (the repair script's edit
     #: choices): it earns the advantage a failure had in its group, not the outcome's, which only the last earned.
     earlier_turns_failed: bool = False
-    #: Logits are divided by this before the logprobs (the engine's logprobs are at temperature 1).
+    #: Logits are divided by this before the logprobs: the temperature the engine recorded its logprobs at (the loop passes
+    #: the policy's sampling temperature; llama.cpp records each token's probability under logits / temperature).
     temperature: float = 1.0
     #: Tokens of one sample (prompt + completion) kept; the rest of a longer sample is not trained on.
     max_sequence_tokens: int = 1024

@@ -136,6 +136,8 @@ export interface PolicyVersionRow {
   readonly policyVersion: number;
   readonly trajectories: number;
   readonly passRate: number;
+  /** Mean reward under the tasks' RewardSpec (partial credit where a task gives it). */
+  readonly meanReward: number;
 }
 
 /** What one stage of the loop achieved: records it wrote, their rate over the loop's time, and how busy its instances were. */
@@ -156,6 +158,8 @@ export interface LoopSummary {
   readonly rejectedRows: number;
   readonly trajectories: number;
   readonly passRate: number;
+  /** Mean reward of the run's verifications under the tasks' RewardSpec. */
+  readonly meanReward: number;
   readonly byPolicyVersion: readonly PolicyVersionRow[];
   readonly checkpoints: number;
   readonly sandboxSeconds: number;
@@ -477,7 +481,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     const scalar = async (sql: string): Promise<number> => Number((await catalog.query(sql)).rows[0]?.[0] ?? 0);
     const run = `'${runId.replaceAll("'", "''")}'`;
     const byVersion = await catalog.query(
-      `SELECT t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1 ELSE 0 END) AS pass_rate
+      `SELECT t.policy_version, count(*) AS n, avg(CASE WHEN v.passed THEN 1 ELSE 0 END) AS pass_rate, avg(v.score) AS mean_reward
        FROM trajectories t JOIN verifications v USING (trajectory_id)
        WHERE t.run_id = ${run} GROUP BY 1 ORDER BY 1`,
     );
@@ -510,7 +514,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       rejectedRows,
       trajectories: await scalar(`SELECT count(*) FROM trajectories WHERE run_id = ${run}`),
       passRate: await scalar(`SELECT avg(CASE WHEN passed THEN 1 ELSE 0 END) FROM verifications WHERE run_id = ${run}`),
-      byPolicyVersion: byVersion.rows.map(([version, n, rate]) => ({ policyVersion: Number(version), trajectories: Number(n), passRate: Number(rate) })),
+      meanReward: await scalar(`SELECT avg(score) FROM verifications WHERE run_id = ${run}`),
+      byPolicyVersion: byVersion.rows.map(([version, n, rate, reward]) => ({ policyVersion: Number(version), trajectories: Number(n), passRate: Number(rate), meanReward: Number(reward) })),
       checkpoints: recordsPerTopic[TOPICS.policyCheckpoints.name] ?? 0,
       stages,
       rewardDispositions: await counts('rewards', "coalesce(disposition, 'learn')"),

@@ -96,7 +96,8 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
   const maxTurns = options.maxTurns ?? 14;
   const concurrency = options.concurrency ?? 2;
   if (!Number.isInteger(groupSize) || groupSize < 1) throw new Error(`RolloutWorkerOptions.groupSize must be a whole number >= 1, got ${groupSize}`);
-  if (!Number.isInteger(maxTurns) || maxTurns < 3) throw new Error(`RolloutWorkerOptions.maxTurns must be a whole number >= 3, got ${maxTurns}`);
+  // One is enough: a single-turn episode is one reply; the turn cap is the environment's to apply.
+  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`RolloutWorkerOptions.maxTurns must be a whole number >= 1, got ${maxTurns}`);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`RolloutWorkerOptions.concurrency must be a whole number >= 1, got ${concurrency}`);
   const environments = options.environments ?? ENVIRONMENTS;
   const storeAbove = options.storeTreesAboveBytes ?? 256 * 1024;

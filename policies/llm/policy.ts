@@ -86,10 +86,9 @@ export interface TurnRequest {
 export function openingMessages(observation: AgentObservation, env: EpisodeEnv, listTools: boolean): TemplateMessage[] {
   // A free reply is the answer itself: the model is told no tools, and nothing constrains what it samples.
   const toolList = env.freeReply ? '' : listTools ? `\n\nReply with exactly one JSON object, a call of one of these tools:\n${describeTools(env.tools)}` : ' Call exactly one tool per reply.';
-  return [
-    { role: 'system', content: `${env.prompt.instructions}${toolList}` },
-    { role: 'user', content: env.prompt.opening(observation) },
-  ];
+  const system = `${env.prompt.instructions}${toolList}`;
+  // No instructions and no tools: the chat template's own system prompt stands (a small model answers better under it).
+  return [...(system === '' ? [] : [{ role: 'system', content: system }]), { role: 'user', content: env.prompt.opening(observation) }];
 }
 
 /** A tool result (or why the reply was refused) as the model reads it, cut to `maxChars` (head and tail kept). */

@@ -54,6 +54,8 @@ export interface Evaluation {
   readonly episodes: number;
   readonly successes: number;
   readonly successRate: number;
+  /** Mean reward of the episodes under their tasks' RewardSpec (partial credit where a task gives it). */
+  readonly meanReward: number;
   readonly byTask: Readonly<Record<string, TaskEvaluation>>;
   /** `successesWithin[n]`: episodes solved in at most n tool calls (n = 0..maxTurns), the success rate within fewer turns. */
   readonly successesWithin: readonly number[];
@@ -67,6 +69,8 @@ export interface TaskEvaluation {
   readonly successes: number;
   /** The tool calls each solved episode took (its successes within fewer turns). */
   readonly solvedIn: readonly number[];
+  /** Each episode's reward, in attempt order (the same order in two evaluations with the same seed). */
+  readonly rewards: readonly number[];
 }
 
 export interface EvaluatedEpisode {
@@ -86,7 +90,7 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const runId = options.runId ?? 'eval';
   const verifier = options.verifier ?? evaluationVerifier(tasks, options);
   const jobs = tasks.flatMap((task) => Array.from({ length: samples }, (_, attempt) => ({ task, attempt })));
-  const byTask: Record<string, { episodes: number; successes: number; solvedIn: number[] }> = {};
+  const byTask: Record<string, { episodes: number; successes: number; solvedIn: number[]; rewards: number[] }> = {};
   const records: EvaluatedEpisode[] = new Array(jobs.length);
   const maxTurns = options.maxTurns ?? 14;
   const successesWithin: number[] = new Array(maxTurns + 1).fill(0);
@@ -118,8 +122,9 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
       }
       records[index] = episode;
       const { verification } = episode;
-      const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0, solvedIn: [] });
+      const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0, solvedIn: [], rewards: new Array(samples).fill(0) });
       entry.episodes++;
+      entry.rewards[attempt] = verification.score ?? (verification.passed ? 1 : 0);
       if (verification.passed) {
         entry.successes++;
         entry.solvedIn.push(episode.trajectory.steps.length);
@@ -130,7 +135,8 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   };
   await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, lane));
   const successes = Object.values(byTask).reduce((sum, t) => sum + t.successes, 0);
-  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, byTask, successesWithin, records };
+  const rewardSum = Object.values(byTask).reduce((sum, t) => sum + t.rewards.reduce((a, b) => a + b, 0), 0);
+  return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, meanReward: jobs.length ? rewardSum / jobs.length : 0, byTask, successesWithin, records };
 }
 
 /**

@@ -1,2 +1,2 @@
 export { evaluatePolicy, evaluationVerifier, foreignWeights, landEvaluation, type EvaluatedEpisode, type Evaluation, type TaskEvaluation, type EvaluateOptions, type LandOptions } from './evaluate.js';
-export { compareRates, differenceInterval, effectiveEpisodes, wilsonInterval, wilsonRateInterval, Z95, type Interval, type RateComparison, type RateSample, type RateSide, type Tally } from './stats.js';
+export { compareMeans, meanInterval, type MeanComparison, type MeanSide, compareRates, differenceInterval, effectiveEpisodes, wilsonInterval, wilsonRateInterval, Z95, type Interval, type RateComparison, type RateSample, type RateSide, type Tally } from './stats.js';

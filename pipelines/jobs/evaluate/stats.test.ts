@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
-import { compareRates, differenceInterval, effectiveEpisodes, wilsonInterval, wilsonRateInterval } from './stats.js';
+import { compareMeans, compareRates, differenceInterval, effectiveEpisodes, wilsonInterval, wilsonRateInterval } from './stats.js';
 
 const close = (actual: number, expected: number, tolerance = 5e-4): void => assert.ok(Math.abs(actual - expected) < tolerance, `${actual} is not ${expected}`);
 
@@ -63,4 +63,20 @@ test("a task's correlated episodes are worth fewer independent ones (Kish's desi
   assert.equal(together.ratio, apart.ratio);
   assert.ok(together.before.effectiveEpisodes < 101 && together.after.effectiveEpisodes < 101);
   assert.ok(together.difference.interval.low < apart.difference.interval.low, 'a wider interval');
+});
+
+test('compareMeans pairs the tasks: a shift every task shares is significant even when the tasks differ widely', () => {
+  const before = { a: [0.1, 0.1], b: [0.5, 0.5], c: [0.9, 0.7], d: [0.2, 0.4] };
+  const after = { a: [0.3, 0.3], b: [0.7, 0.7], c: [1, 1], d: [0.5, 0.5] };
+  const m = compareMeans(before, after);
+  assert.equal(m.before.units, 4);
+  assert.ok(Math.abs(m.before.mean - 0.425) < 1e-12 && Math.abs(m.after.mean - 0.625) < 1e-12);
+  // Unpaired, the sides' intervals overlap; paired, every task gained 0.2-0.25.
+  assert.ok(m.before.interval.high > m.after.interval.low);
+  assert.ok(m.difference.interval.low > 0.15 && m.difference.interval.high < 0.26, JSON.stringify(m.difference));
+  assert.equal(m.verdict, 'improved');
+  assert.ok(Math.abs(m.ratio! - 0.625 / 0.425) < 1e-12);
+  assert.equal(compareMeans(after, before).verdict, 'worse');
+  assert.equal(compareMeans(before, before).verdict, 'within noise');
+  assert.equal(compareMeans({ a: [0] }, { a: [0] }).ratio, null);
 });

@@ -117,3 +117,47 @@ export function compareRates(before: RateSample, after: RateSample): RateCompari
     verdict: interval.low > 0 ? 'improved' : interval.high < 0 ? 'worse' : 'within noise',
   };
 }
+
+/** A mean with its 95% interval, from per-unit values treated as independent draws (normal approximation). */
+export interface MeanSide {
+  readonly mean: number;
+  readonly units: number;
+  readonly interval: Interval;
+}
+
+/** Mean of `values` and its 95% interval (mean +- z x the standard error; a single value has a zero-width interval). */
+export function meanInterval(values: readonly number[], z = Z95): MeanSide {
+  const n = values.length;
+  const mean = n ? values.reduce((a, b) => a + b, 0) / n : 0;
+  const variance = n > 1 ? values.reduce((sum, v) => sum + (v - mean) ** 2, 0) / (n - 1) : 0;
+  const half = z * Math.sqrt(variance / Math.max(1, n));
+  return { mean, units: n, interval: { low: mean - half, high: mean + half } };
+}
+
+export interface MeanComparison {
+  readonly before: MeanSide;
+  readonly after: MeanSide;
+  /** The paired difference (after - before, task by task) and its 95% interval. */
+  readonly difference: MeanSide;
+  readonly ratio: number | null;
+  readonly verdict: RateComparison['verdict'];
+}
+
+/**
+ * Mean reward before and after on the same tasks and episode seeds. The unit is the task (its episodes' mean), since a
+ * task's episodes are correlated; the difference is paired task by task, which removes the tasks' own spread from it.
+ */
+export function compareMeans(before: Readonly<Record<string, readonly number[]>>, after: Readonly<Record<string, readonly number[]>>): MeanComparison {
+  const tasks = Object.keys(before).filter((task) => after[task] !== undefined).sort();
+  const mean = (values: readonly number[]): number => values.reduce((a, b) => a + b, 0) / Math.max(1, values.length);
+  const b = tasks.map((task) => mean(before[task]!));
+  const a = tasks.map((task) => mean(after[task]!));
+  const difference = meanInterval(a.map((value, i) => value - b[i]!));
+  const sides = { before: meanInterval(b), after: meanInterval(a) };
+  return {
+    ...sides,
+    difference,
+    ratio: sides.before.mean > 0 ? sides.after.mean / sides.before.mean : null,
+    verdict: difference.interval.low > 0 ? 'improved' : difference.interval.high < 0 ? 'worse' : 'within noise',
+  };
+}

@@ -1,6 +1,6 @@
 """Grades a one-expression reply on hidden inputs, in the grading sandbox; the host decides the verdict.
 
-Reads the reply (`answer.txt`) and the hidden cases (`cases.json`: the variable's name and its values), then writes
+Reads the reply (`answer.txt`; its expression found by `reply_code.find_expression`) and the hidden cases (`cases.json`: the variable's name and its values), then writes
 `results/valid.txt` ("valid" when the reply is a Python expression) and `results/case-N.json` (the expression's
 value on case N, as JSON, or an error object). The task's output checks compare those files with the expected
 values, which never enter the sandbox.
@@ -14,7 +14,7 @@ import signal
 import sys
 import time
 
-from reply_code import expression_of
+from reply_code import find_expression
 
 CASE_SECONDS = 2
 
@@ -48,11 +48,8 @@ def main() -> int:
     with open("answer.txt", encoding="utf-8", errors="replace") as handle:
         reply = handle.read()
     os.makedirs("results", exist_ok=True)
-    expression = expression_of(reply)
-    try:
-        code = compile(expression, "<reply>", "eval") if expression and "\n" not in expression else None
-    except (SyntaxError, ValueError):
-        code = None
+    expression = find_expression(reply, cases["variable"])
+    code = compile(expression, "<reply>", "eval") if expression is not None else None
     with open(os.path.join("results", "valid.txt"), "w", encoding="utf-8") as handle:
         handle.write("valid" if code is not None else "invalid")
     for number, value in enumerate(cases["values"], start=1):

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from reply_code import expression_of, unfenced
+from reply_code import expression_of, find_expression, unfenced
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -26,6 +26,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 )
 def test_expression_of_takes_the_answer_out_of_its_wrapping(reply, expected):
     assert expression_of(reply) == expected
+
+
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ("```python\ndef f(xs):\n    return len([x for x in xs if x < 9])\n```", "len([x for x in xs if x < 9])"),
+        ("You can use `sum(xs)` here, or a loop.", "sum(xs)"),
+        ("Here is the answer:\n\nmax(xs) + 3\n\nIt adds three.", "max(xs) + 3"),
+        ("```python\nys = [1, 2]\nprint(sum(ys))\n```", "[1, 2]"),
+        ("I cannot answer that.", None),
+        ("", None),
+    ],
+)
+def test_find_expression_takes_the_first_answer_that_parses(reply, expected):
+    assert find_expression(reply) == expected
+
+
+def test_find_expression_passes_over_an_example_input_for_the_task_variable():
+    assert find_expression("```python\nxs = [1, 2]\nprint(sum(xs))\n```", "xs") == "sum(xs)"
+    assert find_expression("xs == [1]", "xs") == "xs == [1]"
 
 
 def test_unfenced_keeps_an_unfenced_reply_and_an_unclosed_fence():
@@ -50,7 +70,7 @@ def test_grade_expression_writes_each_case_value(tmp_path):
 
 
 def test_grade_expression_marks_statements_and_errors(tmp_path):
-    valid, cases = grade(tmp_path, "for x in xs: print(x)", "xs", [[1]])
+    valid, cases = grade(tmp_path, "for x in xs: print(x)\nThat loops.", "xs", [[1]])
     assert (valid, cases) == ("invalid", [{"error": "not an expression"}])
     valid, cases = grade(tmp_path, "xs[10]", "xs", [[1]])
     assert (valid, cases) == ("valid", [{"error": "IndexError"}])
