@@ -1,8 +1,9 @@
 /**
  * Task data job benchmark: `npm run bench:tasks [-- --rows 200000 --small 20000 --publish 20000 --rounds 3 --rss-rows 1000000 --dir /tmp/trialrun-bench-tasks]`.
  *
- * On a generated data set of program-repair rows (written under --dir at run time, reused by later runs; about
- * 1 KB a row, with invalid rows, exact and near duplicates, and eval rows that copy train rows mixed in), every
+ * On a generated data set of program-repair rows (bench/repair-rows.ts; written under --dir at run time, reused by
+ * later runs; about 1 KB a row, with invalid rows, exact, layout-only, renamed and commented copies, and eval rows
+ * that copy train rows mixed in), every
  * figure stands beside a baseline measured in the same run, both sides interleaved over --rounds rounds
  * (bench/harness.ts: min / median / max, load average at start and end):
  *   1. rows per second of each stage and of the whole job (dry run), against DuckDB's own
@@ -34,6 +35,7 @@ import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, typ
 import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
 import { BenchReport, interleave } from './harness.js';
+import { generatedLine, type GeneratedRow } from './repair-rows.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -69,91 +71,11 @@ const RSS_ROWS = values['rss-rows']!.split(',').map((size) => {
 }).filter((rows) => rows > 0);
 if (SMALL > ROWS) throw new Error(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
 // Bump when the generator changes, so a cached file from an older generator is not reused.
-const GENERATOR = 'v1';
+const GENERATOR = 'v2';
 
-// --- the data set ---------------------------------------------------------------------------------------
+// --- the data set (bench/repair-rows.ts) -----------------------------------------------------------------
 
-/** The same rows on every run: every random choice comes from a seeded generator. */
 const prng = (seed: number): (() => number) => seededRandom(String(seed));
-
-const SYLLABLES = 'ka lo mi su ne ra to vi pe du xa ze bo fi gu ha jo ly qu wi'.split(' ');
-const WORDS = Array.from({ length: 6000 }, (_, i) => {
-  const random = prng(i + 1);
-  const length = 2 + Math.floor(random() * 3);
-  return Array.from({ length }, () => SYLLABLES[Math.floor(random() * SYLLABLES.length)]).join('');
-});
-
-interface GeneratedRow {
-  id: string;
-  title: string;
-  description: string;
-  module: string;
-  buggy_source: string;
-  fixed_source: string;
-  visible_tests: string;
-  hidden_tests: string;
-  tags: string[];
-  priority: number;
-  split: 'train' | 'eval';
-}
-
-const OPS = ['<', '<=', '>', '>=', '==', '!='];
-const KINDS = ['compare-op', 'arith-op', 'off-by-one', 'range-bound', 'negation'];
-
-/** One distinct, plausible repair task: a few statements over random names, one operator slipped. */
-function distinctRow(index: number): GeneratedRow {
-  const random = prng(index * 7919 + 17);
-  const word = (): string => WORDS[Math.floor(random() * WORDS.length)]!;
-  const int = (limit: number): number => Math.floor(random() * limit);
-  const fn = `${word()}_${word()}`;
-  const [a, b, acc, item] = [word(), word(), word(), word()];
-  const statements = [
-    `    ${acc} = ${int(9)}`,
-    `    for ${item} in ${a}:`,
-    `        if ${item} ${OPS[int(OPS.length)]} ${b}:`,
-    `            ${acc} += ${item} * ${1 + int(5)}`,
-    ...Array.from({ length: 1 + int(4) }, () => `    ${word()} = ${acc} ${['+', '-', '*', '//'][int(4)]} ${1 + int(20)}`),
-    `    return ${acc}`,
-  ];
-  const fixed = `def ${fn}(${a}: list[int], ${b}: int) -> int:\n    """${word()} ${word()} ${word()} of ${a} against ${b}."""\n${statements.join('\n')}\n`;
-  const buggy = fixed.replace(`${acc} += ${item}`, `${acc} -= ${item}`);
-  const asserts = Array.from({ length: 2 + int(3) }, () => `    assert ${fn}([${int(50)}, ${int(50)}, ${int(50)}], ${int(50)}) == ${int(500)}`);
-  const module = `${word()}_${word()}.py`;
-  const importLine = `from ${module.slice(0, -3)} import ${fn}\n\n\n`;
-  return {
-    id: `gen-${index}`,
-    title: `${word()} ${word()} ${word()}`,
-    description: `\`${fn}\` ${Array.from({ length: 12 + int(14) }, word).join(' ')}. The module \`${module}\` has one bug.`,
-    module,
-    buggy_source: buggy,
-    fixed_source: fixed,
-    visible_tests: `${importLine}def test_visible_${word()}():\n${asserts[0]}\n`,
-    hidden_tests: `${importLine}${asserts.map((line, i) => `def test_hidden_${i}():\n${line}\n`).join('\n\n')}`,
-    tags: [KINDS[int(KINDS.length)]!],
-    priority: int(3),
-    split: random() < 0.1 ? 'eval' : 'train',
-  };
-}
-
-/** Row i of the data set: mostly distinct rows, with the defects a real data set has mixed in at fixed rates. */
-function generatedLine(index: number): string {
-  const roll = prng(index * 31 + 5)();
-  const earlier = index > 100 ? Math.floor(prng(index)() * (index - 1)) : -1;
-  if (roll < 0.005) return `{"id": "broken-${index}", "title": `; // not JSON
-  if (roll < 0.01) return JSON.stringify({ ...distinctRow(index), id: `Invalid Id ${index}` }); // fails the schema
-  if (earlier >= 0 && roll < 0.03) {
-    // An exact duplicate under another id: same content with Windows line endings.
-    const copy = distinctRow(earlier);
-    return JSON.stringify({ ...copy, id: `gen-${index}`, buggy_source: copy.buggy_source.replaceAll('\n', '\r\n') });
-  }
-  if (earlier >= 0 && roll < 0.05) {
-    // A near duplicate: one more statement in the code.
-    const copy = distinctRow(earlier);
-    return JSON.stringify({ ...copy, id: `gen-${index}`, buggy_source: `${copy.buggy_source}    # unused: ${index}\n` });
-  }
-  if (earlier >= 0 && roll < 0.053) return JSON.stringify({ ...distinctRow(earlier), id: `gen-${index}`, split: 'eval', title: `held out ${index}` }); // contamination
-  return JSON.stringify(distinctRow(index));
-}
 
 async function generate(rows: number): Promise<string> {
   const file = join(DIR, `repair-rows-${GENERATOR}-${rows}.jsonl`);

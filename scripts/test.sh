@@ -16,7 +16,7 @@ llm_learner_python=$(node bin/trialrun.js stack python llm-learner)
 
 # The test files are the compiled *.test.ts sources, named one by one: given a folder, node's runner would
 # also run every helper module under test/ as if it were a test.
-mapfile -t tests < <(find schemas connectors envs policies pipelines stack dashboard cli test -name '*.test.ts' | sed 's#^#dist/#; s#\.ts$#.js#' | sort)
+mapfile -t tests < <(find schemas connectors envs policies pipelines stack dashboard cli test bench -name '*.test.ts' | sed 's#^#dist/#; s#\.ts$#.js#' | sort)
 node_status=0
 # One file at a time: integration tests share two cores, a broker and a Docker engine.
 node --test --test-concurrency=1 "${tests[@]}" || node_status=$?
