@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { ConfigError } from '../../schemas/index.js';
-import { DEMO_EXPERIMENT, resolveDemoSettings } from './demo.js';
+import { DEMO_EXPERIMENT, DEMO_LLM_EXPERIMENT, resolveDemoSettings } from './demo.js';
 
 test('the default demo is an experiment: onnx-repair, process sandboxes, the HumanEval-derived tasks, its own defaults', () => {
   const settings = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2' });
@@ -20,4 +20,16 @@ test('a policy that is not trained runs the plain loop, and refuses the experime
   assert.deepEqual([loop.policyId, loop.sandbox, loop.batchSize, loop.maxTurns], ['llm', 'docker', 16, 14]);
   assert.throws(() => resolveDemoSettings({ env: 'workspace/v1', workers: '2', verifiers: '2', minutes: '5' }), (error: unknown) => error instanceof ConfigError && /--minutes go with a trainable policy/.test(error.message));
   assert.throws(() => resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2', minutes: '0' }), (error: unknown) => error instanceof ConfigError && /--minutes must be a number > 0/.test(error.message));
+});
+
+test('demo --policy llm is the single-turn experiment: python-expressions, one reply of at most 48 tokens sampled with top-p 1, the Python learner\'s step', () => {
+  const settings = resolveDemoSettings({ policy: 'llm', workers: '1', verifiers: '1' });
+  assert.equal(settings.envId, 'single-turn/v1');
+  assert.match(settings.workspaceJob ?? '', /tasks\/single-turn\/python-expressions\.yaml$/);
+  assert.deepEqual([settings.groupSize, settings.batchSize, settings.maxTurns, settings.sandbox], [8, 32, 1, 'process']);
+  assert.deepEqual([settings.llm?.maxTokensPerTurn, settings.llm?.topP, settings.llm?.temperature], [48, 1, 0.7]);
+  assert.deepEqual(settings.experiment, { minutes: DEMO_LLM_EXPERIMENT.minutes, evalSamples: 1, evalConcurrency: 2, learningRate: DEMO_LLM_EXPERIMENT.learningRate, evalPercent: 25, evalTasks: 96 });
+  const tuned = resolveDemoSettings({ policy: 'llm', workers: '1', verifiers: '1', 'top-p': '0.9', minutes: '3', sandbox: 'docker' });
+  assert.deepEqual([tuned.llm?.topP, tuned.experiment?.minutes, tuned.sandbox], [0.9, 3, 'docker']);
+  assert.equal(resolveDemoSettings({ workers: '1', verifiers: '1' }).envId, 'program-repair/v1');
 });

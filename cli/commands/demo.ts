@@ -4,12 +4,12 @@ import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { createKafka } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { startDashboard, type Dashboard } from '../../dashboard/index.js';
-import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, WORKSPACE_ENV } from '../../envs/index.js';
+import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV } from '../../envs/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
 import { LLM_POLICY, ONNX_REPAIR_POLICY, policyIds, policyKind, policyKindFor } from '../../policies/index.js';
-import { ConfigError, topicNames } from '../../schemas/index.js';
+import { ConfigError, topicNames, type Task } from '../../schemas/index.js';
 import { imageFor, stackUp } from '../../stack/index.js';
 import { stackFor } from '../stack-for.js';
 import { workspaceJobTasks } from '../workspace-tasks.js';
@@ -23,7 +23,14 @@ import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend, type SandboxBackendName } from '../sandbox-backend.js';
-import { LEARN_DEFAULTS, splitTasks } from './learn.js';
+import { LEARN_DEFAULTS, splitTasks, spreadSubset } from './learn.js';
+
+/** The program-repair tasks of the demo: a rows file given, else the HumanEval-derived ones (derived once), else the bundled set. */
+async function demoRepairTasks(taskFile: string | undefined, data: string, pool: Parameters<typeof demoTaskRows>[1], runId: string): Promise<{ file: string; tasks: readonly Task[] }> {
+  const rows = taskFile ? { file: taskFile, note: null } : await demoTaskRows(data, pool, (line) => void process.stderr.write(`${line}\n`));
+  if (rows.note) process.stderr.write(`[demo] ${rows.note}\n`);
+  return { file: rows.file, tasks: (await prepareTasks({ file: rows.file, rejectsDir: join(data, 'rejects'), jobRunId: runId })).tasks };
+}
 
 export function formatSummary(summary: LoopSummary): string {
   const pct = (x: number): string => `${(100 * x).toFixed(1)}%`;
@@ -46,7 +53,19 @@ const DEMO_DEFAULTS: Record<string, { readonly tasks: (() => string) | null; rea
   // null: the HumanEval-derived tasks, derived once into the data folder (cli/demo-tasks.ts).
   [PROGRAM_REPAIR_ENV]: { tasks: null, policy: ONNX_REPAIR_POLICY },
   [WORKSPACE_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml'), policy: LLM_POLICY },
+  [SINGLE_TURN_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'single-turn', 'python-expressions.yaml'), policy: LLM_POLICY },
 };
+
+/** The environment a demo runs: --env, else single-turn/v1 for the llm policy (the experiment it learns in), else program repair. */
+const demoEnv = (values: OptionValues): string =>
+  values.env === undefined ? (values.policy === LLM_POLICY ? SINGLE_TURN_ENV : PROGRAM_REPAIR_ENV) : choiceOption(values, 'env', Object.keys(DEMO_DEFAULTS));
+
+/**
+ * The llm policy's experiment on single-turn tasks, scaled to end within about 25 minutes on this 2-core machine: a
+ * 96-task held-out evaluation each side (greedy), 12 minutes of the loop in groups of 8 and updates of 4 groups,
+ * replies of at most 48 tokens sampled at temperature 0.7 with top-p 1 (the distribution the learner models).
+ */
+export const DEMO_LLM_EXPERIMENT = { minutes: 12, evalSamples: 1, evalTasks: 96, groupSize: 8, batchSize: 32, maxTurns: 1, learningRate: 5e-4, maxTokensPerTurn: '48', topP: '1' } as const;
 
 /**
  * The experiment's defaults (a trainable policy): `learn`'s training settings, 10 minutes, 8 turns (two
@@ -63,24 +82,37 @@ export type DemoSettings = Required<Pick<LoopOptions, 'dataDir' | 'policyId' | '
     /** A workspace job file whose tasks the demo builds (a dry run of the task job); set instead of taskFile. */
     readonly workspaceJob?: string;
     /** Set for a trainable policy: train, then compare untrained and trained on held-out tasks. */
-    readonly experiment?: { readonly minutes: number; readonly evalSamples: number; readonly evalConcurrency: number; readonly learningRate: number; readonly evalPercent: number };
+    readonly experiment?: {
+      readonly minutes: number;
+      readonly evalSamples: number;
+      readonly evalConcurrency: number;
+      readonly learningRate: number;
+      readonly evalPercent: number;
+      /** Held-out tasks evaluated at most, spread over the held-out list. @default all */
+      readonly evalTasks?: number;
+    };
     readonly sandbox: SandboxBackendName;
   };
 
 export function resolveDemoSettings(values: OptionValues): DemoSettings {
-  const envId = choiceOption(values, 'env', Object.keys(DEMO_DEFAULTS));
+  const envId = demoEnv(values);
   const defaults = DEMO_DEFAULTS[envId]!;
-  const policy = policyChoice({ ...values, policy: values.policy ?? defaults.policy }, policyIds());
+  // The llm experiment samples short replies from the whole distribution unless told otherwise.
+  const llmExperiment = envId === SINGLE_TURN_ENV && (values.policy ?? defaults.policy) === LLM_POLICY;
+  const policyValues = llmExperiment ? { 'max-tokens-per-turn': DEMO_LLM_EXPERIMENT.maxTokensPerTurn, 'top-p': DEMO_LLM_EXPERIMENT.topP, ...values } : values;
+  const policy = policyChoice({ ...policyValues, policy: values.policy ?? defaults.policy }, policyIds());
   // A policy that does not serve the environment stops here, before the stack is touched.
-  // The experiment is for kinds trained in this process; the llm policy's loop trains it with the Python learner.
-  const trainable = (policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable ?? true) === true;
+  // The experiment is for kinds trained in this process, and for the llm policy on single-turn tasks, which its
+  // Python learner trains; elsewhere the llm policy's loop runs once over the tasks.
+  const trainable = llmExperiment || (policyKindFor(policy.policyId, [ENVIRONMENTS.get(envId).id], { llm: policy.llm }).trainable ?? true) === true;
   const given = stringOption(values, 'tasks');
   const tasks = given ?? defaults.tasks?.();
   const taskSource =
     envId === PROGRAM_REPAIR_ENV
       ? { taskFile: tasks === undefined ? undefined : taskRowsFile(tasks, '--tasks') }
       : { workspaceJob: existingFile(tasks!, '--tasks (a workspace job file)') };
-  const fallback = trainable ? DEMO_EXPERIMENT : DEMO_LOOP;
+  const fallback = llmExperiment ? DEMO_LLM_EXPERIMENT : trainable ? DEMO_EXPERIMENT : DEMO_LOOP;
+  const experimentDefaults = llmExperiment ? DEMO_LLM_EXPERIMENT : DEMO_EXPERIMENT;
   const int = (name: string, value: number): number => intOption(values, name) ?? value;
   const experimentOnly = ['minutes', 'eval-samples', 'eval-concurrency', 'learning-rate'].filter((name) => values[name] !== undefined);
   if (!trainable && experimentOnly.length > 0) throw new ConfigError(`${experimentOnly.map((name) => `--${name}`).join(', ')} go with a trainable policy; --policy ${policy.policyId} is rolled out, not trained`);
@@ -95,15 +127,17 @@ export function resolveDemoSettings(values: OptionValues): DemoSettings {
     maxTurns: int('max-turns', fallback.maxTurns),
     rolloutWorkers: requiredInt(values, 'workers'),
     verifiers: requiredInt(values, 'verifiers'),
-    sandbox: sandboxBackend(values, policy.policyId),
+    // Single-turn grading runs one short command per reply: process sandboxes, about 20x cheaper than Docker's, by default.
+    sandbox: sandboxBackend(llmExperiment ? { sandbox: 'process', ...values } : values, policy.policyId),
     ...(trainable
       ? {
           experiment: {
-            minutes: values.minutes === undefined ? DEMO_EXPERIMENT.minutes : numberOption(values, 'minutes', { above: 0 }),
-            evalSamples: int('eval-samples', DEMO_EXPERIMENT.evalSamples),
+            minutes: values.minutes === undefined ? experimentDefaults.minutes : numberOption(values, 'minutes', { above: 0 }),
+            evalSamples: int('eval-samples', experimentDefaults.evalSamples),
             evalConcurrency: int('eval-concurrency', 2),
-            learningRate: values['learning-rate'] === undefined ? DEMO_EXPERIMENT.learningRate : numberOption(values, 'learning-rate', { above: 0 }),
+            learningRate: values['learning-rate'] === undefined ? experimentDefaults.learningRate : numberOption(values, 'learning-rate', { above: 0 }),
             evalPercent: 25,
+            ...(llmExperiment ? { evalTasks: DEMO_LLM_EXPERIMENT.evalTasks } : {}),
           },
         }
       : {}),
@@ -131,12 +165,12 @@ export const demoCommand: Command = {
     verifiers: { type: 'string', default: '2' },
     sandbox: { type: 'string' },
     dashboard: { type: 'boolean' },
-    env: { type: 'string', default: PROGRAM_REPAIR_ENV },
+    env: { type: 'string' },
     policy: { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
-    env: `environment: ${Object.keys(DEMO_DEFAULTS).join(', ')} (workspace/v1 runs tasks/workspace-mini with --policy llm)`,
+    env: `environment: ${Object.keys(DEMO_DEFAULTS).join(', ')} (default: program-repair/v1, or single-turn/v1 with --policy llm: the llm experiment on tasks/single-turn/python-expressions.yaml; workspace/v1 runs tasks/workspace-mini with --policy llm)`,
     tasks:
       'program-repair/v1: a JSON Lines task file (default: the HumanEval-derived tasks, derived once into the data folder, else the bundled\n' +
       'tasks/repair-bundle.jsonl); workspace/v1: a workspace job file (default: tasks/workspace-mini/job.yaml)',
@@ -171,11 +205,11 @@ export const demoCommand: Command = {
     try {
       if (experiment) {
         const runId = `demo-${randomUUID().slice(0, 8)}`;
-        const rows = settings.taskFile ? { file: settings.taskFile, note: null } : await demoTaskRows(settings.dataDir, pool, (line) => void process.stderr.write(`${line}\n`));
-        if (rows.note) process.stderr.write(`[demo] ${rows.note}\n`);
-        const prepared = await prepareTasks({ file: rows.file, rejectsDir: join(settings.dataDir, 'rejects'), jobRunId: runId });
-        const { train, held } = splitTasks(prepared.tasks.slice(0, settings.limitTasks ?? prepared.tasks.length), experiment.evalPercent / 100);
-        if (train.length === 0 || held.length === 0) throw new ConfigError(`${rows.file}: need both training and held-out tasks, got ${train.length} and ${held.length}${settings.limitTasks ? ` (--limit ${settings.limitTasks})` : ''}`);
+        const source = tasks ? { file: workspaceJob!, tasks } : await demoRepairTasks(settings.taskFile, settings.dataDir, pool, runId);
+        const split = splitTasks(source.tasks.slice(0, settings.limitTasks ?? source.tasks.length), experiment.evalPercent / 100);
+        const train = split.train;
+        const held = spreadSubset(split.held, experiment.evalTasks);
+        if (train.length === 0 || held.length === 0) throw new ConfigError(`${source.file}: need both training and held-out tasks, got ${train.length} and ${held.length}${settings.limitTasks ? ` (--limit ${settings.limitTasks})` : ''}`);
         process.stderr.write(`[demo] ${runId}: ${train.length} training tasks, ${held.length} held out, ${experiment.minutes} min of training, ${sandbox} sandboxes\n`);
         const kafka = createKafka();
         if (values.dashboard === true) {
@@ -185,14 +219,24 @@ export const demoCommand: Command = {
           dashboard = await startDashboard(context, { dataDir: settings.dataDir, pool, runId });
           process.stderr.write(`[demo] dashboard at ${dashboard.url}\n`);
         }
+        const checkpoints = join(stateDir(), 'checkpoints', runId);
+        // The llm policy: its Python learner on the experiment's topics and checkpoint folder, and weight sync on the stack's server.
+        const llm = settings.llm
+          ? {
+              llm: settings.llm,
+              weightServer: loopWeightServer(settings.llm),
+              externalLearner: await loopLlmLearner({ runId, topicPrefix: `${runId}.`, checkpoints, batchSize: settings.batchSize, policy: settings.llm, extraArgs: ['--learning-rate', String(experiment.learningRate)] }),
+            }
+          : {};
         const report = await runExperiment({
           runId,
           kind: policyKind(settings.policyId, { llm: settings.llm }),
+          ...llm,
           train,
           held,
           kafka,
           pool,
-          checkpoints: new LocalCheckpointStore(join(stateDir(), 'checkpoints', runId)),
+          checkpoints: new LocalCheckpointStore(checkpoints),
           dataDir: settings.dataDir,
           minutes: experiment.minutes,
           evalSamples: experiment.evalSamples,
@@ -202,7 +246,8 @@ export const demoCommand: Command = {
           maxTurns: settings.maxTurns,
           rolloutWorkers: settings.rolloutWorkers,
           verifiers: settings.verifiers,
-          learningRate: experiment.learningRate,
+          // The llm policy's step size goes to its learner process; the in-process learner takes it here.
+          learningRate: settings.llm ? undefined : experiment.learningRate,
           signal: interrupt.signal,
           label: '[demo]',
         });
