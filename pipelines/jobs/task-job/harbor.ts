@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
-import { limitsForWorkspace, type SandboxPool } from '../../../connectors/sandbox/index.js';
+import { limitsForWorkspace, type Sandbox, type SandboxPool } from '../../../connectors/sandbox/index.js';
 import { checkoutFile, ConfigError, describeIssues, errorMessage, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
 import { readTree, treeChanges } from './workspace-trees.js';
 
@@ -10,12 +10,15 @@ import { readTree, treeChanges } from './workspace-trees.js';
  * Harbor / Terminal-Bench task folders (`format: harbor` in a workspace job file):
  *   instruction.md          the prompt
  *   task.toml               timeouts and resources ([verifier], [agent], [environment]; checked by HarborConfig)
- *   environment/Dockerfile  the task's image, built FROM a trialrun image (optional: else the job's image)
- *   tests/test.sh           the verifier: writes /logs/verifier/reward.txt, or its exit status decides
+ *   environment/Dockerfile  the task's image, built FROM a trialrun image; what it puts in its working folder
+ *                           (/workspace, the trialrun images' WORKDIR) is what the agent starts from, read out
+ *                           of the built image at job time (a sandbox's /workspace is a fresh tmpfs)
+ *   tests/test.sh           the verifier: writes /logs/verifier/reward.txt or reward.json, as Harbor reads
+ *                           only those; a test.sh that writes neither is rejected at job time, unless the job
+ *                           file's `exitStatusReward` (trialrun's own field) asks for its exit status instead
  *   solution/solve.sh       the reference: run over the starting files at job time, what it changes is the
  *                           task's reference solution (what `verify calibrate` verifies)
- *   workspace/              what the agent starts from in /workspace (optional; a trialrun addition, since
- *                           /workspace is a fresh tmpfs in every sandbox and an image cannot pre-fill it)
+ * A `workspace/` folder (trialrun's layout before Harbor's) is refused: Harbor never reads it.
  */
 
 /** Where the task's tests, the runner and the verifier's environment go in the grading workspace (hidden files). */
@@ -32,7 +35,12 @@ const Seconds = z.number().positive();
 /** `4G`, `512M`, `2048K`: Harbor's older size spelling. */
 const Size = z.string().regex(/^\d+(\.\d+)?\s*[KMGT]i?B?$/i, 'must be a size such as "4G" or "512M"');
 
-/** task.toml as far as trialrun reads it. Sections it applies are strict: a misspelt limit is an error, not a default. */
+/**
+ * task.toml as far as trialrun reads it. Sections it applies are strict: a misspelt limit is an error, not a
+ * default. Fields accepted but not honoured (docs/tasks.md lists them): `[environment] build_timeout_sec`,
+ * `storage_mb` / `storage` (the sandbox's disk is its sized tmpfs), `[agent] timeout_sec` beyond solve.sh's
+ * budget (the rollout's own limits bound an agent).
+ */
 export const HarborConfig = z
   .object({
     version: z.string().optional(),
@@ -104,22 +112,32 @@ export interface HarborFolder {
   readonly title: string;
   readonly instruction: string;
   readonly tags: string[];
-  /** The starting files (workspace/), `{}` without one. */
-  readonly files: FileTree;
   /** What the grading sandbox adds: tests/ and the runner under .harbor/. */
   readonly hidden: FileTree;
   /** solution/ (solve.sh and anything it uses), or null without solve.sh. */
   readonly solution: FileTree | null;
-  /** environment/ when it holds a Dockerfile: the task's own image recipe. */
-  readonly environmentDir: string | null;
+  /** environment/, which holds the task's Dockerfile: its image recipe and its starting files. */
+  readonly environmentDir: string;
   readonly verification: VerificationSpec;
   readonly limits: Task['limits'];
 }
 
 const TaskId = /^[a-z0-9][a-z0-9._-]*$/;
 
+export interface HarborReadOptions {
+  /**
+   * Judge a test.sh that writes no reward file by its exit status (0: reward 1, else 0). Harbor itself never
+   * does: such a trial ends in RewardFileNotFoundError, so without this such a task is rejected at job time.
+   * The job file's `exitStatusReward`. @default false
+   */
+  exitStatusReward?: boolean;
+}
+
+/** The marker under .harbor/ that tells run-tests.sh to turn the exit status into a reward when none was written. */
+const EXIT_STATUS_MARKER = 'reward-from-exit-status';
+
 /** Reads and checks one Harbor task folder; a ConfigError names the file and what is wrong with it. */
-export async function readHarborFolder(dir: string): Promise<HarborFolder> {
+export async function readHarborFolder(dir: string, options: HarborReadOptions = {}): Promise<HarborFolder> {
   const id = basename(dir);
   if (!TaskId.test(id)) throw new ConfigError(`${dir}: the folder name is the task id and must be lower-case letters, digits, ".", "_" or "-"`);
   const required = (relative: string): string => {
@@ -130,6 +148,7 @@ export async function readHarborFolder(dir: string): Promise<HarborFolder> {
   const configFile = required('task.toml');
   const instructionFile = required('instruction.md');
   required(join('tests', 'test.sh'));
+  required(join('environment', 'Dockerfile'));
   const config = parseHarborConfig(readFileSync(configFile, 'utf8'), configFile);
   const instruction = readFileSync(instructionFile, 'utf8').trim();
   if (instruction === '') throw new ConfigError(`${instructionFile} is empty; it is the task's prompt`);
@@ -139,11 +158,15 @@ export async function readHarborFolder(dir: string): Promise<HarborFolder> {
     return Object.fromEntries(Object.entries(tree).map(([path, text]) => [`${prefix}${path}`, text]));
   };
   const isFolder = (relative: string): boolean => existsSync(join(dir, relative)) && statSync(join(dir, relative)).isDirectory();
+  if (isFolder('workspace')) {
+    throw new ConfigError(`${dir} has a workspace/ folder, which Harbor never reads: put the starting files in the task's image (environment/workspace/ and \`COPY --chown=1000:1000 workspace/ /workspace/\` in environment/Dockerfile)`);
+  }
   const verifierEnv = Object.entries(config.verifier?.env ?? {}).map(([name, value]) => `${name}=${value}\n`).join('');
   const hidden: FileTree = {
     ...(await treeOf('tests', `${HARBOR_DIR}/tests/`)),
     [`${HARBOR_DIR}/${RUNNER}`]: readFileSync(checkoutFile(`pipelines/jobs/task-job/harbor/${RUNNER}`), 'utf8'),
     ...(verifierEnv === '' ? {} : { [`${HARBOR_DIR}/verifier-env`]: verifierEnv }),
+    ...(options.exitStatusReward ? { [`${HARBOR_DIR}/${EXIT_STATUS_MARKER}`]: 'the job file sets exitStatusReward\n' } : {}),
   };
   const hasSolve = existsSync(join(dir, 'solution', 'solve.sh'));
   const metadata = config.metadata ?? {};
@@ -156,10 +179,9 @@ export async function readHarborFolder(dir: string): Promise<HarborFolder> {
     title: config.task?.name ?? heading ?? id,
     instruction,
     tags: [...new Set(['harbor', ...strings(metadata.category), ...strings(metadata.tags), ...strings(config.task?.keywords)])],
-    files: isFolder('workspace') ? await treeOf('workspace', '') : {},
     hidden,
     solution: hasSolve ? await treeOf('solution', `${SOLVE_DIR}/`) : null,
-    environmentDir: existsSync(join(dir, 'environment', 'Dockerfile')) ? join(dir, 'environment') : null,
+    environmentDir: join(dir, 'environment'),
     verification: {
       check: { kind: 'script', command: ['bash', `${HARBOR_DIR}/${RUNNER}`], ...(config.verifier?.timeout_sec === undefined ? {} : { timeoutMs: Math.max(1000, Math.round(config.verifier.timeout_sec * 1000)) }) },
     },
@@ -171,6 +193,8 @@ export async function readHarborFolder(dir: string): Promise<HarborFolder> {
 export interface HarborHooks {
   /** The tag of a task's environment/ image, built when missing (stack's taskImagePlan + ensureTaskImage). */
   readonly buildImage: (environmentDir: string, taskId: string) => Promise<string>;
+  /** The files an image holds in its working folder (/workspace): a Harbor task's starting files (stack's imageWorkdirTree). */
+  readonly imageFiles: (image: string) => Promise<FileTree>;
   /** Sandboxes in which solution/solve.sh runs over the starting files. */
   readonly pool: SandboxPool;
   /** A recipe name or tag to the image to run (stack's imageFor). */
@@ -185,13 +209,14 @@ const SOLVE_TIMEOUT_MS = 300_000;
 /**
  * Runs solution/solve.sh (from /workspace, with [solution].env) in a fresh sandbox of the task's image over its
  * starting files; the files it adds or changes are the reference solution. A solve.sh that fails, or that deletes
- * files or makes links (which a reference laid over the starting files cannot express), is a ConfigError.
+ * files or makes links (which a reference laid over the starting files cannot express), is a ConfigError. Then
+ * the task's tests run over that reference in the same sandbox, which must leave a reward file (requireRewardFile).
  */
-export async function applySolveScript(folder: HarborFolder, image: string, hooks: HarborHooks): Promise<FileTree> {
+export async function applySolveScript(folder: HarborFolder, files: FileTree, image: string, hooks: HarborHooks): Promise<FileTree> {
   if (folder.solution === null) throw new ConfigError(`${folder.dir} has no solution/solve.sh`);
   const sandbox = await hooks.pool.acquire({ image: hooks.imageFor(image), runId: hooks.runId, taskId: folder.id, limits: limitsForWorkspace(0, folder.limits) });
   try {
-    await sandbox.writeFiles({ ...folder.files, ...folder.solution });
+    await sandbox.writeFiles({ ...files, ...folder.solution });
     const agentSeconds = folder.config.agent?.timeout_sec;
     const timeoutMs = Math.min(600_000, agentSeconds === undefined ? SOLVE_TIMEOUT_MS : Math.round(agentSeconds * 1000));
     const exec = await sandbox.exec(['bash', `${SOLVE_DIR}/solve.sh`], { timeoutMs, env: folder.config.solution?.env ?? {}, maxOutputBytes: 64 * 1024 });
@@ -200,7 +225,7 @@ export async function applySolveScript(folder: HarborFolder, image: string, hook
       throw new ConfigError(`${where} failed (${exec.status}${exec.exitCode === null ? '' : `, exit ${exec.exitCode}`}): ${exec.stderr.trim().slice(-400) || 'no stderr'}`);
     }
     const after = await sandbox.snapshot();
-    const { changed, deleted } = treeChanges(folder.files, Object.fromEntries(Object.entries(after.files).filter(([path]) => !path.startsWith(`${HARBOR_DIR}/`))));
+    const { changed, deleted } = treeChanges(files, Object.fromEntries(Object.entries(after.files).filter(([path]) => !path.startsWith(`${HARBOR_DIR}/`))));
     const links = after.extras.symlinks.map((link) => link.path);
     const problems = [
       ...(deleted.length ? [`it deletes ${deleted.slice(0, 5).join(', ')}`] : []),
@@ -210,8 +235,42 @@ export async function applySolveScript(folder: HarborFolder, image: string, hook
     ];
     if (problems.length) throw new ConfigError(`${where}: ${problems.join('; ')}; a reference solution can only add or change text files`);
     if (Object.keys(changed).length === 0) throw new ConfigError(`${where} changes no file of the workspace`);
+    await runTestsForReward(folder, sandbox, 'the reference solution');
     return changed;
   } finally {
     await sandbox.release();
+  }
+}
+
+/**
+ * Runs the task's tests over its starting files in a fresh sandbox of its image: they must write a reward file
+ * there too (a do-nothing agent's trial), else Harbor would end that trial in RewardFileNotFoundError.
+ */
+export async function requireRewardFile(folder: HarborFolder, files: FileTree, image: string, hooks: HarborHooks): Promise<void> {
+  const sandbox = await hooks.pool.acquire({ image: hooks.imageFor(image), runId: hooks.runId, taskId: folder.id, limits: limitsForWorkspace(0, folder.limits) });
+  try {
+    await sandbox.writeFiles(files);
+    await runTestsForReward(folder, sandbox, 'the starting files');
+  } finally {
+    await sandbox.release();
+  }
+}
+
+/** Where the job-time test run leaves its reward (the verifier's TRIALRUN_REWARD_DIR, in the sandbox's /tmp). */
+const PROBE_REWARD_DIR = '/tmp/trialrun-reward-probe';
+
+async function runTestsForReward(folder: HarborFolder, sandbox: Sandbox, over: string): Promise<void> {
+  await sandbox.writeFiles(folder.hidden);
+  const timeoutMs = folder.config.verifier?.timeout_sec === undefined ? 600_000 : Math.max(1000, Math.round(folder.config.verifier.timeout_sec * 1000));
+  const made = await sandbox.exec(['mkdir', '-p', PROBE_REWARD_DIR], { timeoutMs: 10_000 });
+  if (made.exitCode !== 0) throw new Error(`preparing ${PROBE_REWARD_DIR} in a sandbox failed: ${made.stderr.trim()}`);
+  const run = await sandbox.exec(['bash', `${HARBOR_DIR}/${RUNNER}`], { timeoutMs, env: { TRIALRUN_REWARD_DIR: PROBE_REWARD_DIR }, maxOutputBytes: 64 * 1024 });
+  const listed = await sandbox.exec(['ls', '-A', PROBE_REWARD_DIR], { timeoutMs: 10_000 });
+  const written = listed.stdout.split('\n').filter((name) => name === 'reward.txt' || name === 'reward.json');
+  if (written.length === 0) {
+    const how = run.status === 'exited' ? `exit ${run.exitCode}` : run.status;
+    throw new ConfigError(
+      `${join(folder.dir, 'tests', 'test.sh')} wrote neither /logs/verifier/reward.txt nor reward.json over ${over} (${how}): Harbor reads the reward only from those and ends such a trial in RewardFileNotFoundError; write one in every outcome, or set \`exitStatusReward: true\` in the job file (trialrun only) to judge its exit status`,
+    );
   }
 }
