@@ -58,7 +58,15 @@ test('a Harbor task.toml gives the sandbox limits, and every bad field is an err
     ['[verifier]\nenv = { "BAD-NAME" = "x" }\n', /verifier\.env\.BAD-NAME: Invalid key in record/],
     ['[agnet]\ntimeout_sec = 1\n', /x\/task\.toml: \(root\): .*agnet/],
     ['[environment\ncpus = 1\n', /^x\/task\.toml is not valid TOML: /],
+    ['[verifier]\nenvironment_mode = "separate"\n', /verifier\.environment_mode: only "shared": the tests run in a fresh sandbox of the task's own image/],
+    ['[environment]\nnetwork_mode = "allowlist"\n', /environment\.network_mode: only "public" or "no-network": .*allowlist cannot be honoured/],
+    ['[environment]\nmcp_servers = [{ name = "docs" }]\n', /environment\.mcp_servers: not honoured by trialrun: MCP servers are not started/],
+    ['[environment]\ndocker_image = "ubuntu:24.04"\n', /environment\.docker_image: not honoured by trialrun: a prebuilt image cannot be pulled here/],
+    ['steps = [{ name = "one" }]\n', /steps: not honoured by trialrun: multi-step tasks/],
   ];
+  // What `harbor tasks init --verifier-mode shared` writes (Harbor 0.25) asks for nothing trialrun cannot honour.
+  const init = 'schema_version = "1.4"\nartifacts = []\n[metadata]\n[verifier]\ntimeout_sec = 600.0\nenvironment_mode = "shared"\ncollect = []\n[verifier.env]\n[agent]\ntimeout_sec = 600.0\n[environment]\nnetwork_mode = "public"\nbuild_timeout_sec = 600.0\nos = "linux"\nmcp_servers = []\n[environment.env]\n[solution.env]\n';
+  assert.equal(harborLimits(parseHarborConfig(init, 'init/task.toml')), undefined);
   for (const [text, message] of bad) assert.throws(() => parseHarborConfig(text, 'x/task.toml'), (error: unknown) => error instanceof ConfigError && message.test(error.message), text);
 });
 

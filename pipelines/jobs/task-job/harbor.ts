@@ -36,10 +36,21 @@ const Seconds = z.number().positive();
 const Size = z.string().regex(/^\d+(\.\d+)?\s*[KMGT]i?B?$/i, 'must be a size such as "4G" or "512M"');
 
 /**
- * task.toml as far as trialrun reads it. Sections it applies are strict: a misspelt limit is an error, not a
- * default. Fields accepted but not honoured (docs/tasks.md lists them): `[environment] build_timeout_sec`,
- * `storage_mb` / `storage` (the sandbox's disk is its sized tmpfs), `[agent] timeout_sec` beyond solve.sh's
- * budget (the rollout's own limits bound an agent).
+ * A Harbor field trialrun cannot honour, accepted only at the value that asks for nothing (what `harbor tasks
+ * init` writes: an empty list or table, the default mode), refused otherwise with why.
+ */
+const onlyEmpty = (why: string) =>
+  z.unknown().refine((value) => value === undefined || (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0), { message: `not honoured by trialrun: ${why}` });
+const onlyValue = <T extends string>(allowed: readonly T[], why: string) =>
+  z.string().refine((value) => (allowed as readonly string[]).includes(value), { message: `only ${allowed.map((v) => JSON.stringify(v)).join(' or ')}: ${why}` });
+
+/**
+ * task.toml as far as trialrun reads it (Harbor 0.25's TaskConfig). Sections it applies are strict: a misspelt
+ * limit is an error, not a default, and a Harbor field trialrun cannot honour is refused by name unless it asks
+ * for nothing. Accepted but not honoured (docs/tasks.md lists them): `[environment] build_timeout_sec`,
+ * `storage_mb` / `storage` (the sandbox's disk is its sized tmpfs), `network_mode = "public"` (Harbor's
+ * default: trialrun sandboxes have no network, so a task that needs one fails its tests), `os = "linux"`,
+ * and `[agent] timeout_sec` beyond solve.sh's budget (the rollout's own limits bound an agent).
  */
 export const HarborConfig = z
   .object({
@@ -50,15 +61,22 @@ export const HarborConfig = z
     task: z.object({ name: z.string().optional(), description: z.string().optional(), keywords: z.array(z.string()).optional() }).loose().optional(),
     /** Free-form in Harbor; `tags` (strings) and `category` become task tags. */
     metadata: z.record(z.string(), z.unknown()).optional(),
+    artifacts: onlyEmpty('files collected after a trial; trialrun keeps the whole final workspace').optional(),
+    steps: onlyEmpty('multi-step tasks; a trialrun task is one episode').optional(),
+    multi_step_reward_strategy: onlyEmpty('multi-step tasks; a trialrun task is one episode').optional(),
     verifier: z
       .object({
         /** The test run's budget; at most 600 s (the script verification's cap). */
         timeout_sec: Seconds.max(600).optional(),
         env: EnvVars.optional(),
+        environment_mode: onlyValue(['shared'], 'the tests run in a fresh sandbox of the task\'s own image; a separate verifier image (tests/Dockerfile) is not built').optional(),
+        collect: onlyEmpty('commands run in other services; a trialrun task has one sandbox').optional(),
+        user: onlyEmpty('the tests run as the sandbox user, uid 1000').optional(),
+        environment: onlyEmpty('a separate verifier environment').optional(),
       })
       .strict()
       .optional(),
-    agent: z.object({ timeout_sec: Seconds.optional() }).strict().optional(),
+    agent: z.object({ timeout_sec: Seconds.optional(), user: onlyEmpty('the agent runs as the sandbox user, uid 1000').optional() }).strict().optional(),
     environment: z
       .object({
         build_timeout_sec: Seconds.optional(),
@@ -68,7 +86,18 @@ export const HarborConfig = z
         storage_mb: z.number().int().positive().optional(),
         storage: Size.optional(),
         allow_internet: z.boolean().optional(),
+        network_mode: onlyValue(['public', 'no-network'], 'trialrun sandboxes have no network, so an allowlist cannot be honoured').optional(),
+        allowed_hosts: onlyEmpty('trialrun sandboxes have no network').optional(),
         gpus: z.number().int().min(0).optional(),
+        gpu_types: onlyEmpty('trialrun sandboxes have no GPU').optional(),
+        os: onlyValue(['linux'], 'trialrun sandboxes are Linux containers').optional(),
+        docker_image: onlyEmpty('a prebuilt image cannot be pulled here; environment/Dockerfile is built FROM a trialrun image').optional(),
+        workdir: onlyValue(['/workspace'], 'trialrun sandboxes start in /workspace').optional(),
+        env: onlyEmpty('environment variables of the task container are not set in trialrun sandboxes').optional(),
+        mcp_servers: onlyEmpty('MCP servers are not started').optional(),
+        skills_dir: onlyEmpty('agent skills are not installed').optional(),
+        healthcheck: onlyEmpty('the sandbox has no service to wait for').optional(),
+        tpu: onlyEmpty('trialrun sandboxes have no TPU').optional(),
       })
       .strict()
       .refine((env) => env.allow_internet !== true, { message: 'allow_internet = true cannot be honoured: trialrun sandboxes have no network', path: ['allow_internet'] })
