@@ -19,6 +19,7 @@ export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm
 export { childExit, freePort, stopChild, type StopChildOptions } from './process.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
+export { composeDockerConfig, COMPOSE_VERSION, findHarborPython, harborCommand, HARBOR_VERSION } from './harbor.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */
