@@ -124,7 +124,7 @@ function fakePool(effect: (files: FileTree) => FileTree, exitCode = 0, writesRew
         async exec(command) {
           const result = (code: number, stdout = '', stderr = ''): ExecResult => ({ status: 'exited', exitCode: code, stdout, stderr, truncated: false, durationMs: 1 });
           if (command[0] === 'ls') return result(0, writesReward(files) ? 'reward.txt\n' : '');
-          if (command[1] === '.harbor/run-tests.sh' || command[0] === 'mkdir') return result(0);
+          if (command[1] === '.harbor/run-tests.sh') return result(0);
           files = effect(files);
           return result(exitCode, '', exitCode ? 'solve failed' : '');
         },

@@ -3,7 +3,7 @@ import { basename, join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { z } from 'zod';
 import { limitsForWorkspace, type Sandbox, type SandboxPool } from '../../../connectors/sandbox/index.js';
-import { checkoutFile, ConfigError, describeIssues, errorMessage, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
+import { checkoutFile, ConfigError, describeIssues, errorMessage, SandboxError, type FileTree, type Task, type VerificationSpec } from '../../../schemas/index.js';
 import { readTree, treeChanges } from './workspace-trees.js';
 
 /**
@@ -291,13 +291,13 @@ const PROBE_REWARD_DIR = '/tmp/trialrun-reward-probe';
 async function runTestsForReward(folder: HarborFolder, sandbox: Sandbox, over: string): Promise<void> {
   await sandbox.writeFiles(folder.hidden);
   const timeoutMs = folder.config.verifier?.timeout_sec === undefined ? 600_000 : Math.max(1000, Math.round(folder.config.verifier.timeout_sec * 1000));
-  const made = await sandbox.exec(['mkdir', '-p', PROBE_REWARD_DIR], { timeoutMs: 10_000 });
-  if (made.exitCode !== 0) throw new Error(`preparing ${PROBE_REWARD_DIR} in a sandbox failed: ${made.stderr.trim()}`);
   const run = await sandbox.exec(['bash', `${HARBOR_DIR}/${RUNNER}`], { timeoutMs, env: { TRIALRUN_REWARD_DIR: PROBE_REWARD_DIR }, maxOutputBytes: 64 * 1024 });
-  const listed = await sandbox.exec(['ls', '-A', PROBE_REWARD_DIR], { timeoutMs: 10_000 });
+  // A loaded machine can take seconds to start even `ls`: a slow answer is not a missing reward.
+  const listed = await sandbox.exec(['ls', '-A', PROBE_REWARD_DIR], { timeoutMs: 60_000 });
+  if (listed.status !== 'exited') throw new SandboxError(`listing ${PROBE_REWARD_DIR} in a sandbox failed (${listed.status}): ${listed.stderr.trim() || 'no output'}`, { retriable: true });
   const written = listed.stdout.split('\n').filter((name) => name === 'reward.txt' || name === 'reward.json');
   if (written.length === 0) {
-    const how = run.status === 'exited' ? `exit ${run.exitCode}` : run.status;
+    const how = `${run.status === 'exited' ? `exit ${run.exitCode}` : run.status}${run.stderr.trim() ? `; stderr ends: ${run.stderr.trim().slice(-300)}` : ''}`;
     throw new ConfigError(
       `${join(folder.dir, 'tests', 'test.sh')} wrote neither /logs/verifier/reward.txt nor reward.json over ${over} (${how}): Harbor reads the reward only from those and ends such a trial in RewardFileNotFoundError; write one in every outcome, or set \`exitStatusReward: true\` in the job file (trialrun only) to judge its exit status`,
     );

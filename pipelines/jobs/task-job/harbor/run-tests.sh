@@ -13,7 +13,7 @@ for dir in /tests /logs; do
     exit 97
   fi
 done
-mkdir -p /logs/verifier /logs/agent
+mkdir -p /logs/verifier /logs/agent "$TRIALRUN_REWARD_DIR"
 cp -r "$here/tests/." /tests/
 if [ -f "$here/verifier-env" ]; then
   while IFS= read -r assignment; do export "$assignment"; done < "$here/verifier-env"
