@@ -1,10 +1,15 @@
 import { randomUUID } from 'node:crypto';
-import { dirname } from 'node:path';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { DockerSandboxPool } from '../connectors/sandbox/index.js';
-import { isWorkspaceJob, JOB_ENVS, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, type HarborHooks, type TaskJobReport, type WorkspaceJobOptions } from '../pipelines/jobs/task-job/index.js';
+import { isWorkspaceJob, JOB_ENVS, readStructuredFile, readTree, resolveWorkspaceJob, runWorkspaceJob, type HarborHooks, type TaskJobReport, type WorkspaceJobOptions } from '../pipelines/jobs/task-job/index.js';
 import { ConfigError, type Task } from '../schemas/index.js';
-import { ensureTaskImage, imageFor, taskImagePlan } from '../stack/index.js';
+import { ensureTaskImage, extractImageWorkdir, imageFor, taskImagePlan } from '../stack/index.js';
 import { treeStore } from './paths.js';
+
+/** The largest starting file a Harbor task's image may hold in /workspace (as for its tests and solution). */
+const HARBOR_MAX_FILE_BYTES = 1024 * 1024;
 
 /** Whether a job file lists an environment's tasks (`env: workspace/v1` or `single-turn/v1`). */
 export const isWorkspaceJobFile = (file: string): boolean => /\.(ya?ml|json)$/i.test(file) && isWorkspaceJob(readStructuredFile(file, 'job file'));
@@ -19,6 +24,15 @@ export async function runWorkspaceJobWithStack(options: Omit<WorkspaceJobOptions
   const log = (line: string): void => void process.stderr.write(`[tasks] ${line}\n`);
   const harbor: HarborHooks = {
     buildImage: (environmentDir, taskId) => ensureTaskImage(taskImagePlan(environmentDir, taskId), { log }),
+    imageFiles: async (image) => {
+      const scratch = await mkdtemp(join(tmpdir(), 'trialrun-image-workdir-'));
+      try {
+        await extractImageWorkdir(image, scratch);
+        return await readTree({ folder: scratch }, { maxFileBytes: HARBOR_MAX_FILE_BYTES });
+      } finally {
+        await rm(scratch, { recursive: true, force: true });
+      }
+    },
     pool: own,
     imageFor,
     runId: options.jobRunId ?? `task-job-${randomUUID()}`,

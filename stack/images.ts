@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { appendFileSync, createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
 import { checkoutFile, ConfigError, SandboxError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
@@ -427,4 +429,37 @@ function aptSources(): AptSource[] {
     }
   }
   return sources;
+}
+
+/** The working folder every trialrun sandbox starts in; a Harbor task's image keeps its starting files there. */
+const SANDBOX_WORKDIR = '/workspace';
+
+/**
+ * Copies what `tag` holds in its working folder into the empty folder `into` (a Harbor task's starting files:
+ * its Dockerfile COPYs them into /workspace, but a sandbox's /workspace is a fresh tmpfs). An image whose
+ * WORKDIR is not /workspace is a ConfigError: a sandbox cannot start anywhere else.
+ */
+export async function extractImageWorkdir(tag: string, into: string, docker: Docker = dockerClient()): Promise<void> {
+  const inspected = await docker.getImage(tag).inspect();
+  const workdir = inspected.Config?.WorkingDir || '/';
+  if (workdir.replace(/\/+$/, '') !== SANDBOX_WORKDIR) {
+    throw new ConfigError(`the image ${tag} sets WORKDIR ${workdir}; trialrun sandboxes start in ${SANDBOX_WORKDIR}, so a task image keeps its working folder there (the trialrun images' WORKDIR)`);
+  }
+  // Created, never started: the archive API reads the image's files through the container's root.
+  const container = await docker.createContainer({ Image: tag, Cmd: ['true'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
+  try {
+    const archive = await container.getArchive({ path: SANDBOX_WORKDIR });
+    // The archive holds `workspace/...`: one level stripped, owners and modes left to the extracting user.
+    const tar = spawn('tar', ['-x', '-C', into, '--strip-components=1', '--no-same-owner', '--no-same-permissions'], { stdio: ['pipe', 'ignore', 'pipe'] });
+    let stderr = '';
+    tar.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const done = new Promise<void>((resolve, reject) => {
+      tar.on('error', reject);
+      tar.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`tar exited ${code}: ${stderr.trim().slice(-400)}`))));
+    });
+    await pipeline(archive, tar.stdin);
+    await done;
+  } finally {
+    await container.remove({ force: true, v: true }).catch(() => undefined);
+  }
 }

@@ -11,7 +11,7 @@ import { registryComponent } from './registry.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
-export { ensureTaskImage, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
+export { ensureTaskImage, extractImageWorkdir, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
@@ -20,6 +20,7 @@ export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm
 export { childExit, freePort, stopChild, type StopChildOptions } from './process.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
+export { composeDockerConfig, COMPOSE_VERSION, findHarborPython, harborCommand, HARBOR_VERSION } from './harbor.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */

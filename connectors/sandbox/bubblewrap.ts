@@ -72,8 +72,8 @@ class BubblewrapBackend implements SandboxBackend {
     }
     // As root, /workspace and /tmp are tmpfs mounted by the prelude, which can cap their inodes (bwrap's own
     // --tmpfs takes only a size); the sandbox binds them. Without root, bwrap's --tmpfs is all there is.
-    const mounts = this.ids.switchUser ? tmpfsMounts(image.dir, spec.limits, this.ids) : null;
-    const args = bwrapArgs(image.dir, image.env, spec.limits, cgroup, mounts !== null);
+    const mounts = this.ids.switchUser ? tmpfsMounts(image.dir, spec.limits, this.ids, image.volumes) : null;
+    const args = bwrapArgs(image.dir, image.env, spec.limits, cgroup, mounts !== null, image.volumes);
     const agent = [...image.agent, `--rlimit-nofile=${spec.limits.openFiles}`, `--rlimit-fsize=${spec.limits.fileSizeBytes}`];
     const sandboxed = [bwrap, ...args, '--', ...agent];
     const switchUser = this.ids.switchUser ? [findProgram('setpriv') ?? 'setpriv', `--reuid=${this.ids.uid}`, `--regid=${this.ids.gid}`, '--clear-groups', '--'] : [];
@@ -178,10 +178,11 @@ export async function reapProcessSandboxes(options: { all?: boolean } = {}): Pro
 
 /**
  * bubblewrap's arguments: new user, pid, network, IPC, UTS and cgroup namespaces; the image read-only at /;
- * sized tmpfs /workspace and /tmp; no capabilities, no further user namespaces; the agent is PID 1 and dies
- * with the executor.
+ * sized tmpfs /workspace and /tmp, and one sized like /tmp on each volume the image declares (the ops image's
+ * Harbor /logs and /tests), as the Docker backend mounts them; no capabilities, no further user namespaces; the
+ * agent is PID 1 and dies with the executor.
  */
-function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits: ResolvedSandboxLimits, cgroup: SandboxCgroup | null, premounted: boolean): string[] {
+function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits: ResolvedSandboxLimits, cgroup: SandboxCgroup | null, premounted: boolean, volumes: readonly string[]): string[] {
   const args = [
     '--unshare-user',
     '--unshare-pid',
@@ -202,6 +203,7 @@ function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits
     ...(premounted
       ? ['--bind', join(rootfs, WORKSPACE), WORKSPACE, '--bind', join(rootfs, 'tmp'), '/tmp']
       : ['--size', String(limits.workspaceBytes), '--perms', '0755', '--tmpfs', WORKSPACE, '--size', String(limits.tmpBytes), '--perms', '1777', '--tmpfs', '/tmp']),
+    ...volumes.flatMap((volume) => (premounted ? ['--bind', join(rootfs, volume), volume] : ['--size', String(limits.tmpBytes), '--perms', '1777', '--tmpfs', volume])),
     '--chdir', WORKSPACE,
     '--cap-drop', 'ALL',
     '--clearenv',
@@ -219,10 +221,11 @@ function bwrapArgs(rootfs: string, env: Readonly<Record<string, string>>, limits
  * (in the sandbox's private mount namespace, so other sandboxes of the image never see them), sized and
  * inode-capped, owned by the sandbox user.
  */
-function tmpfsMounts(rootfs: string, limits: ResolvedSandboxLimits, ids: { uid: number; gid: number }): string[] {
+function tmpfsMounts(rootfs: string, limits: ResolvedSandboxLimits, ids: { uid: number; gid: number }, volumes: readonly string[]): string[] {
   return [
     'tmpfs', join(rootfs, WORKSPACE), `nosuid,nodev,size=${limits.workspaceBytes},nr_inodes=${limits.workspaceInodes},mode=0755,uid=${ids.uid},gid=${ids.gid}`,
     'tmpfs', join(rootfs, 'tmp'), `nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`,
+    ...volumes.flatMap((volume) => ['tmpfs', join(rootfs, volume), `nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`]),
   ];
 }
 

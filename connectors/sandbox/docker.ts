@@ -42,6 +42,8 @@ const STARTING_GRACE_MS = 120_000;
 interface ImageInfo {
   readonly digest: string;
   readonly agent: readonly string[];
+  /** The image's declared volumes (Dockerfile VOLUME) other than /workspace and /tmp. */
+  readonly volumes: readonly string[];
 }
 
 const statusOf = (error: unknown): number | undefined => (error as { statusCode?: unknown } | null)?.statusCode as number | undefined;
@@ -117,6 +119,10 @@ class DockerBackend implements SandboxBackend {
               // nr_inodes: a flood of empty files ends in ENOSPC, not in the OOM killer (their inodes cost memory).
               [WORKSPACE]: `rw,nosuid,nodev,size=${limits.workspaceBytes},nr_inodes=${limits.workspaceInodes},uid=1000,gid=1000,mode=0755`,
               '/tmp': `rw,nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`,
+              // A volume the image declares (the ops image's Harbor /logs and /tests) is a place it expects to
+              // write over a read-only root; an anonymous volume would be unsized engine disk, so each is a tmpfs
+              // sized like /tmp (a tmpfs at a volume's path takes the volume's place).
+              ...Object.fromEntries(image.volumes.map((path) => [path, `rw,nosuid,nodev,size=${limits.tmpBytes},nr_inodes=${limits.tmpInodes},mode=1777`])),
             },
           },
         });
@@ -248,7 +254,11 @@ class DockerBackend implements SandboxBackend {
         .getImage(image)
         .inspect()
         .then(
-          (inspected) => ({ digest: inspected.Id, agent: agentCommand(image, inspected.Config?.Labels ?? {}) }),
+          (inspected) => ({
+            digest: inspected.Id,
+            agent: agentCommand(image, inspected.Config?.Labels ?? {}),
+            volumes: Object.keys(inspected.Config?.Volumes ?? {}).filter((path) => path !== WORKSPACE && path !== '/tmp'),
+          }),
           (error: unknown) => {
             throw new SandboxError(`sandbox image ${image} is not available: ${errorMessage(error)} (run \`trialrun stack up\` to build it)`, {
               retriable: isUnreachable(error),

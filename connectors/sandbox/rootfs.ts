@@ -16,6 +16,8 @@ export interface ImageRootfs {
   readonly dir: string;
   readonly env: Readonly<Record<string, string>>;
   readonly agent: readonly string[];
+  /** The image's declared volumes (Dockerfile VOLUME) other than /workspace and /tmp; a cache exported before they were recorded has none. */
+  readonly volumes: readonly string[];
 }
 
 /**
@@ -78,8 +80,8 @@ export class RootfsStore {
     }
     mkdirSync(join(this.cacheDir, 'tags'), { recursive: true });
     writeFileSync(tagFile, JSON.stringify({ image, digest }));
-    const meta = JSON.parse(readFileSync(metaFile, 'utf8')) as Omit<ImageRootfs, 'dir'>;
-    return { ...meta, image, dir: join(dir, 'rootfs') };
+    const meta = JSON.parse(readFileSync(metaFile, 'utf8')) as Omit<ImageRootfs, 'dir' | 'volumes'> & { volumes?: string[] };
+    return { ...meta, volumes: meta.volumes ?? [], image, dir: join(dir, 'rootfs') };
   }
 
   /** `docker export` of a never-started container, unpacked next to `dir` and renamed into place in one step. */
@@ -99,7 +101,8 @@ export class RootfsStore {
       const code = await exited;
       if (code !== 0) throw new SandboxError(`unpacking ${image} failed (tar exit ${code}): ${tarErrors}`);
       const env = Object.fromEntries((inspected.Config?.Env ?? []).map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]));
-      const meta = { image, digest: inspected.Id, env, agent: agentCommand(image, inspected.Config?.Labels ?? {}) };
+      const volumes = Object.keys(inspected.Config?.Volumes ?? {}).filter((path) => path !== '/workspace' && path !== '/tmp');
+      const meta = { image, digest: inspected.Id, env, agent: agentCommand(image, inspected.Config?.Labels ?? {}), volumes };
       writeFileSync(join(staging, 'image.json'), JSON.stringify(meta, null, 2));
       try {
         renameSync(staging, dir);

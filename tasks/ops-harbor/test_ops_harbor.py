@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 def solved(task: str, tmp_path: Path) -> Path:
     """A copy of the task's starting files with its solve.sh run over them."""
     workspace = tmp_path / "workspace"
-    shutil.copytree(HERE / task / "workspace", workspace)
+    shutil.copytree(HERE / task / "environment" / "workspace", workspace)
     subprocess.run(["bash", str(HERE / task / "solution" / "solve.sh")], cwd=workspace, check=True)
     return workspace
 
@@ -29,7 +29,7 @@ def check(task: str, script: str, target: Path) -> subprocess.CompletedProcess[s
 @pytest.mark.parametrize(("task", "script", "name"), [("systemd-unit", "check_unit.py", "worker.service"), ("cron-schedule", "check_cron.py", "crontab.txt")])
 def test_checker_accepts_the_solution_and_rejects_the_start(task: str, script: str, name: str, tmp_path: Path) -> None:
     assert check(task, script, solved(task, tmp_path) / name).returncode == 0
-    start = check(task, script, HERE / task / "workspace" / name)
+    start = check(task, script, HERE / task / "environment" / "workspace" / name)
     assert start.returncode == 1
     assert start.stdout.strip(), "the checker names what is wrong"
 

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { dockerClient, dockerComponent } from '../../stack/docker.js';
 import { imagesComponent, resolveImageTag } from '../../stack/images.js';
+import { BACKENDS } from './sandbox-backends.js';
 
 // A cold run bootstraps Debian and builds every image: minutes, not seconds.
 const COLD_BUILD_MS = 20 * 60_000;
@@ -57,10 +58,12 @@ describe('sandbox images on the local Docker engine', () => {
     }
   });
 
-  it('ops has jq, sqlite3, make and node on top of python-repair (uid 1000, tini, the tools), and Harbor\'s /tests and /logs in /tmp', async () => {
+  it('ops has jq, sqlite3, make and node on top of python-repair (uid 1000, tini, the tools), and Harbor\'s /tests and /logs as volumes', async () => {
+    const image = await docker.getImage(resolveImageTag('ops')).inspect();
+    assert.deepEqual(Object.keys(image.Config.Volumes ?? {}).sort(), ['/logs', '/tests'], 'Harbor\'s verifier paths are volumes, not links into a folder only trialrun makes');
     const container = await docker.createContainer({
       Image: resolveImageTag('ops'),
-      Cmd: ['sh', '-c', 'id -u; cat /proc/1/comm; test -f /opt/trialrun/trialrun_search.py && echo tools; jq -n 1+1; echo "select 6*7;" | sqlite3; make --version | head -1; node -e "console.log(40+2)"; mkdir -p /tmp/harbor/logs/verifier && echo 1 > /logs/verifier/reward.txt && cat /tmp/harbor/logs/verifier/reward.txt; readlink /tests'],
+      Cmd: ['sh', '-c', 'id -u; cat /proc/1/comm; test -f /opt/trialrun/trialrun_search.py && echo tools; jq -n 1+1; echo "select 6*7;" | sqlite3; make --version | head -1; node -e "console.log(40+2)"; mkdir -p /logs/verifier && echo 1 > /logs/verifier/reward.txt && cat /logs/verifier/reward.txt; test -d /tests && test ! -L /tests && test ! -L /logs && echo folders'],
       HostConfig: { NetworkMode: 'none', ReadonlyRootfs: true, Tmpfs: { '/tmp': '' }, CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'] },
     });
     try {
@@ -68,13 +71,35 @@ describe('sandbox images on the local Docker engine', () => {
       const { StatusCode } = (await container.wait()) as { StatusCode: number };
       const output = demux(await container.logs({ stdout: true, stderr: true }));
       assert.equal(StatusCode, 0, output);
-      const [uid, init, tools, jq, sqlite, make, node, reward, tests] = output.trim().split('\n');
-      assert.deepEqual([uid, init, tools, jq, sqlite, node, reward, tests], ['1000', 'tini', 'tools', '2', '42', '42', '1', '/tmp/harbor/tests']);
+      const [uid, init, tools, jq, sqlite, make, node, reward, folders] = output.trim().split('\n');
+      assert.deepEqual([uid, init, tools, jq, sqlite, node, reward, folders], ['1000', 'tini', 'tools', '2', '42', '42', '1', 'folders']);
       assert.match(make ?? '', /^GNU Make \d/);
     } finally {
-      await container.remove({ force: true });
+      await container.remove({ force: true, v: true });
     }
   });
+
+  for (const backend of BACKENDS) {
+    it(`a ${backend.name} sandbox of ops mounts its volumes as sized tmpfs: Harbor's /logs and /tests are writable over the read-only root`, async () => {
+      const pool = backend.pool();
+      try {
+        const sandbox = await pool.acquire({ image: resolveImageTag('ops'), runId: 'it-sandbox-images', taskId: 'harbor-volumes' });
+        try {
+          const mounts = await sandbox.exec(['grep', '-E', ' /(logs|tests) ', '/proc/mounts'], { timeoutMs: 10_000 });
+          // (The process backend lists each twice: the read-only view of the root's mount, and its writable bind.)
+          assert.deepEqual([...new Set(mounts.stdout.trim().split('\n').map((line) => line.split(' ').slice(1, 3).join(' ')))].sort(), ['/logs tmpfs', '/tests tmpfs'], mounts.stdout);
+          const made = await sandbox.exec(['mkdir', '-p', '/logs/verifier', '/tests/sub'], { timeoutMs: 10_000 });
+          assert.equal(made.exitCode, 0, made.stderr);
+          const root = await sandbox.exec(['touch', '/opt/nope'], { timeoutMs: 10_000 });
+          assert.notEqual(root.exitCode, 0, 'the rest of the root stays read-only');
+        } finally {
+          await sandbox.release();
+        }
+      } finally {
+        await pool.close();
+      }
+    });
+  }
 
   it('a second ensure() reuses every image and builds nothing', async () => {
     const tags = ['base', 'python-repair', 'ops'].map((name) => resolveImageTag(name));

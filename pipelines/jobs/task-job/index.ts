@@ -9,7 +9,7 @@ export { scanPython, TokenKind } from './pytokens.js';
 export { publishedFingerprints, publishNewTasks, publishTasks, taskFingerprint, type IdempotentPublishReport, type PublishOptions } from './publish.js';
 export { formatReport } from './report.js';
 export { RepairTaskRow, RowMapper, SolutionRow } from './rows.js';
-export { applySolveScript, HARBOR_DIR, HarborConfig, harborLimits, parseHarborConfig, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
+export { applySolveScript, HARBOR_DIR, HarborConfig, harborLimits, parseHarborConfig, readHarborFolder, requireRewardFile, type HarborFolder, type HarborHooks, type HarborReadOptions } from './harbor.js';
 export { IMPORTERS, JobSpec, loadJobFile, Mapping, MUTATION_KINDS, resolveJob, type JobSpecInput, type ResolvedJob } from './spec.js';
 export { GENERATED_FAMILIES, GenerateSource, generatedTasks, heldOutTemplates, DOCUMENT_TEMPLATES, EXPRESSION_TEMPLATES } from './generate/index.js';
 export { isWorkspaceJob, JOB_ENVS, readStructuredFile, resolveWorkspaceJob, runWorkspaceJob, WorkspaceJobSpec, WorkspaceTaskEntry, type ResolvedWorkspaceJob, type WorkspaceJobOptions } from './workspace-job.js';

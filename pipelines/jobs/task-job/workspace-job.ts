@@ -11,7 +11,7 @@ import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSp
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { GenerateSource, generatedTasks } from './generate/index.js';
-import { applySolveScript, readHarborFolder, type HarborFolder, type HarborHooks } from './harbor.js';
+import { applySolveScript, readHarborFolder, requireRewardFile, type HarborFolder, type HarborHooks } from './harbor.js';
 import { publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
 import { SweRowReader, SweRowsSource } from './swe-rows.js';
@@ -56,7 +56,7 @@ export const WorkspaceJobSpec = z
     env: z.enum(JOB_ENVS),
     /** How task folders are laid out: `trialrun` (task.json/task.yaml) or `harbor` (Harbor / Terminal-Bench: task.toml, instruction.md, tests/test.sh, ...; pipelines/jobs/task-job/harbor.ts). @default 'trialrun' */
     format: z.enum(['trialrun', 'harbor']).default('trialrun'),
-    /** The sandbox image (a recipe name such as `ops`, or any image tag) of tasks that name none. @default the environment's */
+    /** The sandbox image (a recipe name such as `ops`, or any image tag) of tasks that name none (a Harbor task names its own, environment/Dockerfile). @default the environment's */
     image: z.string().min(1).optional(),
     /** Tasks written out in the job file. @default none */
     tasks: z.array(WorkspaceTaskEntry).default([]),
@@ -68,6 +68,12 @@ export const WorkspaceJobSpec = z
     generate: z.array(GenerateSource).default([]),
     /** The verification of tasks that name none. @default the environment's default */
     verification: VerificationSpec.optional(),
+    /**
+     * trialrun's own field, for format harbor only: judge a tests/test.sh that writes no reward file by its exit
+     * status (0: reward 1). Harbor reads only /logs/verifier/reward.txt or reward.json and errors such a trial,
+     * so without this field such a task is rejected at job time. @default false
+     */
+    exitStatusReward: z.boolean().default(false),
     /** Trees larger than this (UTF-8 bytes) go to the artifact store; the record carries their digest. @default 262144 (256 KiB) */
     storeTreesAboveBytes: z.number().int().min(0).default(256 * 1024),
     publish: PublishSettings,
@@ -75,7 +81,8 @@ export const WorkspaceJobSpec = z
   .strict()
   .refine((spec) => spec.tasks.length + spec.folders.length + spec.sweRows.length + spec.generate.length > 0, { message: 'give tasks or folders (or sweRows, or generate)', path: ['tasks'] })
   .refine((spec) => spec.generate.length === 0 || spec.env === SINGLE_TURN_ENV, { message: `generated families are ${SINGLE_TURN_ENV} tasks`, path: ['generate'] })
-  .refine((spec) => spec.format === 'trialrun' || spec.tasks.length === 0, { message: 'a harbor job reads its tasks from folders; inline tasks are trialrun entries', path: ['tasks'] });
+  .refine((spec) => spec.format === 'trialrun' || spec.tasks.length === 0, { message: 'a harbor job reads its tasks from folders; inline tasks are trialrun entries', path: ['tasks'] })
+  .refine((spec) => spec.format === 'harbor' || !spec.exitStatusReward, { message: 'exitStatusReward is for format harbor (a Harbor test.sh that writes no reward file)', path: ['exitStatusReward'] });
 export type WorkspaceJobSpec = z.infer<typeof WorkspaceJobSpec>;
 
 export interface ResolvedWorkspaceJob {
@@ -293,8 +300,12 @@ function locatedEntry(entry: WorkspaceTaskEntry, source: string, row: number, ba
   };
 }
 
-/** A Harbor folder: its own image built (when it has environment/Dockerfile), then solve.sh run in it for the reference. */
-function locatedHarbor(folder: HarborFolder, hooks: HarborHooks, jobImage: string | undefined): LocatedTask {
+/**
+ * A Harbor folder: its own image built, its starting files read out of the image's working folder, then its
+ * tests run over them (they must write a reward file) and solve.sh run for the reference (the tests must write
+ * one over that too).
+ */
+function locatedHarbor(folder: HarborFolder, hooks: HarborHooks): LocatedTask {
   return {
     entry: { id: folder.id, title: folder.title, description: folder.instruction, verification: folder.verification, tags: folder.tags, priority: 0, split: 'train' },
     source: join(folder.dir, 'task.toml'),
@@ -302,9 +313,11 @@ function locatedHarbor(folder: HarborFolder, hooks: HarborHooks, jobImage: strin
     limits: folder.limits,
     rejectAs: 'invalid harbor task',
     readTrees: async () => {
-      const image = folder.environmentDir === null ? jobImage : await hooks.buildImage(folder.environmentDir, folder.id);
-      const solution = folder.solution === null ? null : await applySolveScript(folder, image ?? ENVIRONMENTS.get(WORKSPACE_ENV).defaultImage, hooks);
-      return { files: folder.files, hidden: folder.hidden, solution, ...(image === undefined ? {} : { image }) };
+      const image = await hooks.buildImage(folder.environmentDir, folder.id);
+      const files = await hooks.imageFiles(image);
+      await requireRewardFile(folder, files, image, hooks);
+      const solution = folder.solution === null ? null : await applySolveScript(folder, files, image, hooks);
+      return { files, hidden: folder.hidden, solution, image };
     },
   };
 }
@@ -319,7 +332,7 @@ async function locateTasks(job: ResolvedWorkspaceJob, rejects: RejectsFile, harb
     for (const folder of folders) {
       if (job.spec.format === 'harbor') {
         try {
-          located.push(locatedHarbor(await readHarborFolder(folder), harbor!, job.spec.image));
+          located.push(locatedHarbor(await readHarborFolder(folder, { exitStatusReward: job.spec.exitStatusReward }), harbor!));
         } catch (error) {
           if (!(error instanceof ConfigError)) throw error;
           rejects.add({ source: folder, row: 1, stage: 'read', reason: error.message });

@@ -1,0 +1,3 @@
+#!/bin/bash
+# Usage: words.sh FILE — prints the number of words in FILE.
+wc -l < "$1"
