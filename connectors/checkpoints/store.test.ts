@@ -17,12 +17,19 @@ test('put, get with digest check, and list by version', async () => {
   assert.deepEqual(await store.list('nothing-yet'), []);
 });
 
-test('a version is written once: the same bytes again are harmless, other bytes are refused', async () => {
+test('an artifact is never replaced: the same bytes again are harmless, a redo with other bytes is stored beside it', async () => {
   const store = new LocalCheckpointStore(mkdtempSync(join(tmpdir(), 'ckpt-')));
   const first = await store.put('p', 3, Buffer.from('weights'));
   assert.deepEqual(await store.put('p', 3, Buffer.from('weights')), first);
-  await assert.rejects(store.put('p', 3, Buffer.from('other weights')), (error: unknown) => error instanceof BlobExistsError && !isRetriable(error) && /version 3 of p was published with other bytes/.test(error.message));
+  // A learner killed before its record committed, then its successor's redo of the update: both artifacts stay
+  // whole, and the record that commits names which one is version 3.
+  const redo = await store.put('p', 3, Buffer.from('other weights'));
+  assert.notEqual(redo.uri, first.uri);
   assert.equal((await store.get(first)).toString(), 'weights');
+  assert.equal((await store.get(redo)).toString(), 'other weights');
+  // An object whose bytes changed on disk is not taken for the artifact it was, even by a put of those bytes.
+  writeFileSync(fileURLToPath(first.uri), 'changed');
+  await assert.rejects(store.put('p', 3, Buffer.from('weights')), (error: unknown) => error instanceof BlobExistsError && !isRetriable(error));
 });
 
 test('tampered bytes are refused, a missing artifact is named', async () => {
@@ -30,10 +37,10 @@ test('tampered bytes are refused, a missing artifact is named', async () => {
   const artifact = await store.put('p', 1, Buffer.from('weights'));
   writeFileSync(fileURLToPath(artifact.uri), 'tampered');
   await assert.rejects(store.get(artifact), /fails its sha256 check/);
-  await assert.rejects(store.get({ ...artifact, uri: artifact.uri.replace('v1.bin', 'v9.bin') }), BlobNotFoundError);
+  await assert.rejects(store.get({ ...artifact, uri: artifact.uri.replace('/v1-', '/v9-') }), BlobNotFoundError);
 });
 
-test('lists and reads what the Python learner writes (v<N>-<sha256>.bin), and file: artifacts from elsewhere', async () => {
+test('lists and reads what the Python learner writes (the same v<N>-<sha256>.bin), and file: artifacts from elsewhere', async () => {
   const root = mkdtempSync(join(tmpdir(), 'ckpt-'));
   mkdirSync(join(root, 'llm'));
   const bytes = Buffer.from('adapter');

@@ -1,7 +1,7 @@
 import { isAbsolute, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ArtifactIntegrityError, BlobExistsError, ConfigError } from '../../schemas/index.js';
-import { LocalBlobStore, openBlobStore, type BlobStore, type S3StoreOptions } from '../storage/index.js';
+import { ConfigError } from '../../schemas/index.js';
+import { LocalBlobStore, openBlobStore, sha256Hex, type BlobStore, type S3StoreOptions } from '../storage/index.js';
 
 export { ArtifactIntegrityError } from '../../schemas/index.js';
 export { sha256Hex } from '../storage/index.js';
@@ -16,9 +16,12 @@ export interface CheckpointArtifact {
 }
 
 /**
- * Policy artifacts by policy and version, on the storage port: a local folder (the default) or S3. A version is
- * written once: of two learners publishing the same version, one wins and the other gets a BlobExistsError; a put
- * retried with the same bytes is harmless.
+ * Policy artifacts by policy and version, on the storage port: a local folder (the default) or S3. An artifact is
+ * written once and never replaced (a conditional create of `<policy>/v<N>-<sha256>.bin`), so the bytes a committed
+ * checkpoint record points to cannot change under its readers, whoever writes later; a put retried with the same
+ * bytes is harmless. Which bytes are version N is decided by the one Kafka transaction that commits its record
+ * (the learner's lease fences a zombie): a learner killed between the put and that commit leaves an unreferenced
+ * artifact, and its successor's redo of the update, whose bytes may differ, is stored beside it, not refused.
  */
 export interface CheckpointStore {
   /** `format` is recorded in the returned artifact (see CheckpointArtifact.format); null for the built-in policies. */
@@ -29,24 +32,19 @@ export interface CheckpointStore {
   list(policyId: string): Promise<Array<{ version: number; artifact: CheckpointArtifact }>>;
 }
 
-/** `<policy>/v<N>.bin`, what this store writes; `v<N>-<sha256>.bin`, what the Python LLM learner writes to a local folder. */
-const VERSION_KEY = /^v(\d+)\.bin$/;
-const LEGACY_KEY = /^v(\d+)-([0-9a-f]{64})\.bin$/;
+/** `<policy>/v<N>-<sha256>.bin`, what this store and the Python LLM learner write. */
+const ARTIFACT_KEY = /^v(\d+)-([0-9a-f]{64})\.bin$/;
 
-/** Checkpoints as `<policyId>/v<version>.bin` in a BlobStore, each created once (a conditional create). */
+/** Checkpoints as `<policyId>/v<version>-<sha256>.bin` in a BlobStore, each created once (a conditional create). */
 export class BlobCheckpointStore implements CheckpointStore {
   constructor(readonly blobs: BlobStore) {}
 
   async put(policyId: string, version: number, data: Buffer, format: string | null = null): Promise<CheckpointArtifact> {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(policyId)) throw new ConfigError(`policy id "${policyId}" is not usable as a folder name`);
     if (!Number.isSafeInteger(version) || version < 0) throw new ConfigError(`checkpoint version ${version} is not a whole number >= 0`);
-    try {
-      const put = await this.blobs.put(`${policyId}/v${version}.bin`, data, { ifAbsent: true });
-      return { uri: put.uri, sha256: put.sha256, bytes: put.bytes, format };
-    } catch (error) {
-      if (error instanceof BlobExistsError) throw new BlobExistsError(error.object, `: version ${version} of ${policyId} was published with other bytes (write-once per version)`, error);
-      throw error;
-    }
+    const sha256 = sha256Hex(data);
+    const put = await this.blobs.put(`${policyId}/v${version}-${sha256}.bin`, data, { sha256, ifAbsent: true });
+    return { uri: put.uri, sha256, bytes: put.bytes, format };
   }
 
   async get(artifact: CheckpointArtifact): Promise<Buffer> {
@@ -64,13 +62,8 @@ export class BlobCheckpointStore implements CheckpointStore {
   async list(policyId: string): Promise<Array<{ version: number; artifact: CheckpointArtifact }>> {
     const entries = [];
     for (const blob of await this.blobs.list(`${policyId}/`)) {
-      const name = blob.key.slice(policyId.length + 1);
-      const legacy = LEGACY_KEY.exec(name);
-      const current = VERSION_KEY.exec(name);
-      if (!legacy && !current) continue;
-      const sha256 = legacy ? legacy[2]! : (await this.blobs.head(blob.key))?.sha256;
-      if (!sha256) continue; // deleted since, or put by something that recorded no digest: not a checkpoint of ours
-      entries.push({ version: Number((legacy ?? current)![1]), artifact: { uri: this.blobs.uri(blob.key), sha256, bytes: blob.bytes, format: null } });
+      const match = ARTIFACT_KEY.exec(blob.key.slice(policyId.length + 1));
+      if (match) entries.push({ version: Number(match[1]), artifact: { uri: this.blobs.uri(blob.key), sha256: match[2]!, bytes: blob.bytes, format: null } });
     }
     return entries.sort((a, b) => a.version - b.version);
   }

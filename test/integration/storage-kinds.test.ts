@@ -4,7 +4,7 @@ import { before, describe, it } from 'node:test';
 import { BlobTreeStore, resolveStoredTrees, storeLargeTrees } from '../../connectors/artifacts/index.js';
 import { BlobCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { ensureS3Bucket, LocalBlobStore, S3BlobStore, sha256Hex, type BlobHead, type BlobStore, type PutOptions, type PutResult } from '../../connectors/storage/index.js';
-import { ArtifactIntegrityError, BlobExistsError, BlobNotFoundError, isRetriable, type Task } from '../../schemas/index.js';
+import { ArtifactIntegrityError, BlobNotFoundError, isRetriable, type Task } from '../../schemas/index.js';
 import { s3Component, stackUp } from '../../stack/index.js';
 import { tempDir } from './harness.js';
 
@@ -63,24 +63,26 @@ for (const [kind, open] of Object.entries(KINDS)) {
       assert.ok(two.uri.startsWith(kind === 's3' ? `s3://${bucket}/` : 'file:///'), two.uri);
     });
 
-    it('two learners publishing one version: exactly one wins, and the loser is told', async () => {
+    it('an artifact is created once and never replaced: a rival or a redo of one version gets its own object', async () => {
       const store = new BlobCheckpointStore(open());
-      const results = await Promise.allSettled([store.put('p', 5, Buffer.from('learner A')), store.put('p', 5, Buffer.from('learner B'))]);
-      assert.equal(results.filter((r) => r.status === 'fulfilled').length, 1);
-      const lost = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')!;
-      assert.ok(lost.reason instanceof BlobExistsError && /version 5 of p was published with other bytes/.test(lost.reason.message), String(lost.reason));
-      const [only] = await store.list('p');
-      assert.equal(only!.version, 5);
-      assert.ok(['learner A', 'learner B'].includes((await store.get(only!.artifact)).toString()));
+      const [a, b] = await Promise.all([store.put('p', 5, Buffer.from('learner A')), store.put('p', 5, Buffer.from('learner B'))]);
+      assert.notEqual(a!.uri, b!.uri);
+      assert.equal((await store.get(a!)).toString(), 'learner A');
+      assert.equal((await store.get(b!)).toString(), 'learner B');
+      // Two writers of the same bytes at once: one object, both told where it is.
+      const same = await Promise.all([store.put('q', 1, Buffer.from('same')), store.put('q', 1, Buffer.from('same'))]);
+      assert.deepEqual(same[0], same[1]);
+      assert.equal((await store.list('q')).length, 1);
     });
 
     it('bytes changed after publication, or gone, are refused by name and not retried', async () => {
       const blobs = open();
       const store = new BlobCheckpointStore(blobs);
       const artifact = await store.put('p', 1, Buffer.from('weights'));
-      await blobs.put('p/v1.bin', Buffer.from('tampered'));
+      const key = `p/v1-${artifact.sha256}.bin`;
+      await blobs.put(key, Buffer.from('tampered'));
       await assert.rejects(store.get(artifact), (error: unknown) => error instanceof ArtifactIntegrityError && error.message.includes(artifact.uri) && !isRetriable(error));
-      await blobs.delete('p/v1.bin');
+      await blobs.delete(key);
       await assert.rejects(store.get(artifact), (error: unknown) => error instanceof BlobNotFoundError && error.message.includes(artifact.uri) && !isRetriable(error));
     });
   });
