@@ -50,7 +50,10 @@ export class BlobTreeStore implements TreeStore {
     const ref = { digest: `sha256:${digest}`, files: Object.keys(manifest).length, bytes };
     if (await this.blobs.head(key('trees', digest))) return ref;
     await eachLimited([...contents], CONCURRENCY, async ([blob, content]) => {
-      if (!(await this.blobs.head(key('blobs', blob)))) await this.blobs.put(key('blobs', blob), content, { sha256: blob, ifAbsent: true });
+      const stored = await this.blobs.head(key('blobs', blob));
+      if (!stored) await this.blobs.put(key('blobs', blob), content, { sha256: blob, ifAbsent: true });
+      // A blob whose bytes no longer match its name (damaged on disk) is replaced by the right ones, not trusted.
+      else if (stored.sha256 !== null && stored.sha256 !== blob) await this.blobs.put(key('blobs', blob), content, { sha256: blob });
     });
     // The manifest last: once it is there, every blob it names is too.
     await this.blobs.put(key('trees', digest), body, { sha256: digest, ifAbsent: true });

@@ -112,6 +112,9 @@ for (const [kind, open] of Object.entries(KINDS)) {
       const digest = sha256Hex('y');
       await blobs.put(`blobs/${digest.slice(0, 2)}/${digest}`, Buffer.from('z'));
       await assert.rejects(resolveStoredTrees(stored, store), (error: unknown) => error instanceof ArtifactIntegrityError && error.message.includes(digest));
+      // Putting a tree that holds the damaged blob's file again repairs it.
+      await store.put({ 'other.txt': 'y' });
+      assert.deepEqual((await resolveStoredTrees(stored, store)).files, task.files);
     });
   });
 }
