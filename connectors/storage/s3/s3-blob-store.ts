@@ -12,6 +12,7 @@ import {
   UploadPartCommand,
 } from '@aws-sdk/client-s3';
 import { createHash } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { BlobExistsError, BlobNotFoundError, ConfigError, parseS3Url, StorageError, withRetries, type S3Location } from '../../../schemas/index.js';
 import { checkBlobKey, checkListPrefix, checkSha256, givenOrComputedSha256, verifySha256, type BlobHead, type BlobInfo, type BlobStore, type PutOptions, type PutResult } from '../blob-store.js';
 import { storageFailure } from './errors.js';
@@ -47,6 +48,9 @@ export class S3BlobStore implements BlobStore {
     this.prefix = prefix;
     this.location = `s3://${bucket}${prefix ? `/${prefix}` : ''}`;
     this.options = resolveS3StoreOptions(options);
+    // Each request in flight listens on this one signal until it completes (none are left behind: counted after
+    // 100 requests), and a tree's blobs go 16 at a time: more than Node's default warning threshold of 10.
+    setMaxListeners(0, this.stopping.signal);
     this.client = new S3Client({
       region: this.options.region,
       ...(this.options.endpoint ? { endpoint: this.options.endpoint } : {}),
