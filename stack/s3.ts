@@ -138,6 +138,9 @@ export function s3Component(options: S3ServerOptions = {}): StackComponent {
             `-volume.port=${ports.volume}`,
             `-volume.port.grpc=${ports.volume + 10000}`,
             '-volume.max=0',
+            // It stops heartbeating 10 s before it exits by default, so that a cluster moves writes elsewhere first;
+            // a single-node server has nowhere to move them, and `stack down` would wait that out.
+            '-volume.preStopSeconds=1',
             '-filer',
             `-filer.port=${ports.filer}`,
             `-filer.port.grpc=${ports.filer + 10000}`,
