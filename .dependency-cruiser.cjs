@@ -3,7 +3,7 @@
  *   schemas <- connectors <- envs <- policies <- pipelines <- cli
  *   stack (the local services) depends on schemas and connectors; cli may use everything.
  *   dashboard (the live web page and /metrics) reads topics, views and processor metrics: schemas, connectors, pipelines.
- * The Kafka client is reached through connectors/kafka only, so it can be swapped there alone.
+ * The Kafka client is reached through connectors/kafka only, so it can be swapped there alone; the AWS SDK through connectors/storage.
  * Across top-level folders only a folder's index may be imported (no deep imports), and there are no cycles.
  */
 const LAYERS = {
@@ -58,6 +58,13 @@ module.exports = {
       severity: 'error',
       from: { pathNot: '^connectors/kafka/' },
       to: { path: 'node_modules/(kafkajs|@confluentinc/kafka-javascript)/' },
+    },
+    {
+      name: 's3-client-behind-its-port',
+      comment: 'Only connectors/storage imports the AWS SDK; everything else uses the BlobStore port.',
+      severity: 'error',
+      from: { pathNot: '^connectors/storage/' },
+      to: { path: 'node_modules/@aws-sdk/' },
     },
     {
       name: 'tests-stay-out-of-production',

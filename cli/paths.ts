@@ -1,7 +1,8 @@
 import { join, resolve } from 'node:path';
 import { openTreeStore, type TreeStore } from '../connectors/artifacts/index.js';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
-import { checkoutRoot } from '../schemas/index.js';
+import { openBlobStore } from '../connectors/storage/index.js';
+import { checkoutRoot, isS3Url } from '../schemas/index.js';
 import { stackPaths } from '../stack/index.js';
 import type { OptionValues } from './options.js';
 
@@ -34,3 +35,20 @@ export const checkpointStore = (env: NodeJS.ProcessEnv = process.env): Checkpoin
 export const artifactsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_ARTIFACTS ?? join(stateDir(env), 'artifacts');
 
 export const treeStore = (env: NodeJS.ProcessEnv = process.env): TreeStore => openTreeStore(artifactsLocation(env));
+
+/**
+ * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS) and asks each
+ * `s3://` one once whether its bucket answers to these credentials, so that a malformed URL, a missing bucket or
+ * refused credentials is one line naming the setting, before anything is consumed. Local folders need no check.
+ */
+export async function checkStorageLocations(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  for (const [option, location] of [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)]] as const) {
+    if (!isS3Url(location)) continue;
+    const store = openBlobStore(location, option, { env });
+    try {
+      await store.check();
+    } finally {
+      store.close();
+    }
+  }
+}

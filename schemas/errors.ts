@@ -86,6 +86,42 @@ export class HostUnavailableError extends TrialrunError {
   }
 }
 
+/**
+ * An object store (S3 or a local folder behind the storage port) failed. `retriable` says whether trying again may
+ * help: an unreachable server, a 5xx or throttling yes; a refusal (AccessDenied, NoSuchBucket) no. `code` is the
+ * store's own error code (`SlowDown`, `AccessDenied`, `EACCES`, ...), `object` the `s3://` or `file:` URI it concerned.
+ */
+export class StorageError extends TrialrunError {
+  constructor(
+    message: string,
+    readonly code: string,
+    readonly object: string,
+    options: { retriable: boolean; cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/** The object a reference names is not in the store: never retried (a stored reference that points nowhere will not start to). */
+export class BlobNotFoundError extends StorageError {
+  constructor(object: string, cause?: unknown) {
+    super(`${object} is not in the store`, 'NoSuchKey', object, { retriable: false, cause });
+  }
+}
+
+/**
+ * A conditional create found the key taken: another writer published it first. Never retried; a caller that
+ * publishes write-once (a checkpoint version) compares digests to tell its own earlier try from a rival.
+ */
+export class BlobExistsError extends StorageError {
+  constructor(object: string, detail = '', cause?: unknown) {
+    super(`${object} already exists${detail ? ` ${detail}` : ''}`, 'PreconditionFailed', object, { retriable: false, cause });
+  }
+}
+
+/** Stored bytes do not match the digest they were published with: never retried, never used. */
+export class ArtifactIntegrityError extends TrialrunError {}
+
 /** A user-supplied option or file is wrong; never retried. */
 export class ConfigError extends TrialrunError {}
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the project's dependencies, builds it, and brings the local stack up (idempotent).
+# Installs the project's dependencies, builds it, and brings the local stack up (idempotent); arguments go to
+# `trialrun stack up` (the tests pass --s3 for the S3 server their storage tests run against).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,4 +41,4 @@ if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.j
   echo "[npm] installed $(ls node_modules | wc -l) packages ($((SECONDS - started))s; set-up log: $log)"
 fi
 npm run --silent build
-node bin/trialrun.js stack up
+node bin/trialrun.js stack up "$@"

@@ -3,7 +3,7 @@
 # tests in test/integration. Brings up whatever the tests need first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --s3
 npm run --silent lint
 
 # Python: pytest over the in-sandbox tools and helpers, then the bundled tasks' own consistency check.

@@ -8,6 +8,7 @@ import { imagesComponent, resolveImageTag } from './images.js';
 import { kafkaClusterComponent, kafkaComponent } from './kafka.js';
 import { llmComponent } from './llm.js';
 import { registryComponent } from './registry.js';
+import { s3Component } from './s3.js';
 import { ensureDir, setupLogFile, stackPaths } from './state.js';
 
 export type { StackComponent, StackLog } from './component.js';
@@ -18,6 +19,7 @@ export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, t
 export { DATATROVE_PACKAGES, DATATROVE_VERSION, datatrovePython } from './datatrove.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm-learner.js';
 export { childExit, freePort, stopChild, type StopChildOptions } from './process.js';
+export { s3Component, SEAWEEDFS_VERSION, type S3ServerOptions } from './s3.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
 export { composeDockerConfig, COMPOSE_VERSION, findHarborPython, harborCommand, HARBOR_VERSION } from './harbor.js';
@@ -39,6 +41,8 @@ export interface StackSelection {
    * one with DOCKER_HOST; `enginePaths`). @default 1
    */
   readonly engines?: number;
+  /** Include the S3 server (`stack up --s3`; or checks TRIALRUN_S3_URL when it names another). @default false */
+  readonly s3?: boolean;
   /** Include every optional part, so that `stack down` and `stack status` see them. @default false */
   readonly all?: boolean;
 }
@@ -54,7 +58,8 @@ export function stackComponents(selection: StackSelection = {}): StackComponent[
   const llm = selection.llm || selection.all ? [llmComponent(selection.llmUrl === undefined ? {} : { url: selection.llmUrl, external: selection.llmUrl.replace(/\/+$/, '') !== STACK_LLM_URL })] : [];
   const engines = selection.engines ?? 1;
   const extraEngines = extraEngineComponents(selection.all ? Math.max(engines, 2) : engines);
-  return [...kafka, dockerComponent(), imagesComponent(), ...extraEngines, ...llm];
+  const s3 = selection.s3 || selection.all ? [s3Component()] : [];
+  return [...kafka, dockerComponent(), imagesComponent(), ...extraEngines, ...llm, ...s3];
 }
 
 export interface StackReport {

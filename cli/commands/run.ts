@@ -15,7 +15,7 @@ import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
-import { checkpointStore, dataDir, treeStore } from '../paths.js';
+import { checkpointStore, checkStorageLocations, dataDir, treeStore } from '../paths.js';
 import { llmLearnerLaunch, llmLearnerVenv, llmServerRoot, runLlmLearner, servedGguf } from '../llm-learner.js';
 import { WEIGHT_SERVER_HELP, WEIGHT_SERVER_OPTIONS, weightServerChoice, weightServerFor } from '../weight-server.js';
 
@@ -80,6 +80,8 @@ export const runProcessorCommand: Command = {
     // A policy that does not serve an expected environment stops here, before the stack or Kafka is touched.
     if (name === 'rollout-worker') policyKindFor(policy.policyId, envIds.map((id) => ENVIRONMENTS.get(id).id), { llm: policy.llm });
     if (stringOption(values, 'gguf') !== undefined && name !== 'llm-learner') throw new ConfigError(`--gguf goes with run llm-learner, not run ${name}`);
+    // An s3:// store that is malformed, missing or refuses these credentials stops here, before anything is consumed.
+    await checkStorageLocations();
     // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
     const context = await processorContext(Object.keys(TOPICS) as TopicKey[]);
     if (name === 'llm-learner') {

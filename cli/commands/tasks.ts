@@ -8,7 +8,7 @@ import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, JOB_FILE, stringOption } from '../options.js';
-import { dataDir, treeStore } from '../paths.js';
+import { checkStorageLocations, dataDir, treeStore } from '../paths.js';
 import { runWorkspaceJobWithStack } from '../workspace-tasks.js';
 
 /** The report without the task records themselves, for --json. */
@@ -53,6 +53,7 @@ export const tasksCommand: Command = {
     if (isWorkspaceJob(raw)) {
       if (out) throw new ConfigError('--out writes repair rows; a workspace job (env: workspace/v1) has none');
       const job = resolveWorkspaceJob(raw, dirname(path), `job file ${path}`);
+      await checkStorageLocations();
       const context = dryRun ? undefined : await processorContext();
       if (context) await prepareTopics(context);
       const report = await runWorkspaceJobWithStack({ job, rejectsDir: join(dataDir(), 'rejects'), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });

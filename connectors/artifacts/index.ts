@@ -1,1 +1,1 @@
-export { LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, treeBytes, type TreeStore } from './tree-store.js';
+export { BlobTreeStore, LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, treeBytes, type TreeStore } from './tree-store.js';

@@ -3,7 +3,7 @@ import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { ArtifactIntegrityError } from '../checkpoints/index.js';
+import { ArtifactIntegrityError } from '../../schemas/index.js';
 import { LocalTreeStore, resolveStoredTrees, storeLargeTrees } from './tree-store.js';
 import type { Task } from '../../schemas/index.js';
 

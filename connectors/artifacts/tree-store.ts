@@ -1,15 +1,11 @@
-import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, stat, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ArtifactIntegrityError } from '../checkpoints/index.js';
+import { LocalBlobStore, openBlobStore, sha256Hex, type BlobStore, type S3StoreOptions } from '../storage/index.js';
 import { ConfigError, type FileTree, type Task, type TaskTreeField, type TreeRef } from '../../schemas/index.js';
 
 /**
  * File trees by content (the claim-check store): each file is a blob named by its sha256, each tree a
  * manifest (path -> blob digest) named by its own. Trees that share files share blobs, so a final workspace that
- * differs from its 50 MB starting tree in one file costs one blob and a manifest. A local folder today; an object
- * store implements the same two calls (puts are idempotent by construction).
+ * differs from its 50 MB starting tree in one file costs one blob and a manifest. Lives on the storage port: a
+ * local folder (the default) or S3; puts are idempotent by construction.
  */
 export interface TreeStore {
   put(tree: FileTree): Promise<TreeRef>;
@@ -17,67 +13,83 @@ export interface TreeStore {
   get(ref: TreeRef): Promise<FileTree>;
 }
 
-const sha256 = (data: string | Buffer): string => createHash('sha256').update(data).digest('hex');
 const HEX = /^sha256:([0-9a-f]{64})$/;
+/** Requests in flight at once for one tree: enough to hide an object store's round trips, few enough for a small host. */
+const CONCURRENCY = 16;
 
-export class LocalTreeStore implements TreeStore {
-  readonly root: string;
+/** Runs `work` over `items`, at most `limit` at a time; the first failure rejects the whole. */
+async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    for (let index = next++; index < items.length; index = next++) await work(items[index]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+}
 
-  constructor(root: string) {
-    this.root = resolve(root);
-  }
+/**
+ * Trees as `blobs/<ab>/<sha256>` and `trees/<ab>/<sha256>` in a BlobStore (the layout the local store has always
+ * had). A digest already stored is not uploaded again: a tree whose manifest is there is skipped whole, and of a
+ * new tree only the blobs the store lacks (asked with head) are sent.
+ */
+export class BlobTreeStore implements TreeStore {
+  constructor(readonly blobs: BlobStore) {}
 
   async put(tree: FileTree): Promise<TreeRef> {
     const manifest: Record<string, string> = {};
+    const contents = new Map<string, Buffer>();
     let bytes = 0;
     for (const path of Object.keys(tree).sort()) {
       const content = Buffer.from(tree[path]!, 'utf8');
-      const digest = sha256(content);
-      await this.write('blobs', digest, content);
+      const digest = sha256Hex(content);
       manifest[path] = digest;
+      contents.set(digest, content);
       bytes += content.length;
     }
     const body = Buffer.from(JSON.stringify(manifest));
-    const digest = sha256(body);
-    await this.write('trees', digest, body);
-    return { digest: `sha256:${digest}`, files: Object.keys(manifest).length, bytes };
+    const digest = sha256Hex(body);
+    const ref = { digest: `sha256:${digest}`, files: Object.keys(manifest).length, bytes };
+    if (await this.blobs.head(key('trees', digest))) return ref;
+    await eachLimited([...contents], CONCURRENCY, async ([blob, content]) => {
+      const stored = await this.blobs.head(key('blobs', blob));
+      if (!stored) await this.blobs.put(key('blobs', blob), content, { sha256: blob, ifAbsent: true });
+      // A blob whose bytes no longer match its name (damaged on disk) is replaced by the right ones, not trusted.
+      else if (stored.sha256 !== null && stored.sha256 !== blob) await this.blobs.put(key('blobs', blob), content, { sha256: blob });
+    });
+    // The manifest last: once it is there, every blob it names is too.
+    await this.blobs.put(key('trees', digest), body, { sha256: digest, ifAbsent: true });
+    return ref;
   }
 
   async get(ref: TreeRef): Promise<FileTree> {
     const match = HEX.exec(ref.digest);
     if (!match) throw new ConfigError(`tree reference ${JSON.stringify(ref.digest)} is not a sha256 digest`);
-    const manifest = JSON.parse((await this.read('trees', match[1]!)).toString('utf8')) as Record<string, string>;
-    const tree: FileTree = {};
-    for (const [path, digest] of Object.entries(manifest)) tree[path] = (await this.read('blobs', digest)).toString('utf8');
-    return tree;
-  }
-
-  /** Write-once by digest: an existing object is kept; a new one appears whole (write, then rename). */
-  private async write(kind: 'blobs' | 'trees', digest: string, data: Buffer): Promise<void> {
-    const dir = join(this.root, kind, digest.slice(0, 2));
-    const path = join(dir, digest);
-    if (await stat(path).then(() => true, () => false)) return;
-    await mkdir(dir, { recursive: true });
-    const temp = `${path}.tmp-${process.pid}-${Math.random().toString(36).slice(2)}`;
-    await writeFile(temp, data);
-    await rename(temp, path);
-  }
-
-  private async read(kind: 'blobs' | 'trees', digest: string): Promise<Buffer> {
-    const path = join(this.root, kind, digest.slice(0, 2), digest);
-    const data = await readFile(path).catch((error: unknown) => {
-      throw new ArtifactIntegrityError(`${kind === 'trees' ? 'tree manifest' : 'blob'} sha256:${digest} is not in the artifact store at ${this.root}: ${error instanceof Error ? error.message : String(error)}`);
+    const manifest = JSON.parse((await this.blobs.get(key('trees', match[1]!), match[1]!)).toString('utf8')) as Record<string, string>;
+    const contents = new Map<string, string>();
+    await eachLimited([...new Set(Object.values(manifest))], CONCURRENCY, async (digest) => {
+      contents.set(digest, (await this.blobs.get(key('blobs', digest), digest)).toString('utf8'));
     });
-    if (sha256(data) !== digest) throw new ArtifactIntegrityError(`${kind === 'trees' ? 'tree manifest' : 'blob'} sha256:${digest} in ${this.root} fails its sha256 check`);
-    return data;
+    const tree: FileTree = {};
+    for (const [path, digest] of Object.entries(manifest)) tree[path] = contents.get(digest)!;
+    return tree;
   }
 }
 
-/** Opens a store from a URI: `file:///path` or a plain path. Other schemes need their own implementation. */
-export function openTreeStore(location: string): TreeStore {
-  if (location.startsWith('file:')) return new LocalTreeStore(fileURLToPath(location));
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) throw new ConfigError(`no artifact store for "${location.split(':')[0]}://" yet: implement TreeStore for it`);
-  return new LocalTreeStore(location);
+const key = (kind: 'blobs' | 'trees', digest: string): string => `${kind}/${digest.slice(0, 2)}/${digest}`;
+
+/** The local-folder tree store (the embedded default). */
+export class LocalTreeStore extends BlobTreeStore {
+  readonly root: string;
+
+  constructor(root: string) {
+    const blobs = new LocalBlobStore(root);
+    super(blobs);
+    this.root = blobs.root;
+  }
+}
+
+/** Opens a store from a location: `s3://bucket/prefix` (checked here), `file:///path` or a plain path; `option` names the setting for the error. */
+export function openTreeStore(location: string, option = 'TRIALRUN_ARTIFACTS', s3: S3StoreOptions = {}): TreeStore {
+  return new BlobTreeStore(openBlobStore(location, option, s3));
 }
 
 /** UTF-8 bytes of a tree's contents, the measure the claim-check threshold applies to. */

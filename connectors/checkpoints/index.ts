@@ -1,2 +1,2 @@
 export { IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, readLoraArtifact, type LoraArtifactInfo } from './lora-artifact.js';
-export { ArtifactIntegrityError, LocalCheckpointStore, openCheckpointStore, sha256Hex, type CheckpointArtifact, type CheckpointStore } from './store.js';
+export { ArtifactIntegrityError, BlobCheckpointStore, LocalCheckpointStore, openCheckpointStore, sha256Hex, type CheckpointArtifact, type CheckpointStore } from './store.js';

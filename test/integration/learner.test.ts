@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
-import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
+import { LocalCheckpointStore, openCheckpointStore, type CheckpointStore } from '../../connectors/checkpoints/index.js';
+import { ensureS3Bucket } from '../../connectors/storage/index.js';
 import { FEATURE_NAMES } from '../../policies/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
 import { PolicyTracker } from '../../pipelines/rollout-worker/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Reward, type Trajectory } from '../../schemas/index.js';
-import { childExit, stopChild } from '../../stack/index.js';
+import { childExit, s3Component, stackUp, stopChild } from '../../stack/index.js';
 import { repoRoot } from '../../cli/paths.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 
@@ -96,9 +98,20 @@ test('a batch of only stale samples publishes no version; its drops are reported
   }
 });
 
-test('workers follow the newest checkpoint, verify its artifact, and obey a rollback pin', { timeout: 180_000 }, async () => {
-  const context = await freshContext('pins');
-  const store = new LocalCheckpointStore(tempDir('pins-ckpt'));
+/** The checkpoint stores the pins test runs on: the local folder and S3 on the stack's own server (a bucket of its own). */
+const PIN_STORES: Record<string, () => Promise<CheckpointStore>> = {
+  local: async () => new LocalCheckpointStore(tempDir('pins-ckpt')),
+  s3: async () => {
+    await stackUp((line) => console.log(`# ${line}`), [s3Component()]);
+    const bucket = `it-pins-${randomUUID().slice(0, 8)}`;
+    await ensureS3Bucket(`s3://${bucket}`);
+    return openCheckpointStore(`s3://${bucket}/checkpoints`);
+  },
+};
+
+for (const [kind, openStore] of Object.entries(PIN_STORES)) test(`workers follow the newest checkpoint, verify its artifact, and obey a rollback pin (checkpoints: ${kind})`, { timeout: 180_000 }, async () => {
+  const context = await freshContext(`pins-${kind}`);
+  const store = await openStore();
   const learner = createLearner(context, { runId: 'pins', store, batchSize: 2 });
   const seen: number[] = [];
   const tracker = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store, onChange: (v) => seen.push(v) });

@@ -1,6 +1,6 @@
 import { ArtifactIntegrityError } from '../../../connectors/checkpoints/index.js';
 import { inTransaction, readRange, readTopic, rangeGroupId, type Position } from '../../../connectors/kafka/index.js';
-import { ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../../schemas/index.js';
+import { BlobNotFoundError, ConfigError, DecodeError, errorMessage, NotFoundError, resolveRetryOptions, ValidationError, withRetries, type Reward, type RewardDisposition, type TopicValue, type Verification } from '../../../schemas/index.js';
 import { groupKey, memberOf, resolveGroupScoring, scoreGroup, type GroupMember, type GroupScoringOptions } from '../../reward/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { Verifier } from '../../verifier/index.js';
@@ -97,7 +97,7 @@ export async function rescore(context: ProcessorContext, verifier: Verifier, opt
           // is missing from (or corrupt in) the artifact store, is reported, not fatal;
           // sandbox and broker failures that outlast the retries stop the run, which resumes here when
           // started again.
-          if (error instanceof NotFoundError || error instanceof DecodeError || error instanceof ValidationError || error instanceof ArtifactIntegrityError) {
+          if (error instanceof NotFoundError || error instanceof DecodeError || error instanceof ValidationError || error instanceof ArtifactIntegrityError || error instanceof BlobNotFoundError) {
             skipped.push({ offset: record.offset, partition: record.partition, reason: errorMessage(error).slice(0, 300) });
             return;
           }
