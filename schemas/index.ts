@@ -14,3 +14,4 @@ export * from './verification-spec.js';
 export * from './workspace.js';
 export * from './llm-server.js';
 export * from './concurrency.js';
+export * from './bounds.js';

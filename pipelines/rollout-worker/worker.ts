@@ -1,4 +1,4 @@
-import { resolveStoredTrees, treeBytes, type TreeStore } from '../../connectors/artifacts/index.js';
+import { resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
@@ -50,7 +50,7 @@ export interface RolloutWorkerOptions extends MembershipOptions {
    * stored trees is a dead letter saying so, and every final tree is inline
    */
   trees?: TreeStore;
-  /** Final trees larger than this (UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
+  /** Final trees larger than this as the record would carry them (their JSON: names and contents, UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
   storeTreesAboveBytes?: number;
 }
 
@@ -137,8 +137,9 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
           const env: Environment<unknown> = spec.create({ pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
           const trajectoryId = `${groupId}/${attempt}`;
           const episode = await runEpisode(spec, env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
-          // A large final tree travels as a claim check; its blobs are shared with the task's own tree.
-          const finalFilesRef = options.trees && treeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
+          // A large final tree travels as a claim check; its blobs are shared with the task's own tree. Large as the
+          // record carries it, names included: 16,000 empty files are no content and 400 KB of record.
+          const finalFilesRef = options.trees && inlineTreeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
           const trajectory: Trajectory = {
             trajectoryId,
             groupId,
@@ -170,3 +171,6 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
     },
   );
 }
+
+/** What a file tree adds to a record inline: its JSON, paths and escapes included. */
+export const inlineTreeBytes = (tree: Readonly<Record<string, string>>): number => Buffer.byteLength(JSON.stringify(tree));

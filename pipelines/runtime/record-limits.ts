@@ -29,11 +29,13 @@ export class RecordLimits {
   }
 
   /**
-   * Throws a RecordTooLargeError when one of `records` is above its topic's limit, or (`together`) when the records
-   * for one topic add up to more than it: kafkajs sends a transaction's records for a partition as one batch, which
-   * the broker checks as a whole, and which partition a key lands on is the client's to say.
+   * Throws a RecordTooLargeError when one of `records` is above its topic's limit, or (`together`, with kafkajs) when
+   * the records for one topic add up to more than it: kafkajs sends a transaction's records for a partition as one
+   * batch, which the broker checks as a whole, and which partition a key lands on is the client's to say. librdkafka
+   * splits its batches to fit by itself.
    */
   async check(records: readonly TransactionRecord[], what: string, together: boolean): Promise<void> {
+    const asOneBatch = together && this.client === 'kafkajs';
     const byTopic = new Map<string, { total: number; largest: number; count: number }>();
     for (const record of records) {
       const bytes = recordBytes(record);
@@ -45,7 +47,7 @@ export class RecordLimits {
       if (largest > limit) {
         throw new RecordTooLargeError(`${what} a record of ${largest} bytes to ${topic}, above the ${limit} bytes that topic takes (its max.message.bytes, or the client's cap)`, topic, largest, limit);
       }
-      if (together && total > limit) {
+      if (asOneBatch && total > limit) {
         throw new RecordTooLargeError(`${what} ${count} records of ${total} bytes in all to ${topic}, above the ${limit} bytes one batch of that topic may hold`, topic, total, limit);
       }
     }

@@ -1,4 +1,4 @@
-import { errorMessage, NO_WORKSPACE_EXTRAS, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
+import { AGENT_OUTPUT_BOUNDS, errorMessage, NO_WORKSPACE_EXTRAS, parseJsonBounded, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
 
 /** A file whose name is not UTF-8, by its raw name bytes (base64) for the runner to write under that name. */
@@ -109,13 +109,11 @@ const NPM_TEST_KEYS = ['scripts', 'jest', 'vitest', 'mocha', 'ava'] as const;
 
 /** The parts of a package.json that decide how its tests run, as comparable text (the whole text when it does not parse). */
 function packageTestSettings(content: string): string {
-  try {
-    const value = JSON.parse(content) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return content;
-    return JSON.stringify(NPM_TEST_KEYS.map((key) => (value as Record<string, unknown>)[key] ?? null));
-  } catch {
-    return content;
-  }
+  const parsed = parseJsonBounded(content, AGENT_OUTPUT_BOUNDS);
+  if ('problem' in parsed) return content;
+  const { value } = parsed;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return content;
+  return JSON.stringify(NPM_TEST_KEYS.map((key) => (value as Record<string, unknown>)[key] ?? null));
 }
 
 /** A Makefile's rules for test targets (`test`, `check`, `test-unit`, ...), recipes included, as comparable text. */
