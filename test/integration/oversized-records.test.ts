@@ -118,6 +118,41 @@ for (const client of KAFKA_CLIENTS as readonly KafkaClientName[]) {
   });
 }
 
+for (const client of KAFKA_CLIENTS as readonly KafkaClientName[]) {
+  test(`${client}: rewards that fit one by one but not together in one transaction are all committed, one input per transaction`, { timeout: 180_000 }, async () => {
+    // Six groups of one, each closing with a reward of about 1.5 KB: 9 KB in all for a topic that takes 4000 bytes.
+    const context = await freshContext(`too-large-together-${client}`, { client }, { rewards: limited(4000) });
+    const groups = Array.from({ length: 6 }, (_, i) => `group-${i}-${'g'.repeat(300)}`);
+    const items = groups.map((group): Verification => ({
+      verificationId: `${group}/0/v-test`,
+      trajectoryId: `${group}/0`,
+      groupId: group,
+      groupSize: 1,
+      passed: true,
+      tests: [],
+      testsPassed: 0,
+      testsTotal: 0,
+      fractionPassed: 1,
+      failure: null,
+      durationMs: 1,
+      hacks: [],
+      quarantine: null,
+      rescoreId: null,
+      lineage: { taskId: 'task', attempt: 0, runId: 'it', policyVersion: 0, sandboxImageDigest: null, verifierVersion: 'v-test', createdAt: nowIso() },
+    }));
+    await sendRaw(context, 'verifications', await Promise.all(items.map(async (value) => ({ key: 'one-partition', value: await context.serde.encode('verifications', value) }))));
+    const processor = createRewardProcessor(context, { stragglerDeadlineMs: 600_000, minGroupSize: 1 });
+    await processor.start();
+    try {
+      await eventually('all six rewards', async () => (await readAll(context, 'rewards')).length >= 6, 120_000);
+    } finally {
+      await processor.stop();
+    }
+    assert.deepEqual((await readAll(context, 'rewards')).map((r) => r.groupId).sort(), [...groups].sort());
+    assert.deepEqual(await readAll(context, 'deadLetters'), []);
+  });
+}
+
 /** A scripted workspace/v1 agent: fixes inventory-remove's bug with sed, leaves `extraFiles()` empty files under aaa/ (sorted before the package), submits. */
 function fixerLeavingFiles(extraFiles: () => number): Policy<WorkspaceObservation> {
   return {
