@@ -1,1 +1,1 @@
-export { LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, treeBytes, type TreeStore } from './tree-store.js';
+export { LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, inlineTreeBytes, treeBytes, type TreeStore } from './tree-store.js';

@@ -1,4 +1,4 @@
-import { resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
+import { inlineTreeBytes, resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
@@ -137,8 +137,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
           const env: Environment<unknown> = spec.create({ pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
           const trajectoryId = `${groupId}/${attempt}`;
           const episode = await runEpisode(spec, env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
-          // A large final tree travels as a claim check; its blobs are shared with the task's own tree. Large as the
-          // record carries it, names included: 16,000 empty files are no content and 400 KB of record.
+          // A large final tree travels as a claim check; its blobs are shared with the task's own tree.
           const finalFilesRef = options.trees && inlineTreeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
           const trajectory: Trajectory = {
             trajectoryId,
@@ -171,6 +170,3 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
     },
   );
 }
-
-/** What a file tree adds to a record inline: its JSON, paths and escapes included. */
-export const inlineTreeBytes = (tree: Readonly<Record<string, string>>): number => Buffer.byteLength(JSON.stringify(tree));

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import { LocalTreeStore } from '../../connectors/artifacts/index.js';
 import { KAFKA_CLIENTS, readTopic, type KafkaClientName } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { WORKSPACE_ENV, type WorkspaceObservation } from '../../envs/index.js';
-import { publishTasks } from '../../pipelines/jobs/task-job/index.js';
+import { publishTasks, resolveWorkspaceJob, runWorkspaceJob } from '../../pipelines/jobs/task-job/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
 import { createRolloutWorker, type PolicySource } from '../../pipelines/rollout-worker/index.js';
 import { GlobalTable, type ProcessorContext } from '../../pipelines/runtime/index.js';
@@ -267,4 +269,22 @@ test("the issue's episode: an agent that fixes the bug and leaves 600, then 16,0
   const sizes = await largestRecords(context, ['tasks', 'trajectories', 'verifications']);
   t.diagnostic(`largest records (bytes): ${JSON.stringify(sizes)}`);
   for (const [topic, bytes] of Object.entries(sizes)) assert.ok(bytes < 64 * 1024, `${topic}: ${bytes} bytes`);
+});
+
+test("task job: a task record larger than the tasks topic takes, as the broker says, goes to the rejects file and the rest are published", { timeout: 300_000 }, async () => {
+  const context = await freshContext('too-large-tasks', {}, { tasks: limited(40_000) });
+  const root = tempDir('too-large-tasks');
+  for (const [name, bytes] of [['big', 60_000], ['small', 100]] as const) {
+    mkdirSync(join(root, name, 'workspace'), { recursive: true });
+    mkdirSync(join(root, name, 'hidden', 'tests'), { recursive: true });
+    writeFileSync(join(root, name, 'workspace', 'data.txt'), 'x'.repeat(bytes));
+    writeFileSync(join(root, name, 'hidden', 'tests', 'test_data.py'), 'def test_data():\n    assert open("data.txt").read()\n');
+  }
+  const tasks = ['big', 'small'].map((name) => ({ id: `task-${name}`, title: name, description: `the ${name} one`, workspace: join(root, name, 'workspace'), hidden: join(root, name, 'hidden') }));
+  const job = resolveWorkspaceJob({ name: 'too-large-tasks', env: WORKSPACE_ENV, tasks }, root);
+  const report = await runWorkspaceJob({ job, rejectsDir: tempDir('too-large-rejects'), trees: new LocalTreeStore(tempDir('too-large-trees')), context });
+  assert.deepEqual([report.publish?.added, report.rejected], [1, 1]);
+  const [reject] = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { taskId?: string; reason: string });
+  assert.match(JSON.stringify(reject), /publish\.maxRecordBytes is 38879 /);
+  assert.deepEqual((await readAll(context, 'tasks')).map((t) => t.taskId), ['task-small']);
 });
