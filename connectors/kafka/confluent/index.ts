@@ -198,6 +198,51 @@ const outgoing = (records: OutgoingRecords): KafkaJS.ProducerRecord => ({
   messages: records.messages.map((m) => ({ key: m.key ?? null, value: m.value, partition: m.partition, timestamp: m.timestamp, headers: m.headers ? { ...m.headers } : undefined })),
 });
 
+/**
+ * The binding's native calls in flight on one client handle. librdkafka's transactional calls run on a worker
+ * thread with the handle (and, for sendOffsetsToTransaction, the consumer's handle, read with no lock and no
+ * check that it is still open); a disconnect deletes the handle under them, and the process dies with SIGSEGV. So a
+ * client is disconnected only once its native calls have returned, or, should one never return, not at all (its
+ * handle is left open, said on stderr, rather than freed under a running call).
+ */
+export class NativeCalls {
+  private count = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly what: string) {}
+
+  get inFlight(): number {
+    return this.count;
+  }
+
+  track<T>(work: Promise<T>): Promise<T> {
+    this.count++;
+    return work.finally(() => {
+      if (--this.count === 0) for (const resolve of this.waiting.splice(0)) resolve();
+    });
+  }
+
+  /** Runs `disconnect` once no native call is in flight; false (and `disconnect` not run) if one is still running after `waitMs`. */
+  async disconnectWhenIdle(disconnect: () => Promise<void>, waitMs = NATIVE_CALL_WAIT_MS): Promise<boolean> {
+    if (this.count > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = await Promise.race([
+        new Promise<boolean>((resolve) => this.waiting.push(() => resolve(true))),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
+      ]).finally(() => clearTimeout(timer));
+      if (!idle) {
+        process.stderr.write(`[kafka] ${this.what}: ${this.count} native call(s) still running after ${waitMs} ms; its handle is left open rather than freed under them\n`);
+        return false;
+      }
+    }
+    await disconnect();
+    return true;
+  }
+}
+
+/** Longer than the native transactional calls' own timeouts (send offsets 30 s, commit and abort 5 s each). */
+const NATIVE_CALL_WAIT_MS = 60_000;
+
 function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
   const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
   const producer = kafka.producer({
@@ -211,9 +256,10 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
   });
   const sendBatch = async (batch: readonly OutgoingRecords[]): Promise<void> => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) })));
   const send = async (records: OutgoingRecords): Promise<void> => void (await mapped(producer.send(outgoing(records))));
+  const native = new NativeCalls(`producer ${options.transactionalId ?? ''}`.trim());
   return {
     connect: () => mapped(producer.connect()),
-    disconnect: () => producer.disconnect(),
+    disconnect: async () => void (await native.disconnectWhenIdle(() => producer.disconnect())),
     send,
     sendBatch,
     transaction: async () => {
@@ -222,9 +268,9 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
       const transaction: KafkaTransaction = {
         send,
         sendBatch,
-        sendOffsets: (consumer, offsets) => sendOffsetsWithMetadata(producer, consumer, offsets, mapped),
-        commit: () => mapped(producer.commit()),
-        abort: () => mapped(producer.abort()),
+        sendOffsets: (consumer, offsets) => native.track(sendOffsetsWithMetadata(producer, consumer, offsets, mapped)),
+        commit: () => native.track(mapped(producer.commit())),
+        abort: () => native.track(mapped(producer.abort())),
       };
       return transaction;
     },
@@ -242,11 +288,15 @@ interface NativeProducer {
  */
 async function sendOffsetsWithMetadata(producer: KafkaJS.Producer, consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], mapped: Mapped): Promise<void> {
   if (!(consumer instanceof ConfluentConsumer)) throw new ConfigError('sendOffsets on the confluent client needs a consumer of the same client (its group metadata)');
+  // The native call reads the consumer's handle without a check: never once the consumer is closing.
+  if (consumer.closing) throw new KafkaError('kafka (confluent): the consumer is disconnecting; its group metadata cannot go with the offsets', 'CONSUMER_CLOSING', { retriable: false });
   const native = (producer as unknown as { _getInternalClient(): NativeProducer })._getInternalClient();
   const list = offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset: Number(offset), ...(metadata ? { metadata } : {}) }));
-  await mapped(
-    new Promise<void>((resolve, reject) =>
-      native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
+  await consumer.nativeCalls.track(
+    mapped(
+      new Promise<void>((resolve, reject) =>
+        native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
+      ),
     ),
   );
 }
@@ -288,12 +338,17 @@ export function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onA
 class ConfluentConsumer implements KafkaConsumer {
   private readonly consumer: KafkaJS.Consumer;
   private positionTimer: NodeJS.Timeout | undefined;
+  /** Producers' sendOffsetsToTransaction calls that read this consumer's native handle. */
+  readonly nativeCalls: NativeCalls;
+  /** Set once disconnect() began: no native call may read the handle from then on. */
+  closing = false;
 
   constructor(
     kafka: KafkaJS.Kafka,
     readonly options: ConsumerOptions,
     private readonly mapped: Mapped,
   ) {
+    this.nativeCalls = new NativeCalls(`consumer of group ${options.groupId}`);
     this.consumer = kafka.consumer({
       kafkaJS: {
         groupId: options.groupId,
@@ -322,12 +377,14 @@ class ConfluentConsumer implements KafkaConsumer {
   }
 
   connect(): Promise<void> {
+    this.closing = false;
     return this.mapped(this.consumer.connect());
   }
 
   async disconnect(): Promise<void> {
     clearInterval(this.positionTimer);
-    await this.consumer.disconnect();
+    this.closing = true;
+    await this.nativeCalls.disconnectWhenIdle(() => this.consumer.disconnect());
   }
 
   subscribe(topics: readonly string[]): Promise<void> {
