@@ -47,3 +47,17 @@ test('recordBytes bounds what the broker counts: batch header, varints, key, val
   assert.equal(recordBytes({ key: null, value: null }), 97);
   assert.equal(recordBytes({ key: 'ab', value: Buffer.alloc(10), headers: { h: 'xyz' } }), 97 + 2 + 10 + 10 + 1 + 3);
 });
+
+test("a limit that cannot be read (the broker away) lets the records through and is read again next time: never the record's fault", async () => {
+  let fail = true;
+  const admin = {
+    describeTopic: async () => {
+      if (fail) throw new Error('broker away');
+      return { partitions: 1, config: { 'max.message.bytes': '2000' } };
+    },
+  } as unknown as KafkaAdmin;
+  const limits = new RecordLimits(async () => admin, 'kafkajs');
+  await limits.check([record('small', 5000)], 'x wrote', true);
+  fail = false;
+  await assert.rejects(limits.check([record('small', 5000)], 'x wrote', true), RecordTooLargeError);
+});

@@ -29,7 +29,8 @@ export class RecordLimits {
   }
 
   /**
-   * Throws a RecordTooLargeError when one of `records` is above its topic's limit, or (`together`, with kafkajs) when
+   * Throws a RecordTooLargeError when one of `records` is above its topic's limit (a topic whose limit cannot be read
+   * is not checked), or (`together`, with kafkajs) when
    * the records for one topic add up to more than it: kafkajs sends a transaction's records for a partition as one
    * batch, which the broker checks as a whole, and which partition a key lands on is the client's to say. librdkafka
    * splits its batches to fit by itself.
@@ -43,7 +44,10 @@ export class RecordLimits {
       byTopic.set(record.topic, { total: sum.total + bytes, largest: Math.max(sum.largest, bytes), count: sum.count + 1 });
     }
     for (const [topic, { total, largest, count }] of byTopic) {
-      const limit = await this.limitOf(topic);
+      // A limit that cannot be read now (a broker away) is not the record's fault: the broker's own refusal of a
+      // record too large is a RecordTooLargeError all the same, handled where the transaction is committed.
+      const limit = await this.limitOf(topic).catch(() => null);
+      if (limit === null) continue;
       if (largest > limit) {
         throw new RecordTooLargeError(`${what} a record of ${largest} bytes to ${topic}, above the ${limit} bytes that topic takes (its max.message.bytes, or the client's cap)`, topic, largest, limit);
       }
