@@ -168,7 +168,7 @@ export class StreamProcessor<K extends TopicKey> {
     this.metrics = new ProcessorMetrics({ processor: this.options.name, instance: this.options.instanceId });
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
-    this.limits = new RecordLimits(() => this.groupOffsets(), context.kafka.client);
+    this.limits = new RecordLimits(() => this.groupOffsets(), () => context.kafka.client);
     const { accept } = this.options;
     const accepted: Handler<TypedRecord<K>, Output> =
       accept === null

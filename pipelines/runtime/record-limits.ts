@@ -10,10 +10,15 @@ const LIMIT_TTL_MS = 5 * 60_000;
 export class RecordLimits {
   private readonly known = new Map<string, { readonly limit: Promise<number>; readonly readAt: number }>();
 
+  /** `client` names the Kafka client, or tells it when first asked (a processor's context is read lazily). */
   constructor(
     private readonly admin: () => Promise<KafkaAdmin>,
-    private readonly client: KafkaClientName,
+    private readonly clientName: KafkaClientName | (() => KafkaClientName),
   ) {}
+
+  private get client(): KafkaClientName {
+    return typeof this.clientName === 'function' ? this.clientName() : this.clientName;
+  }
 
   limitOf(topic: string): Promise<number> {
     const cached = this.known.get(topic);
