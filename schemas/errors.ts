@@ -75,6 +75,25 @@ export class KafkaError extends TrialrunError {
 }
 
 /**
+ * A record too large for its topic: larger than the topic's max.message.bytes (the broker's message.max.bytes
+ * where the topic sets none) or the producing client's own cap, found before it was sent or refused by the broker
+ * ("Message size too large"). Never retriable: the same record is refused the same way, so the input that made it
+ * goes to the dead-letter topic with this reason and its partition moves on. `bytes` is the record's size where
+ * known (null when only the broker's refusal says so), `limit` the cap it broke where known.
+ */
+export class RecordTooLargeError extends TrialrunError {
+  constructor(
+    message: string,
+    readonly topic: string | null,
+    readonly bytes: number | null,
+    readonly limit: number | null,
+    cause?: unknown,
+  ) {
+    super(message, { retriable: false, cause });
+  }
+}
+
+/**
  * The host a handler runs on cannot do its work: its sandbox engine does not answer (checked after a failure).
  * Not retriable, and never dead-lettered: the record is not at fault. A stream processor that sees it aborts the
  * record's transaction and leaves its consumer group until the host answers again, so that a healthy member of

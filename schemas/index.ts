@@ -15,3 +15,4 @@ export * from './workspace.js';
 export * from './llm-server.js';
 export * from './concurrency.js';
 export * from './storage.js';
+export * from './bounds.js';

@@ -117,6 +117,12 @@ export const Verification = z.object({
    * Absent on records written before it existed: readers take `passed ? 1 : 0`.
    */
   score: z.number().min(0).max(1).optional(),
+  /**
+   * Files and symlinks of the agent's final tree past the limit of what an agent may add, which were not written
+   * into the grading sandbox: how many, and the first (at most 20) by name. Not a hack, and never one of the
+   * task's own files (those are written first). Absent or null: everything was written.
+   */
+  unwritten: z.object({ count: z.number().int().min(1), paths: z.array(z.string()).max(20) }).nullable().optional(),
   /** The verification kind that decided (`tests`, `script`, `output`); absent means `tests`. */
   checkKind: z.enum(['tests', 'script', 'output']).optional(),
   /** Set on verifications written by `trialrun verify rescore`: the re-scoring run that wrote them. */

@@ -1,1 +1,1 @@
-export { BlobTreeStore, LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, treeBytes, type TreeStore } from './tree-store.js';
+export { BlobTreeStore, LocalTreeStore, openTreeStore, resolveStoredTrees, storeLargeTrees, inlineTreeBytes, treeBytes, type TreeStore } from './tree-store.js';

@@ -92,8 +92,14 @@ export function openTreeStore(location: string, option = 'TRIALRUN_ARTIFACTS', s
   return new BlobTreeStore(openBlobStore(location, option, s3));
 }
 
-/** UTF-8 bytes of a tree's contents, the measure the claim-check threshold applies to. */
+/** UTF-8 bytes of a tree's contents. */
 export const treeBytes = (tree: FileTree): number => Object.values(tree).reduce((sum, content) => sum + Buffer.byteLength(content), 0);
+
+/**
+ * What a tree adds to a record inline: its JSON, names and escapes included; the measure the claim-check thresholds
+ * apply to. 16,000 empty files have no content and are 400 KB of record.
+ */
+export const inlineTreeBytes = (tree: FileTree): number => Buffer.byteLength(JSON.stringify(tree));
 
 const TREE_FIELDS: readonly TaskTreeField[] = ['files', 'visibleTests', 'hiddenTests', 'referenceSolution'];
 
@@ -103,7 +109,7 @@ export async function storeLargeTrees(task: Task, store: TreeStore, thresholdByt
   const trees: Partial<Record<TaskTreeField, FileTree>> = {};
   for (const field of TREE_FIELDS) {
     const tree = task[field];
-    if (!tree || treeBytes(tree) <= thresholdBytes) continue;
+    if (!tree || inlineTreeBytes(tree) <= thresholdBytes) continue;
     stored[field] = await store.put(tree);
     trees[field] = {};
   }

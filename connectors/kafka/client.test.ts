@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ConfigError, ConnectionError, KafkaError } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, isRetriable, KafkaError, RecordTooLargeError } from '../../schemas/index.js';
 import { logLevel } from 'kafkajs';
 import { asKafkaConnectionError } from './client.js';
 import { fromConfluentError, rebalanceListener, rebalanceTimeoutFor } from './confluent/index.js';
@@ -119,4 +119,16 @@ test("the confluent client's time between polls stays within what librdkafka acc
   // A rollout worker of 8 llm episodes of 10 minutes, with retries, asks for about 14 h: librdkafka would get 29 h and refuse.
   assert.equal(rebalanceTimeoutFor(51_975_000), 43_200_000);
   assert.ok(2 * rebalanceTimeoutFor(Number.MAX_SAFE_INTEGER) <= 86_400_000);
+});
+
+test("a record refused as too large is a RecordTooLargeError, never retried, from either client and however kafkajs wrapped it", () => {
+  const local = fromConfluentError(clientError({ message: 'Broker: Message size too large', code: 10, retriable: false }), resolved);
+  assert.ok(local instanceof RecordTooLargeError && !isRetriable(local) && /Message size too large/.test(local.message));
+  const list = fromConfluentError(clientError({ message: 'Broker: Message batch larger than configured server segment size', code: 18, retriable: true }), resolved);
+  assert.ok(list instanceof RecordTooLargeError && !isRetriable(list));
+  const broker = clientError({ name: 'KafkaJSProtocolError', message: 'The request included a message larger than the max message size the server will accept', type: 'MESSAGE_TOO_LARGE', retriable: false });
+  const direct = fromKafkajsError(broker, resolved);
+  assert.ok(direct instanceof RecordTooLargeError && !isRetriable(direct));
+  const wrapped = fromKafkajsError(Object.assign(clientError({ name: 'KafkaJSNonRetriableError', message: broker.message, retriable: false }), { cause: broker }), resolved);
+  assert.ok(wrapped instanceof RecordTooLargeError && !isRetriable(wrapped));
 });

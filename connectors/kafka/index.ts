@@ -5,3 +5,4 @@ export { catalogTopics, ensureTopics, requireTopics, type TopicSpec } from './to
 export { fetchTopicEnds, groupLag, settledTopicOffsets, type TopicOffsets } from './offsets.js';
 export { committedPastLastRecord, readTopic, type TableRecord, type TopicReader, type TopicReaderOptions } from './table.js';
 export { checkRange, describePosition, parsePosition, rangeGroupId, readRange, type Position, type RangeBatch, type RangeRecord, type RangeReport, type ReadRangeOptions } from './range.js';
+export { CLIENT_RECORD_CAP, recordBytes, recordLimit } from './record-size.js';

@@ -1,4 +1,4 @@
-import { resolveStoredTrees, treeBytes, type TreeStore } from '../../connectors/artifacts/index.js';
+import { inlineTreeBytes, resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
@@ -50,7 +50,7 @@ export interface RolloutWorkerOptions extends MembershipOptions {
    * stored trees is a dead letter saying so, and every final tree is inline
    */
   trees?: TreeStore;
-  /** Final trees larger than this (UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
+  /** Final trees larger than this as the record would carry them (their JSON: names and contents, UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
   storeTreesAboveBytes?: number;
 }
 
@@ -139,7 +139,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
           const trajectoryId = `${groupId}/${attempt}`;
           const episode = await runEpisode(spec, env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
           // A large final tree travels as a claim check; its blobs are shared with the task's own tree.
-          const finalFilesRef = options.trees && treeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
+          const finalFilesRef = options.trees && inlineTreeBytes(episode.finalFiles) > storeAbove ? await options.trees.put(episode.finalFiles) : null;
           const trajectory: Trajectory = {
             trajectoryId,
             groupId,

@@ -1,9 +1,10 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, resolveRetryOptions, ShutdownError, sleep, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, sleep, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
-import { deadLetter } from './dead-letter.js';
+import { deadLetter, encodeDeadLetter } from './dead-letter.js';
+import { boundedOutputs, RecordLimits } from './record-limits.js';
 import { hostGuard } from './host.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
@@ -135,6 +136,8 @@ export class StreamProcessor<K extends TopicKey> {
   readonly metrics: ProcessorMetrics;
   private readonly options: ResolvedProcessorOptions<K>;
   private readonly chain: RawHandler;
+  /** The largest record each output topic takes, as the broker says. */
+  private readonly limits: RecordLimits;
   /** Aborted when this instance stops processing: on stop(), or when a standby took its lease. */
   private activation = new AbortController();
   private stopped = false;
@@ -165,6 +168,7 @@ export class StreamProcessor<K extends TopicKey> {
     this.metrics = new ProcessorMetrics({ processor: this.options.name, instance: this.options.instanceId });
     const { serde, names } = context;
     this.topicKeys = new Map(this.options.inputs.map((key) => [names.name(key), key]));
+    this.limits = new RecordLimits(() => this.groupOffsets(), () => context.kafka.client);
     const { accept } = this.options;
     const accepted: Handler<TypedRecord<K>, Output> =
       accept === null
@@ -177,10 +181,9 @@ export class StreamProcessor<K extends TopicKey> {
     this.chain = compose(
       typed(serde, names, accepted),
       metrics(this.metrics),
-      deadLetter(this.options.name, serde, names, (letter) => {
-        this.metrics.deadLettered++;
-        this.options.onDeadLetter(letter);
-      }),
+      deadLetter(this.options.name, serde, names, (letter) => this.deadLettered(letter), this.limits),
+      // Outside the retries: an output too large for its topic is refused the same way every time.
+      boundedOutputs(this.options.name, this.limits),
       retry(this.options.retry),
       countRetries(this.metrics),
       ...(this.options.hostAvailable ? [hostGuard(this.options.name, this.options.hostAvailable)] : []),
@@ -326,25 +329,57 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async handleInOrder({ batch, resolveOffset, heartbeat, isActive }: BatchPayload): Promise<void> {
-    const size = this.options.maxRecordsPerTransaction;
     const done = this.committedHere.get(partitionKey(batch.topic, batch.partition))?.next ?? null;
     const messages = done === null ? batch.messages : batch.messages.filter((message) => BigInt(message.offset) >= done);
     if (messages.length < batch.messages.length) resolveOffset((done! - 1n).toString());
     const keepBatch = this.batchTimer(isActive);
-    for (let i = 0; i < messages.length; i += size) {
+    // Records up to this offset go one per transaction: together their records were too large for one.
+    let oneByOneThrough = -1n;
+    for (let i = 0; i < messages.length; ) {
       if (!keepBatch()) return;
+      const size = BigInt(messages[i]!.offset) <= oneByOneThrough ? 1 : this.options.maxRecordsPerTransaction;
       const chunk = messages.slice(i, i + size);
+      let split = false;
       const finished = await this.inTransaction(heartbeat, async () => {
         const outputs: EncodedOutput[] = [];
-        for (const message of chunk) {
-          outputs.push(...(await this.chain({ record: this.rawRecord(batch.topic, batch.partition, message), signal: this.activation.signal })));
-        }
+        const records = chunk.map((message) => this.rawRecord(batch.topic, batch.partition, message));
+        for (const record of records) outputs.push(...(await this.chain({ record, signal: this.activation.signal })));
         const last = chunk[chunk.length - 1]!;
-        await this.commit(outputs, batch.topic, batch.partition, (BigInt(last.offset) + 1n).toString());
-        resolveOffset(last.offset);
+        split = !(await this.commitBounded(outputs, records, (BigInt(last.offset) + 1n).toString()));
+        if (split) oneByOneThrough = BigInt(last.offset);
+        else resolveOffset(last.offset);
       });
       if (!finished) return;
+      if (!split) i += chunk.length;
     }
+  }
+
+  /**
+   * Commits a transaction's outputs with its input offset. When its records are too large for the broker (one of
+   * them, or all of them together; found before sending, or the broker's refusal), a transaction of several input
+   * records is not committed and false is returned: its records are redone one per transaction. A single input's
+   * transaction then commits the input's dead letter instead, naming the reason, and the partition moves on.
+   */
+  private async commitBounded(outputs: readonly EncodedOutput[], records: readonly RawRecord[], nextOffset: string, metadata: string | null = null): Promise<boolean> {
+    const { topic, partition } = records[0]!;
+    try {
+      await this.commit(outputs, topic, partition, nextOffset, metadata);
+      return true;
+    } catch (error) {
+      if (!(error instanceof RecordTooLargeError)) throw error;
+      // What the records changed in the stores is not kept: they are redone, or their input dead-lettered.
+      for (const store of this.options.stores) store.discard();
+      if (records.length > 1) return false;
+      const { letter, output } = await encodeDeadLetter(this.options.name, this.context.serde, this.context.names, records[0]!, error, this.limits);
+      await this.commit([output], topic, partition, nextOffset, metadata);
+      this.deadLettered(letter);
+      return true;
+    }
+  }
+
+  private deadLettered(letter: DeadLetter): void {
+    this.metrics.deadLettered++;
+    this.options.onDeadLetter(letter);
   }
 
   /**
@@ -397,10 +432,11 @@ export class StreamProcessor<K extends TopicKey> {
       if (!keepBatch()) return;
       const message = pending[index]!;
       const finished = await this.inTransaction(heartbeat, async () => {
-        const outputs = await this.chain({ record: this.rawRecord(topic, partition, message), signal: this.activation.signal });
+        const record = this.rawRecord(topic, partition, message);
+        const outputs = await this.chain({ record, signal: this.activation.signal });
         handled.add(BigInt(message.offset));
         const next = nextToCommit(offsets, progress);
-        await this.commit(outputs, topic, partition, next.toString(), encodeHandled(next, handled));
+        await this.commitBounded(outputs, [record], next.toString(), encodeHandled(next, handled));
         if (next > resolved) {
           resolveOffset((next - 1n).toString());
           resolved = next;
@@ -513,12 +549,15 @@ export class StreamProcessor<K extends TopicKey> {
   }
 
   private async commit(outputs: readonly EncodedOutput[], topic: string, partition: number, nextOffset: string, metadata: string | null = null): Promise<void> {
+    const records = [...outputs, ...this.options.stores.flatMap((store) => store.changelog())];
+    // Checked before sending: a transaction the broker would refuse as too large is not begun.
+    await this.limits.check(records, `a transaction of ${this.options.name} writes`, true);
     // With the consumer's group generation where the client sends it (KIP-447): a zombie's commit is refused.
     try {
-      await this.producer!.commit([...outputs, ...this.options.stores.flatMap((store) => store.changelog())], this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
+      await this.producer!.commit(records, this.consumer!, [{ topic, partition, offset: nextOffset, metadata }]);
     } catch (error) {
       // Said here: the client logs an error thrown out of a batch only at a level we mute.
-      if (!this.activation.signal.aborted) process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: a transaction failed, its records are handled again (${errorMessage(error)})\n`);
+      if (!this.activation.signal.aborted && !(error instanceof RecordTooLargeError)) process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: a transaction failed, its records are handled again (${errorMessage(error)})\n`);
       throw error;
     }
     this.committedHere.set(partitionKey(topic, partition), decodeProgress(nextOffset, metadata));

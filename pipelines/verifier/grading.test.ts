@@ -69,3 +69,10 @@ test('output checks: a command that fails fails the verification, its checks sti
   assert.deepEqual([crashed.passed, crashed.failure, crashed.fraction], [false, 'crash', 0.5]);
   assert.match(crashed.detail ?? '', /exited with status 1: Traceback \| ValueError: bad/);
 });
+
+test('a reward.json nested past the bound, or too large, is a problem saying so, not a thrown error', () => {
+  const deep = readReward({ json: { text: `{"reward": 1, "x": ${'['.repeat(100_000)}${']'.repeat(100_000)}}` } });
+  assert.ok('problem' in deep && /nests deeper than 128 levels/.test(deep.problem), JSON.stringify(deep));
+  const big = readReward({ json: { text: `{"reward": 1, "x": "${'x'.repeat(17 * 1024 * 1024)}"}` } });
+  assert.ok('problem' in big && /above the 16777216 bytes read/.test(big.problem));
+});

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { ExecResult, Sandbox } from '../../connectors/sandbox/index.js';
 import {
+  AGENT_OUTPUT_BOUNDS,
   HackKind,
+  parseJsonBounded,
   SandboxError,
   WorkspaceFileError,
   type FileTree,
@@ -126,12 +128,9 @@ export function readReward(files: NonNullable<GradeRun['rewardFiles']>): { rewar
   }
   if (json !== undefined) {
     if ('problem' in json) return json;
-    let value: unknown;
-    try {
-      value = JSON.parse(json.text);
-    } catch {
-      return { problem: `reward.json is not JSON: ${JSON.stringify(json.text.slice(0, 80))}` };
-    }
+    const parsed = parseJsonBounded(json.text, AGENT_OUTPUT_BOUNDS);
+    if ('problem' in parsed) return { problem: `reward.json is not JSON we read (${parsed.problem}): ${JSON.stringify(json.text.slice(0, 80))}` };
+    const { value } = parsed;
     const reward = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>).reward : undefined;
     if (typeof reward !== 'number' || !Number.isFinite(reward)) return { problem: `reward.json has no numeric "reward" key: ${JSON.stringify(json.text.slice(0, 80))}` };
     return reward >= 0 && reward <= 1 ? { reward, from: 'reward.json' } : { problem: `reward.json's reward is ${reward}, outside [0, 1]` };

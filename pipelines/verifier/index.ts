@@ -4,7 +4,7 @@ export { nodeId, parseJunit, type JunitCase, type JunitIds } from './junit.js';
 export { gradedIds, judgeGraded, readReward, type GradedCheck, type GradedJudgement, type GradeRun } from './grading.js';
 export { checkId, decideOutputChecks, type ReadBack } from './output-checks.js';
 export { resolveRewardSpec, scoreOf, type ResolvedRewardSpec, type ScoreInput } from './score.js';
-export { classifyPath, screenFinalFiles, screenSteps, taskTestFiles, type RawNamedFile, type RawSymlink, type Screened } from './screening.js';
+export { classifyPath, screenFinalFiles, screenSteps, taskOwnPaths, taskTestFiles, type RawNamedFile, type RawSymlink, type Screened, type Unwritten } from './screening.js';
 export { verifierScript, verifierScriptPath, VERDICT_SCRIPTS } from './sandbox-scripts.js';
 export {
   createVerifierProcessor,

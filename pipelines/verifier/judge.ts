@@ -240,3 +240,33 @@ function dedupe(flags: readonly HackFlag[]): HackFlag[] {
     return true;
   });
 }
+
+/** How many flags of one kind a verification keeps as they are; the rest become one summary flag. */
+export const FLAGS_KEPT_PER_KIND = 10;
+/** The longest evidence one flag keeps. */
+export const MAX_EVIDENCE_CHARS = 600;
+
+/**
+ * Bounds a verification's flags, whatever an agent did: the first FLAGS_KEPT_PER_KIND flags of each kind stay,
+ * their evidence cut to MAX_EVIDENCE_CHARS, and the rest of that kind become one flag that counts them and names
+ * the first of their paths. A verdict is the same (any flag fails it); the record stays small.
+ */
+export function summariseFlags(flags: readonly HackFlag[]): HackFlag[] {
+  const byKind = new Map<HackFlag['kind'], HackFlag[]>();
+  for (const f of flags) byKind.set(f.kind, [...(byKind.get(f.kind) ?? []), f]);
+  const cut = (text: string): string => (text.length > MAX_EVIDENCE_CHARS ? `${text.slice(0, MAX_EVIDENCE_CHARS)}...` : text);
+  return [...byKind.values()].flatMap((all) => {
+    const kept = all.slice(0, FLAGS_KEPT_PER_KIND).map((f) => ({ ...f, evidence: cut(f.evidence), path: f.path === null ? null : f.path.slice(0, 200) }));
+    const rest = all.slice(FLAGS_KEPT_PER_KIND);
+    if (rest.length === 0) return kept;
+    const paths = rest.flatMap((f) => (f.path === null ? [] : [JSON.stringify(f.path.slice(0, 100))])).slice(0, FLAGS_KEPT_PER_KIND);
+    const summary: HackFlag = {
+      kind: rest[0]!.kind,
+      evidence: cut(`and ${rest.length} more ${rest[0]!.kind} flag(s)${paths.length ? `, at ${paths.join(', ')}${rest.length > paths.length ? ', ...' : ''}` : ''}`),
+      path: null,
+      line: null,
+      source: rest[0]!.source,
+    };
+    return [...kept, summary];
+  });
+}

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { nodeId, parseJunit } from './junit.js';
+import { MAX_CASE_MESSAGE_CHARS, MAX_SUITE_DEPTH, MAX_TESTCASES, nodeId, parseJunit } from './junit.js';
 
 const REPORT = `<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" errors="0" failures="1" skipped="1" tests="4">
 <testcase classname="test_hidden" name="test_ok" time="0.001" />
@@ -58,4 +58,17 @@ test('anything that is not a well-formed JUnit report gives null; an empty one g
 
 test('node ids from root-level classnames', () => {
   assert.equal(nodeId('test_a.TestX', 'test_y'), 'test_a.py::TestX::test_y');
+});
+
+test('a report past a bound is no report: a DOCTYPE with entities, suites nested too deep, too many testcases; messages are cut', () => {
+  const entities = `<?xml version="1.0"?><!DOCTYPE r [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><testsuites><testsuite><testcase classname="t" name="x"><failure message="&b;"/></testcase></testsuite></testsuites>`;
+  assert.equal(parseJunit(entities), null);
+  const nested = (depth: number) => `<testsuites>${'<testsuite>'.repeat(depth)}<testcase classname="t" name="x"/>${'</testsuite>'.repeat(depth)}</testsuites>`;
+  assert.equal(parseJunit(nested(MAX_SUITE_DEPTH))?.length, 1);
+  assert.equal(parseJunit(nested(MAX_SUITE_DEPTH + 1)), null);
+  assert.equal(parseJunit(nested(100_000)), null, 'nesting past the parser\'s stack fails the report, not the process');
+  const many = (count: number) => `<testsuites><testsuite>${'<testcase classname="t" name="x"/>'.repeat(count)}</testsuite></testsuites>`;
+  assert.equal(parseJunit(many(MAX_TESTCASES + 1)), null);
+  const long = parseJunit(`<testsuites><testsuite><testcase classname="t" name="x"><failure message="${'m'.repeat(10_000)}"/></testcase></testsuite></testsuites>`)!;
+  assert.equal(long[0]!.message!.length, MAX_CASE_MESSAGE_CHARS);
 });

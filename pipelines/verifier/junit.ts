@@ -1,5 +1,5 @@
 import { XMLParser, XMLValidator } from 'fast-xml-parser';
-import type { TestOutcome } from '../../schemas/index.js';
+import { AGENT_OUTPUT_BOUNDS, textBoundsProblem, type TestOutcome } from '../../schemas/index.js';
 
 export interface JunitCase {
   /** The test's id: a pytest node id (`tests/test_x.py::TestX::test_y[1]`) or `classname::name` for other runners. */
@@ -58,10 +58,30 @@ export function nodeId(classname: string, name: string, file: string | null = nu
   return [`${module}.py`, ...classes, name].join('::');
 }
 
-/** Every testcase under a node, at any depth of nested testsuites (jest and others nest them). */
-function collectCases(node: XmlNode, out: XmlNode[]): void {
-  for (const child of (node.testcase as XmlNode[] | undefined) ?? []) if (typeof child === 'object' && child !== null) out.push(child);
-  for (const suite of (node.testsuite as XmlNode[] | undefined) ?? []) if (typeof suite === 'object' && suite !== null) collectCases(suite, out);
+/** Deepest nesting of testsuites read (jest nests a few; a report nested deeper is refused). */
+export const MAX_SUITE_DEPTH = 64;
+/** Most testcases one report may hold. */
+export const MAX_TESTCASES = 100_000;
+/** Longest failure message kept per testcase. */
+export const MAX_CASE_MESSAGE_CHARS = 2000;
+
+/**
+ * Every testcase under a node, at any depth of nested testsuites (jest and others nest them), walked with its own
+ * stack; null when the suites nest deeper than MAX_SUITE_DEPTH or hold more than MAX_TESTCASES testcases.
+ */
+function collectCases(root: XmlNode): XmlNode[] | null {
+  const out: XmlNode[] = [];
+  const stack: Array<{ node: XmlNode; depth: number }> = [{ node: root, depth: 0 }];
+  while (stack.length > 0) {
+    const { node, depth } = stack.pop()!;
+    if (depth > MAX_SUITE_DEPTH) return null;
+    for (const child of (node.testcase as XmlNode[] | undefined) ?? []) if (typeof child === 'object' && child !== null) out.push(child);
+    if (out.length > MAX_TESTCASES) return null;
+    // Pushed in reverse, so suites are walked in document order.
+    const suites = ((node.testsuite as XmlNode[] | undefined) ?? []).filter((suite) => typeof suite === 'object' && suite !== null);
+    for (const suite of suites.reverse()) stack.push({ node: suite, depth: depth + 1 });
+  }
+  return out;
 }
 
 function outcomeOf(testcase: XmlNode): { outcome: JunitCase['outcome']; message: string | null } {
@@ -69,7 +89,7 @@ function outcomeOf(testcase: XmlNode): { outcome: JunitCase['outcome']; message:
     const found = testcase[element] as unknown[] | undefined;
     if (!found || found.length === 0) continue;
     const first = found[0];
-    const message = typeof first === 'object' && first !== null ? text(first as XmlNode, 'message') : null;
+    const message = typeof first === 'object' && first !== null ? text(first as XmlNode, 'message')?.slice(0, MAX_CASE_MESSAGE_CHARS) ?? null : null;
     return { outcome, message };
   }
   return { outcome: 'passed', message: null };
@@ -77,14 +97,18 @@ function outcomeOf(testcase: XmlNode): { outcome: JunitCase['outcome']; message:
 
 /**
  * Parses a JUnit XML report with a real XML parser. A report that is not well-formed XML, or has no
- * `testsuites`/`testsuite` root, yields null, which the verifier scores as a failure to verify.
+ * `testsuites`/`testsuite` root, yields null, which the verifier scores as a failure to verify; so does one past a
+ * bound: above AGENT_OUTPUT_BOUNDS.maxBytes, with a DOCTYPE (no runner writes one, and its entities are how an XML
+ * document expands), nested too deeply to parse or past MAX_SUITE_DEPTH, or with more than MAX_TESTCASES testcases.
  */
 export function parseJunit(xml: string, ids: JunitIds = PYTEST_IDS): JunitCase[] | null {
-  if (XMLValidator.validate(xml) !== true) return null;
+  if (textBoundsProblem(xml, AGENT_OUTPUT_BOUNDS) !== null || /<!DOCTYPE/i.test(xml)) return null;
   let document: XmlNode;
   try {
+    if (XMLValidator.validate(xml) !== true) return null;
     document = parser.parse(xml) as XmlNode;
   } catch {
+    // A stack overflow on deep nesting included.
     return null;
   }
   const roots: XmlNode[] = [];
@@ -94,7 +118,11 @@ export function parseJunit(xml: string, ids: JunitIds = PYTEST_IDS): JunitCase[]
   else if (Array.isArray(document.testsuite)) roots.push(document);
   else return null;
   const testcases: XmlNode[] = [];
-  for (const root of roots) collectCases(root, testcases);
+  for (const root of roots) {
+    const found = collectCases(root);
+    if (found === null || testcases.length + found.length > MAX_TESTCASES) return null;
+    testcases.push(...found);
+  }
   const cases: JunitCase[] = [];
   for (const testcase of testcases) {
     const name = text(testcase, 'name');

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { OutputCheck } from '../../schemas/index.js';
+import { AGENT_OUTPUT_BOUNDS, OutputCheck } from '../../schemas/index.js';
 import { checkMarkdown, compareContent, compareCsv, compareJson, decideOutputChecks, outline, type ReadBack } from './output-checks.js';
 
 const reading = (targets: Record<string, string>) => (target: string): ReadBack => (target in targets ? { text: targets[target]! } : { problem: `${target} was not produced` });
@@ -124,4 +124,30 @@ test('a json check reads its expected value from a hidden file, and a content, c
   assert.match(result!.message!, /\$\[1\] is 2, expected 3/);
   assert.equal(OutputCheck.safeParse({ type: 'json', path: 'out.json' }).success, false);
   assert.equal(OutputCheck.safeParse({ type: 'json', path: 'out.json', expected: '{}', unorderedArrays: true, tolerance: 1e-9 }).success, true);
+});
+
+test('what an agent produced is parsed within bounds: a YAML alias bomb, deep JSON or YAML, and an oversized file fail their check with why', async () => {
+  const schema = { type: 'object' };
+  const check = (type: 'json-schema' | 'yaml-schema', path: string) => OutputCheck.parse({ type, path, schema });
+  const laughs = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]', ...Array.from({ length: 9 }, (_, i) => `${String.fromCharCode(98 + i)}: &${String.fromCharCode(98 + i)} [${Array.from({ length: 10 }, () => `*${String.fromCharCode(97 + i)}`).join(',')}]`)].join('\n');
+  const deepJson = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+  const deepYaml = `${'['.repeat(5_000)}${']'.repeat(5_000)}`;
+  // Within the alias count, yet 60 uses of a 20,000-value list: 1.2 million values once expanded.
+  const wide = `a: &a [${Array.from({ length: 20_000 }, () => '0').join(',')}]\nall: [${Array.from({ length: 60 }, () => '*a').join(',')}]\n`;
+  const big = `{"a": "${'x'.repeat(AGENT_OUTPUT_BOUNDS.maxBytes)}"}`;
+  const results = await decideOutputChecks(
+    [check('yaml-schema', 'laughs.yaml'), check('json-schema', 'deep.json'), check('yaml-schema', 'deep.yaml'), check('yaml-schema', 'wide.yaml'), check('json-schema', 'big.json')],
+    reading({ 'laughs.yaml': laughs, 'deep.json': deepJson, 'deep.yaml': deepYaml, 'wide.yaml': wide, 'big.json': big }),
+    {},
+  );
+  assert.deepEqual(results.map((r) => r.outcome), ['failed', 'failed', 'failed', 'failed', 'failed']);
+  assert.match(results[0]!.message!, /not valid YAML: .*alias/i);
+  assert.match(results[1]!.message!, /not valid JSON: it nests deeper than 128 levels/);
+  assert.match(results[2]!.message!, /not valid YAML: (it nests too deeply to parse|it nests deeper than 128 levels|Maximum call stack size exceeded)/);
+  assert.match(results[3]!.message!, /not valid YAML: it holds more than 1000000 values/);
+  assert.match(results[4]!.message!, /cannot be checked: it is \d+ bytes, above the 16777216 bytes read/);
+  assert.match(compareJson(deepJson, '[]', { tolerance: 0, unorderedArrays: false }).ok ? '' : 'failed', /failed/);
+  // A Markdown file past the bound fails the same way, and an ordinary one is still read.
+  const [markdown] = await decideOutputChecks([OutputCheck.parse({ type: 'markdown', path: 'r.md', headings: ['# A'] })], reading({ 'r.md': `# A\n${'x'.repeat(AGENT_OUTPUT_BOUNDS.maxBytes)}` }), {});
+  assert.match(markdown!.message!, /above the 16777216 bytes read/);
 });

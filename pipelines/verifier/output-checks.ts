@@ -6,7 +6,7 @@ import Ajv2020Module from 'ajv/dist/2020.js';
 import AjvModule from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { TabularFiles } from '../../connectors/files/index.js';
-import { errorMessage, type FileTree, type OutputCheck, type TestResult } from '../../schemas/index.js';
+import { AGENT_OUTPUT_BOUNDS, errorMessage, parseBounded, parseJsonBounded, textBoundsProblem, type FileTree, type OutputCheck, type TestResult } from '../../schemas/index.js';
 
 /**
  * Output checks are decided here, on the host, from text read back out of the grading sandbox: nothing the
@@ -60,7 +60,22 @@ function expectedOf(check: { expected?: string; expectedFile?: string }, hidden:
   return content ?? fail(`the expected file ${check.expectedFile} is not among the task's hidden files`);
 }
 
+/**
+ * Most aliases one YAML document may resolve (the yaml package counts nested ones): a document that expands
+ * exponentially ("billion laughs") fails here, one that expands within bounds is then counted by valueBoundsProblem.
+ */
+const MAX_YAML_ALIASES = 100;
+
+/** The agent's YAML, parsed within AGENT_OUTPUT_BOUNDS and MAX_YAML_ALIASES. */
+export const parseAgentYaml = (text: string) => parseBounded(text, AGENT_OUTPUT_BOUNDS, (source) => parseYaml(source, { maxAliasCount: MAX_YAML_ALIASES }) as unknown);
+
+/** The agent's JSON, parsed within AGENT_OUTPUT_BOUNDS. */
+export const parseAgentJson = (text: string) => parseJsonBounded(text, AGENT_OUTPUT_BOUNDS);
+
 async function decide(check: OutputCheck, actual: string, hidden: FileTree): Promise<Verdict> {
+  // Every parser below reads at most AGENT_OUTPUT_BOUNDS.maxBytes of what the agent produced.
+  const long = textBoundsProblem(actual, AGENT_OUTPUT_BOUNDS);
+  if (long !== null) return fail(`the output cannot be checked: ${long}`);
   switch (check.type) {
     case 'content': {
       const expected = expectedOf(check, hidden);
@@ -77,9 +92,9 @@ async function decide(check: OutputCheck, actual: string, hidden: FileTree): Pro
       return typeof expected === 'string' ? compareJson(actual, expected, { tolerance: check.tolerance ?? 0, unorderedArrays: check.unorderedArrays ?? false }) : expected;
     }
     case 'json-schema':
-      return validateJson(check.schema, () => JSON.parse(actual) as unknown, 'JSON');
+      return validateJson(check.schema, parseAgentJson(actual), 'JSON');
     case 'yaml-schema':
-      return validateJson(check.schema, () => parseYaml(actual) as unknown, 'YAML');
+      return validateJson(check.schema, parseAgentYaml(actual), 'YAML');
     case 'markdown':
       return checkMarkdown(actual, check.headings, check.requireCodeBlock ?? false);
   }
@@ -255,12 +270,9 @@ function jsonDifference(actual: unknown, expected: unknown, path: string, option
 
 /** JSON equality: object keys in any order, numbers within a relative `tolerance`, arrays in order unless `unorderedArrays`. */
 export function compareJson(actual: string, expected: string, options: { tolerance: number; unorderedArrays: boolean }): Verdict {
-  let got: unknown;
-  try {
-    got = JSON.parse(actual);
-  } catch (error) {
-    return fail(`the file is not valid JSON: ${errorMessage(error).split('\n')[0]}`);
-  }
+  const parsed = parseAgentJson(actual);
+  if ('problem' in parsed) return fail(`the file is not valid JSON: ${parsed.problem}`);
+  const got = parsed.value;
   const difference = jsonDifference(got, JSON.parse(expected) as unknown, '$', options);
   return difference === null ? pass : fail(`the JSON differs: ${difference}`);
 }
@@ -277,13 +289,9 @@ function validatorFor(schema: Record<string, unknown>) {
   return new Ajv2020Module.default(options);
 }
 
-function validateJson(schema: Record<string, unknown>, parse: () => unknown, format: 'JSON' | 'YAML'): Verdict {
-  let value: unknown;
-  try {
-    value = parse();
-  } catch (error) {
-    return fail(`the file is not valid ${format}: ${errorMessage(error).split('\n')[0]}`);
-  }
+function validateJson(schema: Record<string, unknown>, parsed: ReturnType<typeof parseAgentJson>, format: 'JSON' | 'YAML'): Verdict {
+  if ('problem' in parsed) return fail(`the file is not valid ${format}: ${parsed.problem}`);
+  const { value } = parsed;
   const ajv = validatorFor(schema);
   let validate;
   try {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Step, Task } from '../../schemas/index.js';
-import { taskTestFiles, classifyPath, screenFinalFiles, screenSteps } from './screening.js';
+import { FLAGS_KEPT_PER_KIND, MAX_EVIDENCE_CHARS, summariseFlags } from './judge.js';
+import { classifyPath, MAX_FINAL_FILES, screenFinalFiles, screenSteps, taskOwnPaths, taskTestFiles, UNWRITTEN_PATHS_SHOWN } from './screening.js';
 
 const task = {
   taskId: 't',
@@ -210,7 +211,8 @@ test('a repository of thousands of files is screened whole; the limit is on what
   const screened = screenFinalFiles(big, { ...files, 'src/new.py': 'Y = 1\n' });
   assert.deepEqual([Object.keys(screened.files).length, screened.flags], [3001, []]);
   const flooded = screenFinalFiles(big, { ...files, ...Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`junk/j${i}.py`, ''])) });
-  assert.ok(flooded.flags.length === 100 && flooded.flags.every((f) => f.kind === 'unsafe-path' && /more than 3500 final files/.test(f.evidence)));
+  // The repository's own files are all written, whatever sorts before them; the 100 past the limit are counted, not flagged.
+  assert.deepEqual([flooded.flags, flooded.unwritten?.count, Object.keys(files).every((path) => path in flooded.files)], [[], 100, true]);
 });
 
 test('a hidden file that replaces a starting file (a data task\'s hidden input) is judged against the starting copy the agent saw', () => {
@@ -227,4 +229,36 @@ test('a hidden file that replaces a starting file (a data task\'s hidden input) 
   assert.deepEqual(kinds(screenFinalFiles(data, { ...data.files, 'data/sales.csv': 'region,total\n' }).flags), ['test-edited:data/sales.csv']);
   assert.deepEqual(screenSteps(data, [step(0, 'write_file', { path: 'data/sales.csv', content: data.files['data/sales.csv'] })]), []);
   assert.deepEqual(screenSteps(data, [step(1, 'write_file', { path: 'data/sales.csv', content: 'region,total\n' })]).map((f) => f.kind), ['test-edited']);
+});
+
+test("no number of files an agent adds pushes the task's own paths out: they are written first, the rest past the limit counted, and nothing is flagged for it", () => {
+  const workspace = {
+    ...task,
+    files: { 'src/solution.py': 'def solve(): return 0\n', 'README.md': '# t\n' },
+    referenceSolution: { 'src/answer.py': 'A = 1\n' },
+    verification: { check: { kind: 'output', checks: [{ type: 'content', path: './zz-out.txt', expected: 'ok' }] } },
+  } as unknown as Task;
+  const extra = Object.fromEntries(Array.from({ length: 600 }, (_, i) => [`aaa/junk-${String(i).padStart(4, '0')}.txt`, 'x']));
+  const screened = screenFinalFiles(workspace, { ...extra, 'src/solution.py': 'def solve(): return 42\n', 'src/answer.py': 'A = 2\n', 'zz-out.txt': 'ok', 'README.md': '# t\n' });
+  assert.equal(screened.files['src/solution.py'], 'def solve(): return 42\n');
+  assert.equal(screened.files['src/answer.py'], 'A = 2\n');
+  assert.equal(screened.files['zz-out.txt'], 'ok');
+  assert.deepEqual(screened.flags, []);
+  // The limit is the starting tree's 2 files plus MAX_FINAL_FILES; the 4 own paths go first.
+  assert.equal(Object.keys(screened.files).length, 2 + MAX_FINAL_FILES);
+  assert.equal(screened.unwritten?.count, 604 - 2 - MAX_FINAL_FILES);
+  assert.equal(screened.unwritten?.paths.length, UNWRITTEN_PATHS_SHOWN);
+  assert.equal(screened.unwritten?.paths[0], 'aaa/junk-0498.txt');
+  assert.deepEqual(taskOwnPaths(workspace), new Set(['src/solution.py', 'README.md', 'src/answer.py', 'zz-out.txt']));
+});
+
+test('16,000 flags of one kind become 10 and one summary that counts the rest; evidence and paths are cut', () => {
+  const many = Array.from({ length: 16_000 }, (_, i) => ({ kind: 'bytecode' as const, evidence: `the final files add x${i}.pyc ${'y'.repeat(2000)}`, path: `d/${'p'.repeat(300)}${i}.pyc`, line: null, source: 'files' as const }));
+  const bounded = summariseFlags([...many, { kind: 'conftest', evidence: 'conftest.py', path: 'conftest.py', line: null, source: 'files' }]);
+  assert.equal(bounded.length, FLAGS_KEPT_PER_KIND + 1 + 1);
+  assert.ok(bounded.every((f) => f.evidence.length <= MAX_EVIDENCE_CHARS + 3 && (f.path ?? '').length <= 200));
+  const summary = bounded[FLAGS_KEPT_PER_KIND]!;
+  assert.equal(summary.kind, 'bytecode');
+  assert.match(summary.evidence, /^and 15990 more bytecode flag\(s\), at "d\/p+/);
+  assert.ok(JSON.stringify(bounded).length < 20_000);
 });

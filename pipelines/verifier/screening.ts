@@ -1,4 +1,4 @@
-import { errorMessage, NO_WORKSPACE_EXTRAS, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
+import { AGENT_OUTPUT_BOUNDS, errorMessage, NO_WORKSPACE_EXTRAS, parseJsonBounded, unescapePath, type FileTree, type HackFlag, type HackKind, type Step, type Task, type WorkspaceExtras } from '../../schemas/index.js';
 import { isTestModule } from './canary.js';
 
 /** A file whose name is not UTF-8, by its raw name bytes (base64) for the runner to write under that name. */
@@ -22,6 +22,27 @@ export interface Screened {
   /** Symlinks judged harmless: inside the workspace, not at the task's tests. */
   readonly symlinks: RawSymlink[];
   readonly flags: HackFlag[];
+  /** Files and symlinks past the limit of what an agent may add (MAX_FINAL_FILES), not written: how many, and the first by name; null when none. */
+  readonly unwritten: Unwritten | null;
+}
+
+/** What of an agent's final tree was left out of the grading sandbox for its size. */
+export interface Unwritten {
+  readonly count: number;
+  readonly paths: string[];
+}
+
+/** How many of the unwritten paths a verification names. */
+export const UNWRITTEN_PATHS_SHOWN = 20;
+
+/**
+ * The paths the task's checks read, which are written before anything an agent added: the starting tree, the
+ * reference solution's files (where a solution is expected) and the files the output checks read.
+ */
+export function taskOwnPaths(task: Task): Set<string> {
+  const check = task.verification?.check;
+  const checked = check?.kind === 'output' ? check.checks.flatMap((c) => (c.path === undefined ? [] : [c.path.replace(/^\.\//, '')])) : [];
+  return new Set([...Object.keys(task.files), ...Object.keys(task.referenceSolution ?? {}), ...checked]);
 }
 
 /** Most files (and symlinks) a final tree may hold beyond the task's starting files; past it the run cannot be faithful to the workspace limits. */
@@ -88,13 +109,11 @@ const NPM_TEST_KEYS = ['scripts', 'jest', 'vitest', 'mocha', 'ava'] as const;
 
 /** The parts of a package.json that decide how its tests run, as comparable text (the whole text when it does not parse). */
 function packageTestSettings(content: string): string {
-  try {
-    const value = JSON.parse(content) as unknown;
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) return content;
-    return JSON.stringify(NPM_TEST_KEYS.map((key) => (value as Record<string, unknown>)[key] ?? null));
-  } catch {
-    return content;
-  }
+  const parsed = parseJsonBounded(content, AGENT_OUTPUT_BOUNDS);
+  if ('problem' in parsed) return content;
+  const { value } = parsed;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return content;
+  return JSON.stringify(NPM_TEST_KEYS.map((key) => (value as Record<string, unknown>)[key] ?? null));
 }
 
 /** A Makefile's rules for test targets (`test`, `check`, `test-unit`, ...), recipes included, as comparable text. */
@@ -188,10 +207,12 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
   const rawNamedFiles: RawNamedFile[] = [];
   const symlinks: RawSymlink[] = [];
   const flags: HackFlag[] = [];
-  const paths = Object.keys(finalFiles).sort();
+  // The task's own paths first, so that no number of files an agent adds pushes one the checks read past the limit.
+  const own = taskOwnPaths(task);
+  const paths = [...Object.keys(finalFiles).filter((path) => own.has(path)).sort(), ...Object.keys(finalFiles).filter((path) => !own.has(path)).sort()];
   // A repository task starts from thousands of files: the limit is on what the agent adds.
   const limit = Object.keys(task.files).length + MAX_FINAL_FILES;
-  for (const path of paths.slice(limit)) flags.push(flag('unsafe-path', `more than ${limit} final files; ${shown(path)} and the rest were not written`, path.slice(0, 200), 'files'));
+  const left = [...paths.slice(limit), ...extras.symlinks.slice(limit).map((link) => link.path)];
   for (const path of paths.slice(0, limit)) {
     const content = finalFiles[path]!;
     let bytes: Uint8Array;
@@ -264,7 +285,6 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
     } else if (path in finalFiles) flags.push(flag('unsafe-path', `${what} is also listed as a file`, path.slice(0, 200), 'files'));
     else symlinks.push({ path: base64(pathBytes), target: base64(targetBytes) });
   }
-  for (const link of extras.symlinks.slice(limit)) flags.push(flag('unsafe-path', `more than ${limit} symlinks; ${shown(link.path)} and the rest were not made`, link.path.slice(0, 200), 'files'));
   // Starting files the final tree lacks: a deleted test file or runner config is put back, and flagged.
   const linked = new Set(extras.symlinks.map((link) => link.path));
   for (const [path, initial] of Object.entries(task.files)) {
@@ -275,7 +295,9 @@ export function screenFinalFiles(task: Task, finalFiles: FileTree, extras: Works
     flags.push(deleted);
     files[path] = initial;
   }
-  return { files, rawNamedFiles, symlinks, flags };
+  // Not a hack: what was left out can only be missing when the checks run, and the task's own files never are.
+  const unwritten = left.length === 0 ? null : { count: left.length, paths: left.slice(0, UNWRITTEN_PATHS_SHOWN).map((path) => path.slice(0, 200)) };
+  return { files, rawNamedFiles, symlinks, flags, unwritten };
 }
 
 /** The flag a change to one of the task's starting files earns (null content: deleted), or null for an ordinary change. */

@@ -21,10 +21,10 @@ import {
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
 import { gradedIds, hostOnlyFiles, judgeGraded, runGradedCheck, type GradedCheck, type GradeRun } from './grading.js';
-import { describeCollectError, judge, RunnerResult, withOutput, type Judgement, type RunnerFailure } from './judge.js';
+import { describeCollectError, judge, RunnerResult, summariseFlags, withOutput, type Judgement, type RunnerFailure } from './judge.js';
 import { verifierScript } from './sandbox-scripts.js';
 import { resolveRewardSpec, scoreOf } from './score.js';
-import { screenFinalFiles, screenSteps, taskTestFiles, treeTestModules, type Screened } from './screening.js';
+import { screenFinalFiles, screenSteps, taskTestFiles, treeTestModules, type Screened, type Unwritten } from './screening.js';
 import { verifierVersion } from './version.js';
 
 /** Where tasks are looked up by id; a `GlobalTable<'tasks'>` or a plain map for batch jobs. */
@@ -111,6 +111,8 @@ export interface Checked extends Judgement {
   readonly verifierVersion: string;
   readonly imageDigest: string;
   readonly durationMs: number;
+  /** What of the agent's final tree was too much to write (see Screened.unwritten). */
+  readonly unwritten: Unwritten | null;
 }
 
 /** The pristine test modules pytest runs: visible and hidden, so a solution that breaks a visible test cannot score. */
@@ -218,7 +220,8 @@ export class Verifier {
       failure: checked.failure,
       failureDetail: checked.failure === null ? null : checked.detail,
       durationMs: performance.now() - started,
-      hacks: checked.hacks,
+      hacks: summariseFlags(checked.hacks),
+      unwritten: checked.unwritten,
       quarantine: admission.quarantine,
       score: checked.score,
       checkKind: checked.checkKind,
@@ -268,7 +271,7 @@ export class Verifier {
 
   /** The test ids of the pristine task, visible and hidden (collected with the reference solution, else the starting files). */
   async collect(task: Task, signal: AbortSignal): Promise<{ ids: string[]; problem: string | null }> {
-    const pristine = { files: { ...task.files, ...(task.referenceSolution ?? {}) }, rawNamedFiles: [], symlinks: [], flags: [] };
+    const pristine = { files: { ...task.files, ...(task.referenceSolution ?? {}) }, rawNamedFiles: [], symlinks: [], flags: [], unwritten: null };
     const { result } = await this.runInSandbox(task, pristine, task.hiddenTests, 'collect', signal);
     // The pristine task runs no agent code: a runner that fails here is infrastructure, retried, never a verdict on the task.
     if (result.runnerFailure !== undefined) throw new SandboxError(`collecting the tests of ${task.taskId} failed: ${result.runnerFailure.evidence}`, { retriable: true });
@@ -315,6 +318,7 @@ export class Verifier {
       verifierVersion: verifierVersion(this.configFor(task), imageDigest),
       imageDigest,
       durationMs: performance.now() - started,
+      unwritten: screened.unwritten,
     };
   }
 

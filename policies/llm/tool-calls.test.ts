@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { REPAIR_TOOL_DEFS, toolSpecs } from '../../envs/index.js';
+import { TOOL_ARGUMENT_BOUNDS } from '../../schemas/index.js';
 
 const REPAIR_TOOL_SPECS = toolSpecs(REPAIR_TOOL_DEFS);
 import { describeTools, oneArgumentCall, parseFunctionCall, parseToolCallReply, toolCallSchema } from './tool-calls.js';
@@ -24,13 +25,21 @@ test('the tool list names every tool with its arguments', () => {
 test('a reply is one tool call or a reason it is not', () => {
   assert.deepEqual(parseToolCallReply('{"name": "apply_edit", "arguments": {"id": 3}}', REPAIR_TOOL_SPECS), { call: { name: 'apply_edit', arguments: { id: 3 } }, invalid: null });
   assert.deepEqual(parseToolCallReply('{"name": "run_tests"}', REPAIR_TOOL_SPECS).call, { name: 'run_tests', arguments: {} });
-  assert.match(parseToolCallReply('{"name": "run_te', REPAIR_TOOL_SPECS).invalid!, /not one JSON object \(it starts "\{\\"name\\": \\"run_te"\)/);
+  assert.match(parseToolCallReply('{"name": "run_te', REPAIR_TOOL_SPECS).invalid!, /not one JSON object we read \(.+; it starts "\{\\"name\\": \\"run_te"\)/);
   assert.match(parseToolCallReply('', REPAIR_TOOL_SPECS).invalid!, /it is empty/);
   assert.match(parseToolCallReply('[1]', REPAIR_TOOL_SPECS).invalid!, /must be a JSON object/);
   assert.match(parseToolCallReply('{"name": "rm", "arguments": {}}', REPAIR_TOOL_SPECS).invalid!, /unknown tool "rm"; tools: read_file, write_file/);
   assert.match(parseToolCallReply('{"name": "revert", "arguments": [1]}', REPAIR_TOOL_SPECS).invalid!, /arguments of revert must be a JSON object/);
   assert.match(parseFunctionCall('read_file', '{"path": ', REPAIR_TOOL_SPECS).invalid!, /arguments of "read_file" are not JSON/);
   assert.deepEqual(parseFunctionCall('submit', '', REPAIR_TOOL_SPECS).call, { name: 'submit', arguments: {} });
+});
+
+test("a tool call's arguments are read within bounds: too long, too deep or too many values is a refused call saying which, never a thrown error", () => {
+  const deep = `{"path": ${'['.repeat(100_000)}${']'.repeat(100_000)}}`;
+  assert.match(parseFunctionCall('read_file', deep, REPAIR_TOOL_SPECS).invalid!, /nests deeper than 32 levels/);
+  assert.match(parseToolCallReply(`{"name": "read_file", "arguments": {"path": ${'['.repeat(40)}${']'.repeat(40)}}}`, REPAIR_TOOL_SPECS).invalid!, /nests deeper than 32 levels/);
+  assert.match(parseFunctionCall('write_file', JSON.stringify({ path: 'a', content: 'x'.repeat(TOOL_ARGUMENT_BOUNDS.maxBytes) }), REPAIR_TOOL_SPECS).invalid!, /above the 1048576 bytes read/);
+  assert.match(parseFunctionCall('write_file', JSON.stringify({ path: 'a', content: Array.from({ length: 200_000 }, () => 0) }), REPAIR_TOOL_SPECS).invalid!, /more than 100000 values/);
 });
 
 test('a one-argument call: its opening fixed, the grammar of the rest admits exactly the listed values, spaced as the parser reads them', () => {

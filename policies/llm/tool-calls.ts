@@ -1,5 +1,5 @@
 import type { ToolSpec } from '../../envs/index.js';
-import type { ToolCall } from '../../schemas/index.js';
+import { parseJsonBounded, TOOL_ARGUMENT_BOUNDS, type ToolCall } from '../../schemas/index.js';
 
 /**
  * The JSON Schema of one reply: a call of exactly one of the tools, `{"name": ..., "arguments": {...}}`, with
@@ -56,12 +56,11 @@ export type ParsedReply = { readonly call: ToolCall; readonly invalid: null } | 
  * that are not an object. Whether the arguments suit the tool is the environment's to say, as for any call.
  */
 export function parseToolCallReply(reply: string, tools: readonly ToolSpec[]): ParsedReply {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(reply);
-  } catch {
-    return { call: null, invalid: `the reply is not one JSON object (${reply.trim() === '' ? 'it is empty' : `it starts ${JSON.stringify(reply.slice(0, 60))}`}); reply with exactly one tool call` };
+  const read = parseJsonBounded(reply, TOOL_ARGUMENT_BOUNDS);
+  if ('problem' in read) {
+    return { call: null, invalid: `the reply is not one JSON object we read (${reply.trim() === '' ? 'it is empty' : `${read.problem}; it starts ${JSON.stringify(reply.slice(0, 60))}`}); reply with exactly one tool call` };
   }
+  const parsed = read.value;
   if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return { call: null, invalid: 'the reply must be a JSON object {"name": ..., "arguments": {...}}' };
   const { name, arguments: args } = parsed as { name?: unknown; arguments?: unknown };
   return checkedCall(name, args ?? {}, tools);
@@ -69,13 +68,9 @@ export function parseToolCallReply(reply: string, tools: readonly ToolSpec[]): P
 
 /** A function call the server parsed (OpenAI tool_calls): its name and raw JSON argument string. */
 export function parseFunctionCall(name: string, rawArguments: string, tools: readonly ToolSpec[]): ParsedReply {
-  let args: unknown;
-  try {
-    args = JSON.parse(rawArguments || '{}');
-  } catch {
-    return { call: null, invalid: `the arguments of ${JSON.stringify(name)} are not JSON: ${JSON.stringify(rawArguments.slice(0, 80))}` };
-  }
-  return checkedCall(name, args, tools);
+  const read = parseJsonBounded(rawArguments || '{}', TOOL_ARGUMENT_BOUNDS);
+  if ('problem' in read) return { call: null, invalid: `the arguments of ${JSON.stringify(name.slice(0, 80))} are not JSON we read (${read.problem}): ${JSON.stringify(rawArguments.slice(0, 80))}` };
+  return checkedCall(name, read.value, tools);
 }
 
 function checkedCall(name: unknown, args: unknown, tools: readonly ToolSpec[]): ParsedReply {

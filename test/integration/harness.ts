@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { committedPastLastRecord, createKafka, type KafkaOptions, readTopic } from '../../connectors/kafka/index.js';
+import { catalogTopics, committedPastLastRecord, createKafka, ensureTopics, type KafkaOptions, readTopic } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
@@ -13,10 +13,20 @@ export async function ensureStack(): Promise<void> {
   await stackUp((line) => console.log(`# ${line}`));
 }
 
-/** A context on fresh, randomly prefixed topics (created, schemas registered), so tests never share data. */
-export async function freshContext(label: string, kafka: Pick<KafkaOptions, 'client'> = {}): Promise<ProcessorContext> {
+/**
+ * A context on fresh, randomly prefixed topics (created, schemas registered), so tests never share data. `configs`
+ * sets topic settings of chosen catalog topics beyond the catalog's (a small max.message.bytes, say).
+ */
+export async function freshContext(label: string, kafka: Pick<KafkaOptions, 'client'> = {}, configs: Partial<Record<TopicKey, Record<string, string>>> = {}): Promise<ProcessorContext> {
   const names = topicNames(`it-${label}-${randomUUID().slice(0, 8)}.`);
   const context = { kafka: createKafka({ clientId: `it-${label}`, ...kafka }), serde: new TopicSerde(names), names };
+  const tuned = Object.keys(configs) as TopicKey[];
+  if (tuned.length > 0) {
+    const admin = context.kafka.admin();
+    await admin.connect();
+    // catalogTopics keeps the order of the keys it is given.
+    await ensureTopics(admin, catalogTopics(names, tuned).map((spec, i) => ({ ...spec, config: { ...spec.config, ...configs[tuned[i]!] } }))).finally(() => admin.disconnect());
+  }
   await prepareTopics(context);
   return context;
 }

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { KafkaJS } from '@confluentinc/kafka-javascript';
-import { ConfigError, ConnectionError, KafkaError } from '../../../schemas/index.js';
+import { ConfigError, ConnectionError, KafkaError, RecordTooLargeError } from '../../../schemas/index.js';
 import { fromKafkajsError, kafkajsAdmin, kafkajsClient, unreachable } from '../kafkajs/index.js';
 import { headerText } from '../headers.js';
 import type { KafkaLogLine, ResolvedKafkaOptions } from '../options.js';
@@ -25,17 +25,21 @@ const UNREACHABLE_CODES = new Set([-195 /* ERR__TRANSPORT */, -193 /* ERR__RESOL
 const FENCED_CODES = new Set([-144 /* ERR__FENCED */, 47 /* ERR_INVALID_PRODUCER_EPOCH */, 90 /* ERR_PRODUCER_FENCED */, 82 /* ERR_FENCED_INSTANCE_ID */]);
 const TOPIC_ALREADY_EXISTS = 36;
 const NOT_THERE_CODES = new Set([3 /* ERR_UNKNOWN_TOPIC_OR_PART */, -188 /* ERR__UNKNOWN_TOPIC */, -190 /* ERR__UNKNOWN_PARTITION */]);
+/** The broker's refusal of a record or batch as too large, and librdkafka's own check against its message.max.bytes (the same code). */
+const TOO_LARGE_CODES = new Set([10 /* ERR_MSG_SIZE_TOO_LARGE */, 18 /* ERR_RECORD_LIST_TOO_LARGE */]);
 
 /**
  * The confluent client's errors as ours: an unreachable broker is a ConnectionError naming KAFKA_BROKERS;
  * any other client error a KafkaError whose `retriable` is librdkafka's verdict, never for a fenced or fatal
- * producer (it stays fenced) nor for a topic that does not exist (it will not appear by retrying).
+ * producer (it stays fenced) nor for a topic that does not exist (it will not appear by retrying). A record
+ * refused as too large is a RecordTooLargeError, never retried.
  */
 export function fromConfluentError(error: unknown, resolved: ResolvedKafkaOptions): unknown {
-  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError || error instanceof ConfigError) return error;
+  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError || error instanceof RecordTooLargeError || error instanceof ConfigError) return error;
   const { code, retriable, fatal } = error as Error & { code?: number; retriable?: boolean; fatal?: boolean };
   if (!error.name.startsWith('KafkaJS') && typeof code !== 'number') return error;
   if (code !== undefined && UNREACHABLE_CODES.has(code)) return unreachable(resolved, error.message, error);
+  if (code !== undefined && TOO_LARGE_CODES.has(code)) return new RecordTooLargeError(`kafka (confluent): ${error.message}`, null, null, null, error);
   const final = fatal === true || (code !== undefined && (FENCED_CODES.has(code) || NOT_THERE_CODES.has(code)));
   return new KafkaError(`kafka (confluent): ${error.message}`, String(code ?? error.name), { retriable: retriable === true && !final, cause: error });
 }
@@ -194,6 +198,51 @@ const outgoing = (records: OutgoingRecords): KafkaJS.ProducerRecord => ({
   messages: records.messages.map((m) => ({ key: m.key ?? null, value: m.value, partition: m.partition, timestamp: m.timestamp, headers: m.headers ? { ...m.headers } : undefined })),
 });
 
+/**
+ * The binding's native calls in flight on one client handle. librdkafka's transactional calls run on a worker
+ * thread with the handle (and, for sendOffsetsToTransaction, the consumer's handle, read with no lock and no
+ * check that it is still open); a disconnect deletes the handle under them, and the process dies with SIGSEGV. So a
+ * client is disconnected only once its native calls have returned, or, should one never return, not at all (its
+ * handle is left open, said on stderr, rather than freed under a running call).
+ */
+export class NativeCalls {
+  private count = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly what: string) {}
+
+  get inFlight(): number {
+    return this.count;
+  }
+
+  track<T>(work: Promise<T>): Promise<T> {
+    this.count++;
+    return work.finally(() => {
+      if (--this.count === 0) for (const resolve of this.waiting.splice(0)) resolve();
+    });
+  }
+
+  /** Runs `disconnect` once no native call is in flight; false (and `disconnect` not run) if one is still running after `waitMs`. */
+  async disconnectWhenIdle(disconnect: () => Promise<void>, waitMs = NATIVE_CALL_WAIT_MS): Promise<boolean> {
+    if (this.count > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      const idle = await Promise.race([
+        new Promise<boolean>((resolve) => this.waiting.push(() => resolve(true))),
+        new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
+      ]).finally(() => clearTimeout(timer));
+      if (!idle) {
+        process.stderr.write(`[kafka] ${this.what}: ${this.count} native call(s) still running after ${waitMs} ms; its handle is left open rather than freed under them\n`);
+        return false;
+      }
+    }
+    await disconnect();
+    return true;
+  }
+}
+
+/** Longer than the native transactional calls' own timeouts (send offsets 30 s, commit and abort 5 s each). */
+const NATIVE_CALL_WAIT_MS = 60_000;
+
 function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mapped: Mapped): KafkaProducer {
   const idempotent = options.transactionalId !== undefined || (options.idempotent ?? true);
   const producer = kafka.producer({
@@ -207,9 +256,10 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
   });
   const sendBatch = async (batch: readonly OutgoingRecords[]): Promise<void> => void (await mapped(producer.sendBatch({ topicMessages: batch.map(outgoing) })));
   const send = async (records: OutgoingRecords): Promise<void> => void (await mapped(producer.send(outgoing(records))));
+  const native = new NativeCalls(`producer ${options.transactionalId ?? ''}`.trim());
   return {
     connect: () => mapped(producer.connect()),
-    disconnect: () => producer.disconnect(),
+    disconnect: async () => void (await native.disconnectWhenIdle(() => producer.disconnect())),
     send,
     sendBatch,
     transaction: async () => {
@@ -218,9 +268,9 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
       const transaction: KafkaTransaction = {
         send,
         sendBatch,
-        sendOffsets: (consumer, offsets) => sendOffsetsWithMetadata(producer, consumer, offsets, mapped),
-        commit: () => mapped(producer.commit()),
-        abort: () => mapped(producer.abort()),
+        sendOffsets: (consumer, offsets) => native.track(sendOffsetsWithMetadata(producer, consumer, offsets, mapped)),
+        commit: () => native.track(mapped(producer.commit())),
+        abort: () => native.track(mapped(producer.abort())),
       };
       return transaction;
     },
@@ -238,11 +288,15 @@ interface NativeProducer {
  */
 async function sendOffsetsWithMetadata(producer: KafkaJS.Producer, consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], mapped: Mapped): Promise<void> {
   if (!(consumer instanceof ConfluentConsumer)) throw new ConfigError('sendOffsets on the confluent client needs a consumer of the same client (its group metadata)');
+  // The native call reads the consumer's handle without a check: never once the consumer is closing.
+  if (consumer.closing) throw new KafkaError('kafka (confluent): the consumer is disconnecting; its group metadata cannot go with the offsets', 'CONSUMER_CLOSING', { retriable: false });
   const native = (producer as unknown as { _getInternalClient(): NativeProducer })._getInternalClient();
   const list = offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset: Number(offset), ...(metadata ? { metadata } : {}) }));
-  await mapped(
-    new Promise<void>((resolve, reject) =>
-      native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
+  await consumer.nativeCalls.track(
+    mapped(
+      new Promise<void>((resolve, reject) =>
+        native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
+      ),
     ),
   );
 }
@@ -284,12 +338,17 @@ export function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onA
 class ConfluentConsumer implements KafkaConsumer {
   private readonly consumer: KafkaJS.Consumer;
   private positionTimer: NodeJS.Timeout | undefined;
+  /** Producers' sendOffsetsToTransaction calls that read this consumer's native handle. */
+  readonly nativeCalls: NativeCalls;
+  /** Set once disconnect() began: no native call may read the handle from then on. */
+  closing = false;
 
   constructor(
     kafka: KafkaJS.Kafka,
     readonly options: ConsumerOptions,
     private readonly mapped: Mapped,
   ) {
+    this.nativeCalls = new NativeCalls(`consumer of group ${options.groupId}`);
     this.consumer = kafka.consumer({
       kafkaJS: {
         groupId: options.groupId,
@@ -318,12 +377,14 @@ class ConfluentConsumer implements KafkaConsumer {
   }
 
   connect(): Promise<void> {
+    this.closing = false;
     return this.mapped(this.consumer.connect());
   }
 
   async disconnect(): Promise<void> {
     clearInterval(this.positionTimer);
-    await this.consumer.disconnect();
+    this.closing = true;
+    await this.nativeCalls.disconnectWhenIdle(() => this.consumer.disconnect());
   }
 
   subscribe(topics: readonly string[]): Promise<void> {

@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type Consumer, type KafkaConfig, type KafkaMessage, type LogEntry, type Producer, type RecordMetadata, type TopicMessages, type Transaction } from 'kafkajs';
-import { ConnectionError, KafkaError, resolveRetryOptions, withRetries } from '../../../schemas/index.js';
+import { ConnectionError, KafkaError, RecordTooLargeError, resolveRetryOptions, withRetries } from '../../../schemas/index.js';
 import { headerText } from '../headers.js';
 import { brokersSource, type KafkaLog, type KafkaLogLine, type ResolvedKafkaOptions } from '../options.js';
 import { PartitionLedger, sendCompletely } from './complete-send.js';
@@ -51,10 +51,11 @@ export function kafkaLogCreator(log: KafkaLog): NonNullable<KafkaConfig['logCrea
 /**
  * kafkajs's errors as ours: an unreachable broker anywhere in the chain is a ConnectionError naming
  * KAFKA_BROKERS; any other KafkaJS error a KafkaError with kafkajs's own `retriable` verdict (by name:
- * kafkajs is CommonJS and exports no classes to ES modules). Anything else passes unchanged.
+ * kafkajs is CommonJS and exports no classes to ES modules); a record the broker refuses as too large a
+ * RecordTooLargeError, never retried. Anything else passes unchanged.
  */
 export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions): unknown {
-  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError) return error;
+  if (!(error instanceof Error) || error instanceof ConnectionError || error instanceof KafkaError || error instanceof RecordTooLargeError) return error;
   for (let current: unknown = error, depth = 0; depth < 5 && current instanceof Error; depth++, current = current.cause) {
     if (current.name === 'KafkaJSConnectionError') return unreachable(resolved, current.message, error);
   }
@@ -62,6 +63,8 @@ export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions)
   const { retriable } = error as Error & { retriable?: boolean };
   // kafkajs wraps the broker's error once its own retries are spent (KafkaJSNumberOfRetriesExceeded, KafkaJSNonRetriableError): the type is the innermost's.
   const type = errorTypeIn(error);
+  // The same record is refused the same way however often it is sent.
+  if (type !== undefined && TOO_LARGE_TYPES.has(type)) return new RecordTooLargeError(`kafka (kafkajs): ${error.message}`, null, null, null, error);
   // A fenced or aborted transaction stays fenced however often it is retried.
   const fenced = /PRODUCER_FENCED|INVALID_PRODUCER_EPOCH|TRANSACTIONAL_ID_AUTHORIZATION|INVALID_TXN_STATE/.test(type ?? '');
   // Stale metadata while a partition's leader moves: every topic we use was checked at start, so this passes once
@@ -69,6 +72,9 @@ export function fromKafkajsError(error: unknown, resolved: ResolvedKafkaOptions)
   const leaderMoving = type !== undefined && LEADER_MOVING.has(type);
   return new KafkaError(`kafka (kafkajs): ${error.message}`, type ?? error.name, { retriable: (retriable === true || leaderMoving) && !fenced, cause: error });
 }
+
+/** The broker's refusal of a record or of a whole batch as too large for the topic. */
+const TOO_LARGE_TYPES = new Set(['MESSAGE_TOO_LARGE', 'RECORD_LIST_TOO_LARGE']);
 
 /** Broker errors of a leader fail-over ("This server does not host this topic-partition" among them). */
 const LEADER_MOVING = new Set(['UNKNOWN_TOPIC_OR_PARTITION', 'LEADER_NOT_AVAILABLE', 'NOT_LEADER_FOR_PARTITION', 'NOT_LEADER_OR_FOLLOWER']);

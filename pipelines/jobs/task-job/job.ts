@@ -7,7 +7,7 @@ import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { ConfigError, type Task } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { BucketCounts } from './difficulty.js';
-import { publishNewTasks } from './publish.js';
+import { brokerBoundedPublish, publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
 import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, spilledTaskRows, taskRowsOf, ValidatedRows, type DerivationReport, type DuplicateRecord, type JobRun, type StageReport, type TaskRows } from './stages.js';
@@ -96,10 +96,12 @@ export interface TaskJobReport {
  */
 export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport> {
   const started = performance.now();
-  const { job } = options;
-  const { spec } = job;
   const dryRun = options.dryRun ?? false;
   if (!dryRun && !options.context) throw new ConfigError('TaskJobOptions.context is required unless dryRun is set');
+  // The largest task record is what the tasks topic takes, as the broker says.
+  const given = options.job;
+  const job: typeof given = { ...given, spec: { ...given.spec, publish: await brokerBoundedPublish(given.spec.publish, dryRun ? undefined : options.context) } };
+  const { spec } = job;
   if (spec.derive && !(options.pool && options.imageFor)) throw new ConfigError(`job ${spec.name} derives repair tasks: TaskJobOptions.pool and imageFor are required`);
   const checkThreads = options.checkThreads ?? Math.min(2, availableParallelism());
   if (!Number.isInteger(checkThreads) || checkThreads < 0) throw new ConfigError(`TaskJobOptions.checkThreads must be a whole number >= 0, got ${checkThreads}`);

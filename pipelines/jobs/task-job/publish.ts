@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { inTransaction, readTopic, type KafkaPort } from '../../../connectors/kafka/index.js';
+import { inTransaction, readTopic, recordLimit, type KafkaPort } from '../../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../../connectors/registry/index.js';
 import type { Task, TopicNames } from '../../../schemas/index.js';
+import type { ProcessorContext } from '../../runtime/index.js';
 
 export interface PublishOptions {
   /** Fences an earlier run of the same job that died mid-transaction. @default `<prefix>task-job` */
@@ -136,4 +137,24 @@ async function inOneTransaction(
     },
     { transactionTimeoutMs: transactionTimeout },
   );
+}
+
+/** What a task record adds beyond its encoded value, at most: the record's own fields and a task id of up to 1 KiB. */
+const TASK_RECORD_OVERHEAD_BYTES = 97 + 1024;
+
+/**
+ * A job's publish settings with the broker's word on size: maxRecordBytes and requestBytes lowered to what the
+ * tasks topic takes (its max.message.bytes, capped by the client's own limit), read from the broker rather than
+ * assumed. A dry run has no broker, and keeps the settings as given.
+ */
+export async function brokerBoundedPublish<P extends { readonly maxRecordBytes: number; readonly requestBytes: number }>(publish: P, context: ProcessorContext | undefined): Promise<P> {
+  if (!context) return publish;
+  const admin = context.kafka.admin();
+  await admin.connect();
+  try {
+    const limit = await recordLimit(admin, context.names.name('tasks'), context.kafka.client);
+    return { ...publish, maxRecordBytes: Math.min(publish.maxRecordBytes, limit - TASK_RECORD_OVERHEAD_BYTES), requestBytes: Math.min(publish.requestBytes, limit - TASK_RECORD_OVERHEAD_BYTES) };
+  } finally {
+    await admin.disconnect();
+  }
 }

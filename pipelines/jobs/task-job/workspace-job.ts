@@ -12,7 +12,7 @@ import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { GenerateSource, generatedTasks } from './generate/index.js';
 import { applySolveScript, readHarborFolder, requireRewardFile, type HarborFolder, type HarborHooks } from './harbor.js';
-import { publishNewTasks } from './publish.js';
+import { brokerBoundedPublish, publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
 import { SweRowReader, SweRowsSource } from './swe-rows.js';
 import { readTree, type LocatedTask, type TaskTrees, type TreeSource } from './workspace-trees.js';
@@ -141,9 +141,10 @@ export interface WorkspaceJobOptions {
  */
 export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<TaskJobReport> {
   const started = performance.now();
-  const { spec } = options.job;
   const dryRun = options.dryRun ?? false;
   if (!dryRun && !options.context) throw new ConfigError('WorkspaceJobOptions.context is required unless dryRun is set');
+  // The largest task record is what the tasks topic takes, as the broker says.
+  const spec = { ...options.job.spec, publish: await brokerBoundedPublish(options.job.spec.publish, dryRun ? undefined : options.context) };
   const jobRunId = options.jobRunId ?? randomUUID();
   const progress = options.onProgress ?? (() => undefined);
   const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
