@@ -71,9 +71,17 @@ test('a completion cut at its token limit finishes with length; a 503 while load
   assert.equal(completion.attempts, 2);
 });
 
-test('logprobs that do not match the sampled tokens are refused, not recorded', async () => {
-  answer = (_path, _body, res) => send(res, { content: 'x', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, prob: 0.4 }] });
-  await assert.rejects(client.complete({ promptIds: [1], sampling }), (error: unknown) => error instanceof ChatRequestError && /2 tokens but 1 logprobs/.test(error.message));
+test('logprobs that do not match the sampled tokens are drawn again with the next seed, then refused, never recorded', async () => {
+  requests.length = 0;
+  answer = (_path, body, res) =>
+    (body as { seed: number }).seed === 44
+      ? send(res, { content: 'xy', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, prob: 0.4 }, { id: 8, prob: 0.5 }] })
+      : send(res, { content: 'x', tokens: [7, 8], stop_type: 'eos', completion_probabilities: [{ id: 7, prob: 0.4 }] });
+  const completion = await client.complete({ promptIds: [1], sampling });
+  assert.deepEqual([completion.seed, completion.completionIds, requests.map((r) => (r.body as { seed: number }).seed)], [44, [7, 8], [42, 43, 44]]);
+  requests.length = 0;
+  await assert.rejects(client.complete({ promptIds: [1], sampling: { ...sampling, seed: 1 } }), (error: unknown) => error instanceof ChatRequestError && /2 tokens but 1 logprobs/.test(error.message));
+  assert.equal(requests.length, 3);
 });
 
 test('tokenize parses special tokens; the identity hashes the chat template; a server without one is named', async () => {

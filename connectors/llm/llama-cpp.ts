@@ -52,7 +52,16 @@ export interface TokenCompletion {
   readonly finishReason: 'stop' | 'length';
   readonly latencyMs: number;
   readonly attempts: number;
+  /** The sampler seed of the completion returned: the request's, or the next one where the server's first answer was inconsistent. */
+  readonly seed: number;
 }
+
+/**
+ * Draws of a completion whose answer lists other probabilities than tokens. llama.cpp did so for 2 of 472 completions
+ * under load (learn-6ebdd8f9, post-sampling probabilities, 2 slots); a sample without its logprobs cannot be trained
+ * on, so the completion is drawn again with the next seed rather than losing the episode's task.
+ */
+const INCONSISTENT_ANSWER_DRAWS = 3;
 
 export interface ServerIdentity {
   readonly model: string;
@@ -88,6 +97,9 @@ interface WireProps {
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** A completion whose tokens and probabilities disagree: drawn again (INCONSISTENT_ANSWER_DRAWS), then refused. */
+class InconsistentAnswerError extends ChatRequestError {}
 
 export class LlamaCppClient {
   readonly rootUrl: string;
@@ -172,6 +184,17 @@ export class LlamaCppClient {
   /** Samples a completion of a token-id prompt; the reply's token ids and one logprob per token come back. */
   async complete(request: TokenCompletionRequest, signal?: AbortSignal): Promise<TokenCompletion> {
     if (request.jsonSchema !== undefined && request.grammar !== undefined) throw new ConfigError('a completion takes a JSON Schema or a grammar, not both');
+    for (let draw = 1; ; draw++) {
+      const seed = request.sampling.seed + draw - 1;
+      try {
+        return await this.completeOnce(request, seed, signal);
+      } catch (error) {
+        if (!(error instanceof InconsistentAnswerError) || draw >= INCONSISTENT_ANSWER_DRAWS) throw error;
+      }
+    }
+  }
+
+  private async completeOnce(request: TokenCompletionRequest, seed: number, signal?: AbortSignal): Promise<TokenCompletion> {
     const started = performance.now();
     const postSampling = request.sampling.temperature > 0;
     const { value, attempts } = await postJson<WireCompletion>(
@@ -181,7 +204,7 @@ export class LlamaCppClient {
         n_predict: request.sampling.maxTokens,
         temperature: request.sampling.temperature,
         top_p: request.sampling.topP,
-        seed: request.sampling.seed,
+        seed,
         // Pure temperature sampling (and top-p where asked): llama.cpp's default top-k 40 and min-p 0.05 would cut the
         // distribution in ways the learner does not model, whose ratio divides the logits by the temperature alone.
         top_k: 0,
@@ -203,7 +226,7 @@ export class LlamaCppClient {
     const probabilities = value.completion_probabilities ?? [];
     const logprobOf = (p: { logprob?: number; prob?: number }): number | undefined => (postSampling ? (typeof p.prob === 'number' ? Math.log(p.prob) : undefined) : p.logprob);
     if (probabilities.length !== completionIds.length || probabilities.some((p, i) => p.id !== completionIds[i] || typeof logprobOf(p) !== 'number')) {
-      throw new ChatRequestError(`${this.rootUrl}/completion answered ${completionIds.length} tokens but ${probabilities.length} logprobs that do not match them`);
+      throw new InconsistentAnswerError(`${this.rootUrl}/completion answered ${completionIds.length} tokens but ${probabilities.length} logprobs that do not match them`);
     }
     return {
       model: value.model ?? 'unknown',
@@ -213,6 +236,7 @@ export class LlamaCppClient {
       finishReason: value.stop_type === 'limit' ? 'length' : 'stop',
       latencyMs: performance.now() - started,
       attempts,
+      seed,
     };
   }
 }

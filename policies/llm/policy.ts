@@ -225,7 +225,8 @@ export class LlmEpisode implements Policy<AgentObservation> {
       latencyMs: completion.latencyMs,
       attempts: completion.attempts,
       tokens,
-      sampling,
+      // The seed the reply was drawn with (the server's first answer may have been drawn again with the next).
+      sampling: { ...sampling, seed: completion.seed },
       tokenizer: identity.tokenizer,
       chatTemplateSha256: identity.chatTemplateSha256,
       // The version the server says produced this reply (weight sync names it in the model), not the one asked for.
