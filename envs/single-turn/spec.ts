@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { FileTree, type VerificationSpec } from '../../schemas/index.js';
+import { FileTree, PYTEST_REPAIR_VERIFICATION } from '../../schemas/index.js';
 import type { EnvSpec } from '../types.js';
 import { SINGLE_TURN_ENV, SINGLE_TURN_TOOL_DEFS, SingleTurnEnv, type SingleTurnObservation } from './env.js';
 
@@ -9,16 +9,14 @@ const SingleTurnPayload = z.object({
   visibleTests: FileTree.refine((files) => Object.keys(files).length === 0, 'a single-turn task has no visible tests'),
 });
 
-/** Without a spec of its own, the reply must pass every hidden test pytest collects. */
-const ALL_TESTS_PASS: VerificationSpec = { check: { kind: 'tests', runner: 'pytest', failToPass: [], passToPass: [] } };
-
 export const SINGLE_TURN: EnvSpec<SingleTurnObservation> = {
   id: SINGLE_TURN_ENV,
   summary: 'one prompt, one reply: the reply is the artifact the task checks (code, a document, an answer)',
   tools: SINGLE_TURN_TOOL_DEFS,
   defaultImage: 'python-repair',
   taskPayload: SingleTurnPayload,
-  defaultVerification: ALL_TESTS_PASS,
+  // Without a spec of its own, the reply must pass every hidden test pytest collects (the lists stay empty: the verifier collects the ids).
+  defaultVerification: PYTEST_REPAIR_VERIFICATION,
   freeReply: { tool: 'answer', argument: 'text' },
   prompt: {
     // None: the task's prompt says what to reply. SmolLM2-135M answered generated expression tasks worse under an
