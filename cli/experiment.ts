@@ -184,60 +184,65 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
 
   // The untrained policy is the base model: whatever an earlier run left the server serving is not.
   if (options.weightServer) await serveBaseModel(options.weightServer, options.signal);
-  const untrained = await evaluate('untrained', 0, kind.initial().params);
-  const training = await runLoop(context, {
-    tasks: options.train,
-    dataDir,
-    pool: options.pool,
-    imageFor,
-    checkpoints: options.checkpoints,
-    policyId: kind.policyId,
-    llm: options.llm,
-    ...(options.weightServer ? { weightServer: options.weightServer } : {}),
-    ...(options.externalLearner ? { externalLearner: options.externalLearner } : {}),
-    runId,
-    // Training stops at T even mid-epoch; what was rolled out by then is still verified, rewarded and learned.
-    durationMs: options.minutes * 60_000,
-    stopRolloutsAfterMs: options.minutes * 60_000,
-    timeoutMs: options.minutes * 60_000 + 30 * 60_000,
-    groupSize: options.groupSize,
-    batchSize: options.batchSize,
-    learningRate: options.learningRate,
-    epochs: options.epochs,
-    maxTurns: options.maxTurns,
-    rolloutWorkers: options.rolloutWorkers,
-    verifiers: options.verifiers,
-    signal: options.signal,
-    onProgress: (p) => printProgress(progressLine(`${label}[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
-  });
-  endProgress();
-  const trainingLoad = load();
-  const played = await trainedParams(kind, options.checkpoints, tailAverage);
-  const trained = await evaluate(played.versions.length > 1 ? `trained, mean of ${played.versions.length}` : 'trained', played.versions.at(-1) ?? 0, played.params);
-  return {
-    runId,
-    heldOutRunId,
-    policy: kind.policyId,
-    minutes: options.minutes,
-    maxTurns: options.maxTurns,
-    groupSize: options.groupSize,
-    batchSize: options.batchSize,
-    learningRate: options.learningRate ?? null,
-    epochs: options.epochs ?? 1,
-    trainTasks: options.train.length,
-    heldOutTasks: held.length,
-    evalSamples: options.evalSamples,
-    seed,
-    decoding,
-    tailAverage,
-    trainedVersions: played.versions,
-    untrained,
-    trained,
-    budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
-    meanReward: compareMeans(rewardsByTask(untrained.evaluation), rewardsByTask(trained.evaluation)),
-    training,
-    trainingLoad,
-  };
+  try {
+    const untrained = await evaluate('untrained', 0, kind.initial().params);
+    const training = await runLoop(context, {
+      tasks: options.train,
+      dataDir,
+      pool: options.pool,
+      imageFor,
+      checkpoints: options.checkpoints,
+      policyId: kind.policyId,
+      llm: options.llm,
+      ...(options.weightServer ? { weightServer: options.weightServer } : {}),
+      ...(options.externalLearner ? { externalLearner: options.externalLearner } : {}),
+      runId,
+      // Training stops at T even mid-epoch; what was rolled out by then is still verified, rewarded and learned.
+      durationMs: options.minutes * 60_000,
+      stopRolloutsAfterMs: options.minutes * 60_000,
+      timeoutMs: options.minutes * 60_000 + 30 * 60_000,
+      groupSize: options.groupSize,
+      batchSize: options.batchSize,
+      learningRate: options.learningRate,
+      epochs: options.epochs,
+      maxTurns: options.maxTurns,
+      rolloutWorkers: options.rolloutWorkers,
+      verifiers: options.verifiers,
+      signal: options.signal,
+      onProgress: (p) => printProgress(progressLine(`${label}[train epoch ${p.epochs}] rewarded`, p.rewarded, p.expected, p.elapsedMs, `policy v${p.policyVersion}`)),
+    });
+    endProgress();
+    const trainingLoad = load();
+    const played = await trainedParams(kind, options.checkpoints, tailAverage);
+    const trained = await evaluate(played.versions.length > 1 ? `trained, mean of ${played.versions.length}` : 'trained', played.versions.at(-1) ?? 0, played.params);
+    return {
+      runId,
+      heldOutRunId,
+      policy: kind.policyId,
+      minutes: options.minutes,
+      maxTurns: options.maxTurns,
+      groupSize: options.groupSize,
+      batchSize: options.batchSize,
+      learningRate: options.learningRate ?? null,
+      epochs: options.epochs ?? 1,
+      trainTasks: options.train.length,
+      heldOutTasks: held.length,
+      evalSamples: options.evalSamples,
+      seed,
+      decoding,
+      tailAverage,
+      trainedVersions: played.versions,
+      untrained,
+      trained,
+      budgets: budgetComparisons(untrained.evaluation, trained.evaluation, options.maxTurns),
+      meanReward: compareMeans(rewardsByTask(untrained.evaluation), rewardsByTask(trained.evaluation)),
+      training,
+      trainingLoad,
+    };
+  } finally {
+    // The stack's model server is shared: it goes back to the base weights, as it was found, whatever happened here.
+    if (options.weightServer) await serveBaseModel(options.weightServer);
+  }
 }
 
 /** Writes the report as JSON under `<data>/experiments/` and returns its path. */

@@ -12,6 +12,8 @@ import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { INVALID_REPLY, LLM_POLICY, LlmPolicy, LlmRepairPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
 import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../../stack/index.js';
+import { serveBaseModel } from '../../pipelines/weight-sync/index.js';
+import { loopWeightServer } from '../../cli/weight-server.js';
 import { ensureStack, freshContext, readAll, tempDir } from './harness.js';
 
 /**
@@ -24,6 +26,9 @@ let task: Task;
 before(async () => {
   await ensureStack();
   await stackUp((line) => console.log(`# ${line}`), [llmComponent({ url: STACK_LLM_URL, external: false })]);
+  // The turns below must come from the base weights: a server an earlier run left on one of its adapters (a `learn`
+  // stopped before it restored the base) answers as that version.
+  await serveBaseModel(loopWeightServer(policyOptions({}))!);
   const tasks = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('llm-rejects') })).tasks;
   task = tasks[0]!;
 }, { timeout: 900_000 });
