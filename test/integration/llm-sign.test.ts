@@ -91,7 +91,8 @@ test('one update on rewarded and punished replies, weight-synced: llama.cpp rais
   }
   const [checkpoint] = await readAll(context, 'policyCheckpoints');
   assert.deepEqual([checkpoint?.version, checkpoint?.metrics.samples], [1, 4]);
-  await eventually('the server to serve v1', async () => (await servedModel().catch(() => '')) === 'smollm2-135m-instruct@v1', 600_000, 1000);
+  // Weight sync reports v1 served once its restart returns, a moment after the new server starts answering.
+  await eventually('weight sync to serve v1', async () => served.length > 0 && (await servedModel().catch(() => '')) === 'smollm2-135m-instruct@v1', 600_000, 1000);
   assert.deepEqual(served, [1]);
   const updated: number[] = [];
   for (const c of turns.completions) updated.push(sum(await servedLogprobs(turns.promptIds, c.completionIds)));
