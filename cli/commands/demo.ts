@@ -246,8 +246,8 @@ export const demoCommand: Command = {
           maxTurns: settings.maxTurns,
           rolloutWorkers: settings.rolloutWorkers,
           verifiers: settings.verifiers,
-          // The llm policy's step size goes to its learner process; the in-process learner takes it here.
-          learningRate: settings.llm ? undefined : experiment.learningRate,
+          // The in-process learner takes it here; the llm policy's learner process got it on its command line (the report names it either way).
+          learningRate: experiment.learningRate,
           signal: interrupt.signal,
           label: '[demo]',
         });
