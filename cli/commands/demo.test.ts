@@ -28,7 +28,7 @@ test('demo --policy llm is the single-turn experiment: python-expressions, one r
   assert.match(settings.workspaceJob ?? '', /tasks\/single-turn\/python-expressions\.yaml$/);
   assert.deepEqual([settings.groupSize, settings.batchSize, settings.maxTurns, settings.sandbox], [8, 32, 1, 'process']);
   assert.deepEqual([settings.llm?.maxTokensPerTurn, settings.llm?.topP, settings.llm?.temperature], [48, 1, 0.7]);
-  assert.deepEqual(settings.experiment, { minutes: DEMO_LLM_EXPERIMENT.minutes, evalSamples: 1, evalConcurrency: 2, learningRate: DEMO_LLM_EXPERIMENT.learningRate, evalPercent: 25, evalTasks: 96 });
+  assert.deepEqual(settings.experiment, { minutes: DEMO_LLM_EXPERIMENT.minutes, evalSamples: 2, evalConcurrency: 2, learningRate: DEMO_LLM_EXPERIMENT.learningRate, evalPercent: 25, evalTasks: 64, decoding: 'sample' });
   const tuned = resolveDemoSettings({ policy: 'llm', workers: '1', verifiers: '1', 'top-p': '0.9', minutes: '3', sandbox: 'docker' });
   assert.deepEqual([tuned.llm?.topP, tuned.experiment?.minutes, tuned.sandbox], [0.9, 3, 'docker']);
   assert.equal(resolveDemoSettings({ workers: '1', verifiers: '1' }).envId, 'program-repair/v1');
