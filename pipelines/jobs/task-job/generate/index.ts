@@ -55,6 +55,7 @@ export function heldOutTemplates(source: GenerateSource): Set<string> {
 
 /** Where a generated task's reply is written (its one file, empty), and the graders that read it in the grading sandbox. */
 const REPLY_PATH = 'answer.txt';
+const GRADER_FILES = ['grade_expression.py', 'extract_document.py', 'reply_code.py'] as const;
 const graderFile = (name: string): string => readFileSync(checkoutFile(`pipelines/jobs/task-job/generate/python/${name}`), 'utf8');
 
 interface GeneratedTask {
@@ -68,7 +69,7 @@ interface GeneratedTask {
 /** Partial credit: the share of the checks passed. */
 const fraction = (check: VerificationSpec['check']): VerificationSpec => ({ check, reward: { shape: 'fraction' } });
 
-function generatedTask(family: GeneratedFamily, index: number, seed: string, graders: (names: readonly string[]) => FileTree): GeneratedTask {
+function generatedTask(family: GeneratedFamily, index: number, seed: string, graders: (names: readonly (typeof GRADER_FILES)[number][]) => FileTree): GeneratedTask {
   const random = seededRandom(`${seed}/${family}/${index}`);
   if (family === 'python-expressions') {
     const task = expressionTask(EXPRESSION_TEMPLATES[index % EXPRESSION_TEMPLATES.length]!, random);
@@ -104,8 +105,9 @@ function generatedTask(family: GeneratedFamily, index: number, seed: string, gra
 /** The tasks a generate source makes, as the job reads any other task: id, prompt, trees, verification, split by template. */
 export function generatedTasks(source: GenerateSource, sourceLabel: string): LocatedTask[] {
   const held = heldOutTemplates(source);
-  const cache = new Map<string, string>();
-  const graders = (names: readonly string[]): FileTree => Object.fromEntries(names.map((name) => [name, cache.get(name) ?? cache.set(name, graderFile(name)).get(name)!]));
+  // Each grader file is read once per job, not once per task.
+  const files = new Map(GRADER_FILES.map((name) => [name, graderFile(name)]));
+  const graders = (names: readonly (typeof GRADER_FILES)[number][]): FileTree => Object.fromEntries(names.map((name) => [name, files.get(name)!]));
   const digits = String(source.count - 1).length;
   const tasks: LocatedTask[] = [];
   for (let index = 0; index < source.count; index++) {
