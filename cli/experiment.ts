@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { CheckpointStore } from '../connectors/checkpoints/index.js';
 import type { KafkaPort } from '../connectors/kafka/index.js';
@@ -10,7 +10,7 @@ import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/i
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { ConfigError, topicNames, type Task } from '../schemas/index.js';
-import { imageFor } from '../stack/index.js';
+import { imageFor, llmThreadShare } from '../stack/index.js';
 import { endProgress, printProgress, progressLine } from './progress.js';
 
 /** An experiment: the untrained policy on held-out tasks, the loop on the training tasks, the trained policy on the same held-out episodes. */
@@ -55,6 +55,11 @@ export interface ExperimentOptions {
   readonly llm?: ResolvedLlmPolicyOptions;
   /** Where the llm policy's checkpoints are served from during training (weight sync). @default none (no weight sync) */
   readonly weightServer?: LoopOptions['weightServer'];
+  /**
+   * The model server's CPU threads while an evaluation runs, where the weight server can set them (a llama.cpp server
+   * the stack started); the loop gives it llmThreadShare() beside the learner. @default availableParallelism()
+   */
+  readonly evalServerThreads?: number;
   /** The llm policy's learner process, on this experiment's topics and checkpoint store. @default none (the llm policy is not trained) */
   readonly externalLearner?: LoopOptions['externalLearner'];
   readonly signal?: AbortSignal;
@@ -150,6 +155,8 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const seed = options.seed ?? runId;
   const decoding = options.decoding ?? 'greedy';
   const tailAverage = checkTailAverage(options.tailAverage ?? 0.5);
+  const evalServerThreads = options.evalServerThreads ?? availableParallelism();
+  if (!Number.isSafeInteger(evalServerThreads) || evalServerThreads < 1) throw new ConfigError(`ExperimentOptions.evalServerThreads must be a whole number >= 1, got ${evalServerThreads}`);
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
   const context = { kafka: options.kafka, serde: new TopicSerde(names), names };
@@ -182,10 +189,17 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     return { evaluation, seconds, load: load() };
   };
 
+  // The model server's threads: every core while an evaluation runs (the learner is idle then), half of them
+  // beside the learner while the loop trains (llmThreadShare says why). A server on another machine keeps its own.
+  const serverThreads = async (threads: number, signal?: AbortSignal): Promise<void> => {
+    await options.weightServer?.useThreads?.(threads, signal ?? new AbortController().signal);
+  };
   // The untrained policy is the base model: whatever an earlier run left the server serving is not.
   if (options.weightServer) await serveBaseModel(options.weightServer, options.signal);
   try {
+    await serverThreads(evalServerThreads, options.signal);
     const untrained = await evaluate('untrained', 0, kind.initial().params);
+    await serverThreads(llmThreadShare(), options.signal);
     const training = await runLoop(context, {
       tasks: options.train,
       dataDir,
@@ -214,6 +228,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     endProgress();
     const trainingLoad = load();
     const played = await trainedParams(kind, options.checkpoints, tailAverage);
+    await serverThreads(evalServerThreads, options.signal);
     const trained = await evaluate(played.versions.length > 1 ? `trained, mean of ${played.versions.length}` : 'trained', played.versions.at(-1) ?? 0, played.params);
     return {
       runId,
@@ -242,6 +257,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   } finally {
     // The stack's model server is shared: it goes back to the base weights, as it was found, whatever happened here.
     if (options.weightServer) await serveBaseModel(options.weightServer);
+    await serverThreads(llmThreadShare());
   }
 }
 

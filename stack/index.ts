@@ -18,7 +18,7 @@ export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOpt
 export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { DATATROVE_PACKAGES, DATATROVE_VERSION, datatrovePython } from './datatrove.js';
 export { LLM_LEARNER_PACKAGES, llmLearnerPython, llmLearnerVenvDir } from './llm-learner.js';
-export { childExit, freePort, stopChild, type StopChildOptions } from './process.js';
+export { childExit, daemonFiles, freePort, stopChild, type StopChildOptions } from './process.js';
 export { s3Component, SEAWEEDFS_VERSION, type S3ServerOptions } from './s3.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';

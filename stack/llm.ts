@@ -66,6 +66,7 @@ export const llmThreadShare = (): number => Math.max(1, Math.floor(availablePara
 interface Launch {
   readonly alias: string;
   readonly lora: string | null;
+  readonly threads: number;
 }
 
 interface LlmServer {
@@ -108,7 +109,7 @@ function llmServer(options: LlmServerOptions): LlmServer {
           ...(launch.lora ? ['--lora', launch.lora] : []),
           '--ctx', String(options.contextTokens ?? 8192),
           '--parallel', String(options.parallel ?? 2),
-          '--threads', String(options.threads ?? llmThreadShare()),
+          '--threads', String(launch.threads),
         ],
         env,
       });
@@ -135,7 +136,7 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
         throw new Error(`no model server answers at ${url} (GET ${url}/models); trialrun starts none at a URL other than its own ${STACK_LLM_URL} (given by LLM_BASE_URL or --llm-url; drop it to use the built-in server)`);
       }
       const pid = runningDaemon(paths.stateDir, server.daemon, server.marker);
-      if (pid === undefined) await server.start(log, { alias: server.model, lora: null });
+      if (pid === undefined) await server.start(log, { alias: server.model, lora: null, threads: options.threads ?? llmThreadShare() });
       else await waitForHttp(`${url}/models`, { what: `model server at ${url}`, timeoutMs: options.startTimeoutMs ?? 120_000, intervalMs: 500, logFile: server.logFile, pid });
       return 'started';
     },
@@ -204,12 +205,46 @@ export function llamaCppWeightServer(options: LlamaCppWeightServerOptions = {}):
     }
   };
 
+  const log: StackLog = (line) => process.stderr.write(`[weight-sync] ${line}\n`);
+  // Threads of every start from here on (useThreads changes them); null until this object knows what the running
+  // server was started with (the stack's `ensure` may have started it before).
+  let threads = options.threads ?? llmThreadShare();
+  let runningThreads: number | null = null;
+  // What this object last launched: a restart on other threads relaunches the same weights.
+  let launched: { version: number; lora: string | null } | null = null;
+  const restart = async (version: number, lora: string | null, signal: AbortSignal): Promise<void> => {
+    if ((await stopDaemon(server.paths.stateDir, server.daemon, { match: server.marker })) !== 'stopped' && (await servedVersion()) !== null) {
+      throw new ConfigError(`the model server at ${server.url} was not started by the stack of ${server.paths.stateDir}: weight sync restarts only its own`);
+    }
+    await server.start(log, { alias: servedModelName(server.model, version), lora, threads });
+    launched = { version, lora };
+    runningThreads = threads;
+    const serving = await servedVersion(signal);
+    if (serving !== version) throw new ConnectionError(`the restarted model server at ${server.url} serves v${serving ?? '?'}, not v${version}`);
+  };
+
   return {
     kind: 'llama.cpp',
     baseSha256: async () => (await base()).sha256,
     servedVersion,
+    async useThreads(count: number, signal: AbortSignal) {
+      if (!Number.isSafeInteger(count) || count < 1) throw new ConfigError(`useThreads: threads must be a whole number >= 1, got ${count}`);
+      threads = count;
+      if (runningThreads === count) return;
+      if (launched === null) {
+        // Started by someone else of this stack (its `ensure`, an earlier process): the version it serves names
+        // the adapter, which is kept beside the others while it is served.
+        const version = await servedVersion(signal);
+        if (version === null) throw new ConnectionError(`the model server at ${server.url} does not answer: cannot restart it on ${count} threads`);
+        const lora = version === 0 ? null : join(workDir, `v${version}.gguf`);
+        if (lora !== null && !(await readdir(workDir).catch(() => [] as string[])).includes(`v${version}.gguf`)) {
+          throw new ConfigError(`the model server at ${server.url} serves v${version}, whose adapter is not in ${workDir}: serve it again before changing its threads`);
+        }
+        launched = { version, lora };
+      }
+      await restart(launched.version, launched.lora, signal);
+    },
     async serve(adapter: ServedAdapter | null, signal: AbortSignal) {
-      const log: StackLog = (line) => process.stderr.write(`[weight-sync] ${line}\n`);
       const { path: baseGguf } = await base();
       let lora: string | null = null;
       if (adapter) {
@@ -229,13 +264,7 @@ export function llamaCppWeightServer(options: LlamaCppWeightServerOptions = {}):
           await rm(artifact, { force: true });
         }
       }
-      if ((await stopDaemon(server.paths.stateDir, server.daemon, { match: server.marker })) !== 'stopped' && (await servedVersion()) !== null) {
-        throw new ConfigError(`the model server at ${server.url} was not started by the stack of ${server.paths.stateDir}: weight sync restarts only its own`);
-      }
-      const version = adapter?.version ?? 0;
-      await server.start(log, { alias: servedModelName(server.model, version), lora });
-      const serving = await servedVersion(signal);
-      if (serving !== version) throw new ConnectionError(`the restarted model server at ${server.url} serves v${serving ?? '?'}, not v${version}`);
+      await restart(adapter?.version ?? 0, lora, signal);
       // Only the adapter being served is kept (a rollback converts its artifact again).
       for (const file of await readdir(workDir).catch(() => [] as string[])) {
         if (/^v\d+\.gguf$/.test(file) && join(workDir, file) !== lora) await rm(join(workDir, file), { force: true });

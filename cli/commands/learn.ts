@@ -61,6 +61,7 @@ export function resolveLearnSettings(values: OptionValues) {
     evalSeed: stringOption(values, 'eval-seed'),
     evalDecoding: choiceOption<Decoding>(values, 'eval-decoding', DECODINGS),
     tailAverage: numberOption(values, 'tail-average', { above: 0, below: 1, inclusive: true }),
+    evalServerThreads: intOption(values, 'eval-server-threads'),
   };
 }
 
@@ -98,6 +99,7 @@ export const learnCommand: Command = {
     'eval-seed': { type: 'string' },
     'eval-decoding': { type: 'string', default: 'greedy' },
     'tail-average': { type: 'string', default: '0.5' },
+    'eval-server-threads': { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -118,12 +120,13 @@ export const learnCommand: Command = {
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
     'tail-average':
       'share of the newest checkpoints whose mean parameters the trained evaluation plays (tail averaging: the last version of a noisy ascent swings, the mean of the last half much less); 0: the newest alone (llm: always)',
+    'eval-server-threads': 'llm: CPU threads of the stack\'s model server during the held-out evaluations, while the learner is idle (default: every core; training gives it half, beside the learner)',
     'eval-decoding': `how both evaluations choose: greedy (the most probable choice; llm: temperature 0) or sample (drawn, as in training)`,
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
   },
   async run(values) {
-    const { taskFile, evalTasks, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding, tailAverage } = resolveLearnSettings(values);
+    const { taskFile, evalTasks, minutes, evalSamples, evalConcurrency, evalPercent, groupSize, batchSize, maxTurns, rolloutWorkers, verifiers, learningRate, epochs, policy, sandbox, evalSeed, evalDecoding, tailAverage, evalServerThreads } = resolveLearnSettings(values);
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
@@ -165,6 +168,7 @@ export const learnCommand: Command = {
         seed: evalSeed,
         decoding: evalDecoding,
         tailAverage,
+        ...(evalServerThreads === undefined ? {} : { evalServerThreads }),
         evalConcurrency: policy.llm ? undefined : evalConcurrency,
         groupSize,
         batchSize,

@@ -28,6 +28,13 @@ export interface WeightServer {
   serve(adapter: ServedAdapter | null, signal: AbortSignal): Promise<void>;
   /** The version the server serves now (0: the base model), or null when it does not answer. */
   servedVersion(signal?: AbortSignal): Promise<number | null>;
+  /**
+   * Where the server's CPU threads are this process's to set (a llama.cpp server the stack started): serves the
+   * same weights on `threads` threads from now on, restarting the server if it runs on another count. The loop
+   * shares the cores with the learner; a held-out evaluation, while the learner is idle, may take them all.
+   * Servers on their own machines leave it out.
+   */
+  useThreads?(threads: number, signal: AbortSignal): Promise<void>;
 }
 
 /** The name a server serves version `version` of `base` under: the base's own for 0, `<base>@v<N>` after. */

@@ -15,7 +15,7 @@ import type { ProcessorContext, StreamProcessor } from '../../pipelines/runtime/
 import { createWeightSync } from '../../pipelines/weight-sync/index.js';
 import { LLM_POLICY, resolveLlmPolicyOptions, seededRandom } from '../../policies/index.js';
 import { nowIso, type PolicyCheckpoint, type PolicyPin, type TopicKey, type TopicValue } from '../../schemas/index.js';
-import { freePort, imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
+import { daemonFiles, freePort, imageFor, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../../stack/index.js';
 import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
 
 const run = promisify(execFile);
@@ -190,4 +190,20 @@ test('a published checkpoint is served with the weights it dictates, turns after
   assertClose(await serverLogprobs(), fixture.adapterLogprobs, 'after the bad artifacts');
   // v1, v0 (pin), v1 (pin), v1 (unpin: already served, no restart).
   assert.deepEqual(served, [1, 0, 1, 1]);
+
+  // An experiment's evaluation takes every core and gives half back: another weight-server object (another process,
+  // which did not launch the server) restarts it on other threads with the weights it served, the adapter kept.
+  const threadsOfServer = async (): Promise<string> => {
+    const pid = (await readFile(daemonFiles(stateDir, serverOptions().daemonName).pidFile, 'utf8')).trim();
+    const args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    return args[args.indexOf('--threads') + 1]!;
+  };
+  const evaluation = llamaCppWeightServer({ ...serverOptions(), workDir: join(stateDir, 'adapters') });
+  for (const threads of [2, 1]) {
+    await evaluation.useThreads!(threads, new AbortController().signal);
+    assert.equal(await threadsOfServer(), String(threads));
+    assert.equal(await servedModel(), 'smollm2-135m-instruct@v1');
+    assertClose(await serverLogprobs(), fixture.adapterLogprobs, `v1 on ${threads} threads`);
+  }
+  await assert.rejects(evaluation.useThreads!(0, new AbortController().signal), /threads must be a whole number >= 1, got 0/);
 });
