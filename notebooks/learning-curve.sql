@@ -66,6 +66,60 @@ SELECT run_id,
 FROM ends
 ORDER BY run_id;
 
+-- @query reward_by_version
+-- ## Mean reward per policy version, for every policy kind
+-- The pass rate is all-or-nothing; a task with partial credit (a RewardSpec of `fraction`, as the generated
+-- single-turn tasks have) rewards every step toward passing, and its mean reward is what the learner raises. One
+-- line per run and policy (`policy_id`: the built-in ONNX edit-chooser and an llm policy draw side by side), with a
+-- 95% interval that treats each task's episodes as one cluster (a group of 8 answers to one prompt is not 8
+-- independent draws). The held-out evaluations of `trialrun learn` land verdicts but no rewards: their mean
+-- rewards are in the run's report.
+-- @chart
+--   title: Mean reward per policy version (bars are 95% intervals)
+--   layer:
+--     - mark: {type: rule, aria: false}
+--       encoding:
+--         x: {field: policy_version, type: quantitative}
+--         y: {field: ci_low, type: quantitative}
+--         y2: {field: ci_high}
+--         color: {field: line, type: nominal, title: run / policy}
+--     - mark: {type: line, point: true, tooltip: true}
+--       encoding:
+--         x: {field: policy_version, type: quantitative, title: policy version, axis: {tickMinStep: 1, format: d}}
+--         y: {field: mean_reward, type: quantitative, title: mean reward, scale: {domain: [0, 1]}}
+--         color: {field: line, type: nominal, title: run / policy}
+WITH live_rewards AS (
+  SELECT trajectory_id, arg_max(reward, created_at) AS reward
+  FROM rewards
+  WHERE rescore_id IS NULL
+  GROUP BY trajectory_id
+),
+per_task AS (
+  SELECT t.run_id, t.policy_id, t.policy_version, t.task_id, count(*)::DOUBLE AS m, sum(r.reward) AS y
+  FROM trajectories t
+  JOIN live_rewards r USING (trajectory_id)
+  GROUP BY t.run_id, t.policy_id, t.policy_version, t.task_id
+),
+means AS (
+  SELECT run_id, policy_id, policy_version, sum(m) AS n, count(*)::DOUBLE AS k, sum(y) / sum(m) AS mean
+  FROM per_task
+  GROUP BY run_id, policy_id, policy_version
+),
+spread AS (
+  -- The cluster-robust variance of a ratio mean: k/(k-1) x the sum of squared task residuals, over n^2.
+  SELECT m.run_id, m.policy_id, m.policy_version, m.n, m.k, m.mean,
+         CASE WHEN m.k < 2 THEN NULL ELSE sqrt(m.k / (m.k - 1) * sum((t.y - m.mean * t.m) ^ 2) / (m.n * m.n)) END AS se
+  FROM means m
+  JOIN per_task t USING (run_id, policy_id, policy_version)
+  GROUP BY m.run_id, m.policy_id, m.policy_version, m.n, m.k, m.mean
+)
+SELECT run_id || ' / ' || policy_id AS line, run_id, policy_id, policy_version, n::BIGINT AS trajectories, k::BIGINT AS tasks,
+       round(mean, 3) AS mean_reward,
+       round(greatest(0, mean - 1.96 * coalesce(se, 0)), 3) AS ci_low,
+       round(least(1, mean + 1.96 * coalesce(se, 0)), 3) AS ci_high
+FROM spread
+ORDER BY run_id, policy_id, policy_version;
+
 -- @query trajectories_per_version
 -- ## How many trajectories each version produced
 -- @chart
