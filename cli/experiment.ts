@@ -1,5 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { availableParallelism, loadavg } from 'node:os';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { CheckpointStore } from '../connectors/checkpoints/index.js';
 import type { KafkaPort } from '../connectors/kafka/index.js';
@@ -57,7 +57,10 @@ export interface ExperimentOptions {
   readonly weightServer?: LoopOptions['weightServer'];
   /**
    * The model server's CPU threads while an evaluation runs, where the weight server can set them (a llama.cpp server
-   * the stack started); the loop gives it llmThreadShare() beside the learner. @default availableParallelism()
+   * the stack started); the loop gives it llmThreadShare() beside the learner. Not every core by default: an
+   * evaluation's grading sandboxes need CPU too, and on 2 cores a 2-thread server beside them evaluated 0.09 episodes a
+   * second against 0.26 on one thread (learn-088785f2 and the seed-3 run, docs/llm.md). More threads pay where the
+   * cores outnumber them. @default llmThreadShare()
    */
   readonly evalServerThreads?: number;
   /** The llm policy's learner process, on this experiment's topics and checkpoint store. @default none (the llm policy is not trained) */
@@ -155,7 +158,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const seed = options.seed ?? runId;
   const decoding = options.decoding ?? 'greedy';
   const tailAverage = checkTailAverage(options.tailAverage ?? 0.5);
-  const evalServerThreads = options.evalServerThreads ?? availableParallelism();
+  const evalServerThreads = options.evalServerThreads ?? llmThreadShare();
   if (!Number.isSafeInteger(evalServerThreads) || evalServerThreads < 1) throw new ConfigError(`ExperimentOptions.evalServerThreads must be a whole number >= 1, got ${evalServerThreads}`);
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
@@ -189,9 +192,11 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
     return { evaluation, seconds, load: load() };
   };
 
-  // The model server's threads: every core while an evaluation runs (the learner is idle then), half of them
-  // beside the learner while the loop trains (llmThreadShare says why). A server on another machine keeps its own.
+  // The model server's threads: evalServerThreads while an evaluation runs (the learner is idle then), its share
+  // beside the learner while the loop trains (llmThreadShare says why). A server on another machine keeps its own;
+  // with the default the two are one count and the server is never restarted for it.
   const serverThreads = async (threads: number, signal?: AbortSignal): Promise<void> => {
+    if (evalServerThreads === llmThreadShare()) return;
     await options.weightServer?.useThreads?.(threads, signal ?? new AbortController().signal);
   };
   // The untrained policy is the base model: whatever an earlier run left the server serving is not.

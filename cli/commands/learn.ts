@@ -120,7 +120,7 @@ export const learnCommand: Command = {
     'eval-seed': 'seed of the held-out episodes, the same for both evaluations (default: the run id); repeat it to replay them',
     'tail-average':
       'share of the newest checkpoints whose mean parameters the trained evaluation plays (tail averaging: the last version of a noisy ascent swings, the mean of the last half much less); 0: the newest alone (llm: always)',
-    'eval-server-threads': 'llm: CPU threads of the stack\'s model server during the held-out evaluations, while the learner is idle (default: every core; training gives it half, beside the learner)',
+    'eval-server-threads': 'llm: CPU threads of the stack\'s model server during the held-out evaluations, while the learner is idle (default: its share in training, half the cores; more pays only where the cores outnumber the server\'s threads and the grading sandboxes\' work)',
     'eval-decoding': `how both evaluations choose: greedy (the most probable choice; llm: temperature 0) or sample (drawn, as in training)`,
     policy: `policy kind to train: ${policyIds().join(', ')} (llm: the Python LLM learner trains a LoRA adapter, weight sync serves each version from the stack's model server)`,
     ...LLM_HELP,
