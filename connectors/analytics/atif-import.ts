@@ -258,14 +258,15 @@ function isoOrThrow(text: string, source: AtifSource, field: string): string {
 }
 
 /**
- * The model call of an agent step, or null for a step that made none (`llm_call_count` 0, or no model data).
+ * The model call of an agent step, or null for a step that made none (`llm_call_count` 0).
  * Token ids: a prompt that is the previous turn's whole sequence plus more extends it (only the addition is
  * kept, as trialrun records turns); one that is not starts anew. The file's own `extends_previous` wins where
  * it is given, so a trialrun trajectory comes back exactly as it was recorded.
  */
 function llmCallOf(step: AtifStepIn, defaultModel: string, ours: z.infer<typeof OurTurn>, previous: number[] | null, source: AtifSource, label: string): LlmCall | null {
   const metrics = step.metrics ?? null;
-  if (step.llm_call_count === 0 || (!metrics && !step.model_name)) return null;
+  // ATIF 1.7: 0 is a deterministic dispatch; null means untracked, and an agent's step is a model's reply then.
+  if (step.llm_call_count === 0) return null;
   const prompt = metrics?.prompt_token_ids ?? null;
   const completion = metrics?.completion_token_ids ?? null;
   const logprobs = metrics?.logprobs ?? null;

@@ -194,6 +194,8 @@ test('import of another system\'s ATIF: user messages become the observation, se
         metrics: { prompt_token_ids: [5, 6], completion_token_ids: [7, 8], logprobs: [-1, -2], cost_usd: 0.01 },
       },
       { step_id: 4, source: 'agent', message: 'Done.', metrics: { prompt_token_ids: [5, 6, 7, 8, 9], completion_token_ids: [10] } },
+      { step_id: 5, source: 'agent', message: 'Checking.', tool_calls: [{ tool_call_id: 'c', function_name: 'bash', arguments: { cmd: 'pytest' } }] },
+      { step_id: 6, source: 'agent', message: '', llm_call_count: 0, tool_calls: [{ tool_call_id: 'd', function_name: 'submit', arguments: {} }] },
     ],
     final_metrics: { total_steps: 4 },
   };
@@ -207,7 +209,11 @@ test('import of another system\'s ATIF: user messages become the observation, se
     [0, 'bash', { cmd: 'ls' }, 'a.py', 'You are an agent.\nFix the bug.'],
     [1, 'bash', { cmd: 'cat a.py' }, 'x = 1', 'a.py'],
     [2, 'message', { message: 'Done.' }, '', 'x = 1'],
+    [3, 'bash', { cmd: 'pytest' }, '', ''],
+    [4, 'submit', {}, '', ''],
   ]);
+  assert.deepEqual([t.steps[3]!.llm?.content, t.steps[3]!.llm?.tokens, t.steps[3]!.llm?.model], ['Checking.', null, 'gpt-x'], 'a reply without metrics is still a model call, without token ids');
+  assert.equal(t.steps[4]!.llm, null, 'llm_call_count 0: no model call');
   assert.equal(t.steps[0]!.llm!.content, 'Looking.');
   assert.equal(t.steps[0]!.llm!.model, 'gpt-x');
   assert.equal(t.steps[1]!.llm, null, 'one model call, on the first of its tool calls');

@@ -2,16 +2,20 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { before, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import { promisify } from 'node:util';
 import { repoRoot } from '../../cli/paths.js';
 import { AnalyticsCatalog } from '../../connectors/analytics/index.js';
+import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
-import type { ProcessorContext } from '../../pipelines/runtime/index.js';
+import { rescore } from '../../pipelines/jobs/rescore/index.js';
+import { GlobalTable, type ProcessorContext } from '../../pipelines/runtime/index.js';
+import { Verifier } from '../../pipelines/verifier/index.js';
 import { llmTrainingSamples, Trajectory, type LlmCall } from '../../schemas/index.js';
-import { harborPython } from '../../stack/index.js';
+import { harborPython, imageFor } from '../../stack/index.js';
 import { syntheticReward, syntheticTrajectory, syntheticVerification } from './analytics-fixtures.js';
 import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
+import { bundledTasks } from './verifier-fixtures.js';
 
 /**
  * ATIF both ways through the real stack: LLM trajectories (token ids, logprobs, a turn that extends the previous
@@ -19,6 +23,7 @@ import { ensureStack, eventually, freshContext, readAll, tempDir } from './harne
  * sink into a store; `trialrun export atif` writes them, harbor's own models (its PyPI package, in its cached
  * virtualenv) validate every file; `trialrun import atif` puts them back onto other fresh topics, beside files
  * that are not ATIF or break it, and what comes back is the trajectories that went in, as records and in SQL.
+ * Last, another system's ATIF files (with the final files their agent left) are imported and re-scored.
  */
 const run = promisify(execFile);
 const RUN = 'atif-run';
@@ -29,6 +34,8 @@ let target: ProcessorContext;
 let storeDir: string;
 let python: string;
 let originals: Trajectory[];
+const pool = new DockerSandboxPool();
+after(() => pool.close());
 
 function turn(appended: number[], promptLength: number, extendsPrevious: boolean, completion: number[], seed: number): LlmCall {
   return {
@@ -191,5 +198,47 @@ test('import atif puts them back onto fresh topics, the same trajectories (ids, 
   } finally {
     catalog.close();
     originalCatalog.close();
+  }
+});
+
+test('another system\'s ATIF, imported with its task given, is re-scored by the verifier from the final files it carries', { timeout: 420_000 }, async () => {
+  const context = await freshContext('atif-rescore');
+  const [task] = await bundledTasks(1);
+  const producer = context.kafka.producer();
+  await producer.connect();
+  await producer.send({ topic: context.names.name('tasks'), messages: [{ key: task!.taskId, value: await context.serde.encode('tasks', task!) }] }).finally(() => producer.disconnect());
+  // As a harness writes it: no trialrun fields but the final workspace, under extra.trialrun.final_files.
+  const foreign = (id: string, finalFiles: Record<string, string>): unknown => ({
+    schema_version: 'ATIF-v1.5',
+    session_id: id,
+    agent: { name: 'other-harness', version: '0.3.1', model_name: 'some-model' },
+    steps: [
+      { step_id: 1, source: 'user', message: task!.description },
+      { step_id: 2, source: 'agent', message: 'Writing the fix.', tool_calls: [{ tool_call_id: 'w', function_name: 'write_file', arguments: { path: Object.keys(finalFiles)[0] } }], observation: { results: [{ source_call_id: 'w', content: 'written' }] } },
+    ],
+    extra: { trialrun: { final_files: finalFiles } },
+  });
+  const dir = tempDir('atif-foreign');
+  writeFileSync(join(dir, 'fixed.json'), JSON.stringify(foreign('fixed', { ...task!.files, ...task!.referenceSolution! })));
+  writeFileSync(join(dir, 'untouched.json'), JSON.stringify(foreign('untouched', task!.files)));
+  // Without a task the file names none, and is rejected for it.
+  const untasked = await cli(['import', 'atif', join(dir, 'fixed.json'), '--data-dir', tempDir('atif-untasked')], { TRIALRUN_TOPIC_PREFIX: context.names.prefix }).then(
+    () => assert.fail('imported without a task'),
+    (error: { code: number; stderr: string }) => error,
+  );
+  assert.equal(untasked.code, 1);
+  assert.match(untasked.stderr, /fixed\.json is invalid: extra\.trialrun\.task_id: the file names no task; give one with --task/);
+  const { stdout } = await cli(['import', 'atif', dir, '--task', task!.taskId, '--env', task!.envId, '--run', 'atif-foreign'], { TRIALRUN_TOPIC_PREFIX: context.names.prefix });
+  assert.match(stdout, /imported 2 trajectories \(2 steps, 0 with token ids; runs atif-foreign\) from 2 files/);
+
+  const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
+  try {
+    const verifier = new Verifier({ runId: 'atif-foreign', pool, imageFor, tasks, referenceRuns: 1 });
+    const report = await rescore(context, verifier, { from: 'earliest', expectVersion: await verifier.version() });
+    assert.deepEqual([report.trajectoriesRead, report.verificationsWritten, report.skipped.length], [2, 2, 0]);
+    const verdicts = new Map((await readAll(context, 'verifications')).map((v) => [v.trajectoryId, v.passed]));
+    assert.deepEqual(verdicts, new Map([['fixed', true], ['untouched', false]]));
+  } finally {
+    await tasks.close();
   }
 });
