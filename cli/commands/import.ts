@@ -75,7 +75,7 @@ export const importCommand: Command = {
   },
   async run(values, [format, ...paths]) {
     if (format !== 'atif' || paths.length === 0) throw new ConfigError(`import what? use "import atif <files...>", got "${[format, ...paths].filter(Boolean).join(' ')}"`);
-    const options: AtifImportOptions = { taskId: stringOption(values, 'task'), envId: stringOption(values, 'env'), runId: stringOption(values, 'run'), policyId: stringOption(values, 'policy') };
+    const options: AtifImportOptions = { taskId: stringOption(values, 'task'), envId: stringOption(values, 'env'), runId: stringOption(values, 'run'), policyId: stringOption(values, 'policy'), importedAt: new Date().toISOString() };
     const files = expandFiles(paths);
     if (files.length === 0) throw new ConfigError(`no .json or .jsonl files in ${paths.join(', ')}`);
     // Every file is read and mapped before a connection is made: a bad file costs nothing on the topics.

@@ -38,6 +38,7 @@ const AtifStepIn = z.looseObject({
     })
     .nullish(),
   llm_call_count: z.number().int().min(0).nullish(),
+  is_copied_context: z.boolean().nullish(),
   extra: Extra.nullish(),
 });
 type AtifStepIn = z.infer<typeof AtifStepIn>;
@@ -125,6 +126,11 @@ export interface AtifImportOptions {
    * @default the file's (`extra.trialrun.policy_id`), else the agent's name
    */
   policyId?: string;
+  /**
+   * The time of steps and trajectories whose file gives none (ISO 8601); the store files rows by it.
+   * @default the time of the call
+   */
+  importedAt?: string;
 }
 
 const where = (source: AtifSource): string => `${source.file}${source.line === undefined ? '' : `:${source.line}`}`;
@@ -181,6 +187,7 @@ export function trajectoryFromAtif(document: unknown, source: AtifSource, option
   if (!envId) throw new ValidationError(`ATIF ${where(source)}`, [`extra.${ATIF_EXTRA_KEY}.env_id: the file names no environment; give the task's with --env`]);
   const runId = options.runId ?? ours.run_id ?? root.session_id ?? 'atif-import';
   const trajectoryId = ours.trajectory_id ?? root.trajectory_id ?? root.session_id ?? `${runId}/${taskId}/${where(source)}`;
+  const importedAt = options.importedAt ?? new Date().toISOString();
 
   const steps: Step[] = [];
   let pending: string[] = [];
@@ -208,7 +215,7 @@ export function trajectoryFromAtif(document: unknown, source: AtifSource, option
       const result = call ? (results.find((r) => r.source_call_id === call.tool_call_id) ?? (calls.length === 1 && results.length === 1 && !results[0]!.source_call_id ? results[0] : undefined)) : results[0];
       const ourResult = parseOrThrow(OurResult, result?.extra?.[ATIF_EXTRA_KEY] ?? {}, source, `${label}.observation.results[${result ? results.indexOf(result) : 0}].extra.${ATIF_EXTRA_KEY}`);
       const output = textOf(result?.content);
-      const startedAt = step.timestamp ? isoOrThrow(step.timestamp, source, `${label}.timestamp`) : (ours.created_at ?? new Date(0).toISOString());
+      const startedAt = step.timestamp ? isoOrThrow(step.timestamp, source, `${label}.timestamp`) : (ours.created_at ?? importedAt);
       steps.push({
         index: steps.length,
         observation: c === 0 ? observation : previousOutput,
@@ -223,10 +230,11 @@ export function trajectoryFromAtif(document: unknown, source: AtifSource, option
       previousOutput = output;
     });
   });
-  const createdAt = ours.created_at ?? steps[0]?.startedAt ?? new Date(0).toISOString();
+  const createdAt = ours.created_at ?? steps[0]?.startedAt ?? importedAt;
   const trajectory = {
     trajectoryId,
-    groupId: ours.group_id ?? `${runId}/${taskId}`,
+    // Without the file's group, a trajectory is a group of its own: other files' episodes of the task are no GRPO group of it.
+    groupId: ours.group_id ?? trajectoryId,
     groupSize: ours.group_size ?? 1,
     envId,
     policyId: options.policyId ?? ours.policy_id ?? root.agent.name,
@@ -276,7 +284,8 @@ function llmCallOf(step: AtifStepIn, defaultModel: string, ours: z.infer<typeof 
   if ((prompt === null) !== (completion === null)) fail(prompt === null ? 'prompt_token_ids' : 'completion_token_ids', 'token ids need both prompt_token_ids and completion_token_ids');
   if (logprobs && completion && logprobs.length !== completion.length) fail('logprobs', `${logprobs.length} logprobs for ${completion.length} completion tokens (one each)`);
   let tokens: LlmCall['tokens'] = null;
-  if (prompt && completion) {
+  // A step copied from an earlier trajectory (ATIF 1.5) is context, not a sample to train on: its ids are dropped.
+  if (prompt && completion && !step.is_copied_context) {
     const extendsPrevious = ours.extends_previous ?? (previous !== null && previous.length < prompt.length && startsWith(prompt, previous));
     if (extendsPrevious && (previous === null || !startsWith(prompt, previous))) fail('prompt_token_ids', 'extends_previous is true, but the prompt does not start with the previous turn\'s prompt and completion');
     tokens = { appendedPromptIds: extendsPrevious ? prompt.slice(previous!.length) : [...prompt], promptLength: prompt.length, extendsPrevious, completionIds: [...completion] };

@@ -196,10 +196,11 @@ test('import of another system\'s ATIF: user messages become the observation, se
       { step_id: 4, source: 'agent', message: 'Done.', metrics: { prompt_token_ids: [5, 6, 7, 8, 9], completion_token_ids: [10] } },
       { step_id: 5, source: 'agent', message: 'Checking.', tool_calls: [{ tool_call_id: 'c', function_name: 'bash', arguments: { cmd: 'pytest' } }] },
       { step_id: 6, source: 'agent', message: '', llm_call_count: 0, tool_calls: [{ tool_call_id: 'd', function_name: 'submit', arguments: {} }] },
+      { step_id: 7, source: 'agent', message: 'Old.', is_copied_context: true, metrics: { prompt_token_ids: [1], completion_token_ids: [2] } },
     ],
     final_metrics: { total_steps: 4 },
   };
-  const t = trajectoryFromAtif(document, { file: 'foreign.json' }, { taskId: 'task-7', envId: 'workspace/v1' });
+  const t = trajectoryFromAtif(document, { file: 'foreign.json' }, { taskId: 'task-7', envId: 'workspace/v1', importedAt: '2026-05-06T07:08:09.000Z' });
   assert.equal(t.trajectoryId, 'sess-9');
   assert.equal(t.lineage.runId, 'sess-9');
   assert.equal(t.lineage.taskId, 'task-7');
@@ -211,7 +212,11 @@ test('import of another system\'s ATIF: user messages become the observation, se
     [2, 'message', { message: 'Done.' }, '', 'x = 1'],
     [3, 'bash', { cmd: 'pytest' }, '', ''],
     [4, 'submit', {}, '', ''],
+    [5, 'message', { message: 'Old.' }, '', ''],
   ]);
+  assert.equal(t.steps[5]!.llm!.tokens, null, 'a copied-context step is no sample');
+  assert.deepEqual([t.groupId, t.groupSize], ['sess-9', 1], 'a group of its own');
+  assert.deepEqual([t.lineage.createdAt, t.steps[0]!.startedAt, t.steps[2]!.startedAt], ['2026-01-02T03:04:05.000Z', '2026-01-02T03:04:05.000Z', '2026-05-06T07:08:09.000Z']);
   assert.deepEqual([t.steps[3]!.llm?.content, t.steps[3]!.llm?.tokens, t.steps[3]!.llm?.model], ['Checking.', null, 'gpt-x'], 'a reply without metrics is still a model call, without token ids');
   assert.equal(t.steps[4]!.llm, null, 'llm_call_count 0: no model call');
   assert.equal(t.steps[0]!.llm!.content, 'Looking.');
