@@ -242,3 +242,25 @@ test('another system\'s ATIF, imported with its task given, is re-scored by the 
     await tasks.close();
   }
 });
+
+test('user errors of export and import atif are one line and exit 2, before anything is written', { timeout: 120_000 }, async () => {
+  const refused = (args: string[]): Promise<{ code: number; stderr: string }> =>
+    cli(args).then(
+      () => assert.fail(`${args.join(' ')} succeeded`),
+      (error: { code: number; stderr: string }) => error,
+    );
+  const cases: Array<[string[], RegExp]> = [
+    [['export', 'atif', '--data-dir', storeDir], /^trialrun export: export atif needs --run <id>/],
+    [['export', 'atif', '--run', 'no-such-run', '--data-dir', storeDir], /^trialrun export: no rows for run "no-such-run" under .*; runs there: atif-run/],
+    [['export', 'atif', '--run', RUN, '--disposition', 'learn', '--data-dir', storeDir], /^trialrun export: --disposition is for export samples/],
+    [['import', 'atif'], /^trialrun import: import what\? use "import atif <files\.\.\.>"/],
+    [['import', 'atif', join(storeDir, 'no-such.json')], /^trialrun import: no such file or folder .*no-such\.json/],
+    [['import', 'atif', join(storeDir, '_sink')], /^trialrun import: no \.json or \.jsonl files in /],
+  ];
+  for (const [args, message] of cases) {
+    const { code, stderr } = await refused(args);
+    assert.equal(code, 2, args.join(' '));
+    assert.match(stderr, message);
+    assert.equal(stderr.trim().split('\n').length, 1, stderr);
+  }
+});
