@@ -25,7 +25,7 @@ export const exportCommand: Command = {
   help: {
     format: `samples: ${SAMPLE_EXPORT_FORMATS.join(' or ')} (one sample an object a line)`,
     out: 'samples: the file to write (required); atif: the folder to write into (default: atif-<run>)',
-    run: 'only this loop run\'s samples or trajectories (repeatable; default for samples: every run; atif needs one)',
+    run: 'only this loop run\'s samples or trajectories (repeatable; default for samples: every run; atif needs at least one)',
     disposition: `only samples whose reward is ${RewardDisposition.options.join(', ')} (repeatable; default: all, the advantage is 0 unless learn)`,
     'data-dir': dataDirHelp(),
   },
