@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { ConfigError } from '../schemas/index.js';
 import type { StackLog } from './component.js';
@@ -64,12 +64,24 @@ export async function findHarborPython(env: NodeJS.ProcessEnv = process.env): Pr
   throw new ConfigError(`harbor ${HARBOR_VERSION} needs ${wanted}, and none was found on PATH or under ${pyenvRoot}/versions; install one (pyenv install 3.12) or set TRIALRUN_HARBOR_PYTHON`);
 }
 
-/** The `harbor` command of `<cacheDir>/harbor-<version>-venv`, installed once; an incomplete one is rebuilt. */
-export async function harborCommand(log: StackLog, options: { cacheDir?: string; logFile: string }): Promise<string> {
+/**
+ * The python of `<cacheDir>/harbor-<version>-venv`, installed once; an incomplete one is rebuilt. Its harbor
+ * runs the Harbor cross-check, and its ATIF models (`harbor.models.trajectories`) judge `export atif`.
+ */
+export async function harborPython(log: StackLog, options: { cacheDir?: string; logFile: string }): Promise<string> {
   const dir = join(options.cacheDir ?? stackPaths().cacheDir, `harbor-${HARBOR_VERSION}-venv`);
   const python = await findHarborPython();
-  await cachedVenv({ dir, installs: [[`harbor==${HARBOR_VERSION}`]], check: 'import harbor.cli.main', what: `harbor ${HARBOR_VERSION} (its own runner, for the Harbor cross-check)` }, python, options.logFile, log);
-  return join(dir, 'bin', 'harbor');
+  return cachedVenv(
+    { dir, installs: [[`harbor==${HARBOR_VERSION}`]], check: 'import harbor.cli.main, harbor.models.trajectories', what: `harbor ${HARBOR_VERSION} (its runner and ATIF models)` },
+    python,
+    options.logFile,
+    log,
+  );
+}
+
+/** The `harbor` command of harbor's virtualenv (`harborPython`). */
+export async function harborCommand(log: StackLog, options: { cacheDir?: string; logFile: string }): Promise<string> {
+  return join(dirname(await harborPython(log, options)), 'harbor');
 }
 
 /** The Go toolchain: `go` on PATH, else the official tarball's /usr/local/go. */

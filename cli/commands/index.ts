@@ -4,6 +4,7 @@ import { compactCommand } from './compact.js';
 import { dashboardCommand } from './dashboard.js';
 import { demoCommand } from './demo.js';
 import { exportCommand } from './export.js';
+import { importCommand } from './import.js';
 import { learnCommand } from './learn.js';
 import { notebookCommand } from './notebook.js';
 import { policyCommand } from './policy.js';
@@ -26,6 +27,7 @@ export const COMMANDS: readonly Command[] = [
   compactCommand,
   notebookCommand,
   exportCommand,
+  importCommand,
   replayCommand,
   topicsCommand,
   runProcessorCommand,

@@ -1,4 +1,4 @@
-import { MAX_ENGINES, stackComponents, stackDown, stackStatus, stackUp } from '../../stack/index.js';
+import { harborPython, MAX_ENGINES, setupLogFile, stackComponents, stackDown, stackPaths, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { llmLearnerVenv } from '../llm-learner.js';
@@ -17,8 +17,9 @@ export const stackCommand: Command = {
     '          --s3 an S3 server (SeaweedFS at http://127.0.0.1:8433, bucket trialrun; or checks TRIALRUN_S3_URL when it names another)\n' +
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
     '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)\n' +
-    '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)',
-  usage: 'up|down|status|python llm-learner',
+    '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)\n' +
+    '  python harbor       print the python of the harbor package\'s virtualenv (its runner, its ATIF models), installing it once',
+  usage: 'up|down|status|python llm-learner|python harbor',
   options: { llm: { type: 'boolean', default: false }, s3: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' }, engines: { type: 'string', default: '1' } },
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
@@ -28,8 +29,9 @@ export const stackCommand: Command = {
   },
   async run(values, [action, ...extra]) {
     if (action === 'python') {
-      if (extra.length !== 1 || extra[0] !== 'llm-learner') throw new ConfigError(`expected stack python llm-learner, got "stack ${[action, ...extra].join(' ')}"`);
-      process.stdout.write(`${await llmLearnerVenv()}\n`);
+      if (extra.length !== 1 || (extra[0] !== 'llm-learner' && extra[0] !== 'harbor')) throw new ConfigError(`expected stack python llm-learner or stack python harbor, got "stack ${[action, ...extra].join(' ')}"`);
+      const python = extra[0] === 'harbor' ? await harborPython(log, { logFile: setupLogFile(stackPaths().stateDir, 'harbor') }) : await llmLearnerVenv();
+      process.stdout.write(`${python}\n`);
       return 0;
     }
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);

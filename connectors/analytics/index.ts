@@ -7,3 +7,5 @@ export * from './tables.js';
 export { renderChartSvg, type ChartOptions } from './chart.js';
 export { markdownToHtml, notebookHtml, parseNotebook, recordsOf, runNotebook, type CellResult, type Notebook, type NotebookCell, type ReportContext } from './notebook.js';
 export { exportTrainingSamples, SAMPLE_EXPORT_FORMATS, type SampleExportFormat, type SampleExportOptions, type SampleExportReport } from './samples.js';
+export { ATIF_EXTRA_KEY, ATIF_NO_TOOL, ATIF_SCHEMA_VERSION, atifFileName, atifOfStored, exportAtif, storedTrajectories, turnTokens, type AtifExportOptions, type AtifExportReport, type AtifTrajectory, type StoredTrajectory } from './atif.js';
+export { looksLikeAtif, trajectoryFromAtif, type AtifImportOptions, type AtifSource } from './atif-import.js';
