@@ -7,4 +7,5 @@ export * from './tables.js';
 export { renderChartSvg, type ChartOptions } from './chart.js';
 export { markdownToHtml, notebookHtml, parseNotebook, recordsOf, runNotebook, type CellResult, type Notebook, type NotebookCell, type ReportContext } from './notebook.js';
 export { exportTrainingSamples, SAMPLE_EXPORT_FORMATS, type SampleExportFormat, type SampleExportOptions, type SampleExportReport } from './samples.js';
+export { openLake, type Lake } from './lake.js';
 export { DUCKDB_HTTPFS_VERSION, enableS3Reads, httpfsExtensionPath, httpfsVenvDir, NO_EXTENSION_DOWNLOADS } from './httpfs.js';
