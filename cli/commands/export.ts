@@ -2,7 +2,7 @@ import { AnalyticsCatalog, exportTrainingSamples, SAMPLE_EXPORT_FORMATS } from '
 import { ConfigError, RewardDisposition } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { choiceOption, listOption, outputFile, stringOption } from '../options.js';
-import { dataDir, dataDirHelp } from '../paths.js';
+import { dataDirHelp, lakeLocation } from '../paths.js';
 
 export const exportCommand: Command = {
   name: 'export',
@@ -34,7 +34,7 @@ export const exportCommand: Command = {
     const dispositions = listOption(values, 'disposition');
     const unknown = (dispositions ?? []).filter((d) => !(RewardDisposition.options as readonly string[]).includes(d));
     if (unknown.length) throw new ConfigError(`--disposition must be one of ${RewardDisposition.options.join(', ')}, got "${unknown.join('", "')}"`);
-    const store = dataDir(values);
+    const store = lakeLocation(values);
     const runIds = listOption(values, 'run');
     const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
     try {

@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, Socket, type Server } from 'node:net';
+import { join } from 'node:path';
 import { before, test } from 'node:test';
 import { AnalyticsCatalog, compactStore, openLake, type Lake } from '../../connectors/analytics/index.js';
 import { ensureS3Bucket, type S3StoreOptions } from '../../connectors/storage/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import type { ProcessorContext } from '../../pipelines/runtime/index.js';
-import { ConfigError, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL } from '../../schemas/index.js';
+import { ConfigError, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL, TOPICS } from '../../schemas/index.js';
+import { LoopWatcher, resolveDashboardOptions } from '../../dashboard/index.js';
 import { s3Component } from '../../stack/index.js';
 import { syntheticReward } from './analytics-fixtures.js';
-import { ensureStack, eventually, freshContext, readAll, sendRaw } from './harness.js';
+import { repoRoot } from '../../cli/paths.js';
+import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
 import { killMidFile, POISON, produceTrajectories, rowKeys, sourceOffsets } from './sink-fixtures.js';
 
 /**
@@ -173,4 +177,70 @@ test('on S3: wrong credentials or a missing bucket is one line at start, before 
   await admin.connect();
   const groups = await admin.listGroups().finally(() => admin.disconnect());
   assert.ok(!groups.some((group) => group === `${context.names.prefix}analytics-sink`), 'the sink never joined its group');
+});
+
+/** Runs the CLI as a user would; returns its exit code and output. */
+function trialrun(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), ...args], { env: { ...process.env, TRIALRUN_DEBUG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+  });
+}
+
+test('on S3: trialrun sql (--data-dir or TRIALRUN_LAKE), compact, export samples and notebook run read the lake from a clean folder', { timeout: 300_000 }, async () => {
+  const context = await freshContext('s3-cli');
+  const dataDir = lakeUrl('cli');
+  const rewards = await Promise.all(Array.from({ length: 60 }, (_, i) => context.serde.encode('rewards', syntheticReward(i, { runId: 'cli' }))));
+  await sendRaw(context, 'rewards', rewards.map((value, i) => ({ key: `t${i}`, value })));
+  const sink = new AnalyticsSink(context, { dataDir, topics: ['rewards'], rollBytes: rewards[0]!.length * 10, rollAgeMs: 300 });
+  await sink.start();
+  const lake = openLake(dataDir, 'test');
+  try {
+    await eventually('every partition landed', async () => landedEverywhere(lake, context.names.name('rewards'), await partitionEnds(context, 'rewards')), 60_000);
+  } finally {
+    await sink.stop();
+    lake.close();
+  }
+  // A clean state folder: nothing local to read from, only the lake on S3.
+  const clean = { TRIALRUN_STATE_DIR: tempDir('s3-cli-state'), TRIALRUN_DATA_DIR: tempDir('s3-cli-data') };
+  const query = 'SELECT count(*)::INT AS n, count(DISTINCT reward_id)::INT AS ids FROM rewards';
+  for (const [args, env] of [
+    [['sql', '--format', 'json', '--data-dir', dataDir, query], clean],
+    [['sql', '--format', 'json', query], { ...clean, TRIALRUN_LAKE: dataDir }],
+  ] as const) {
+    const result = await trialrun(args, env);
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(JSON.parse(result.stdout), { n: 60, ids: 60 });
+    assert.match(result.stderr, new RegExp(`read ${dataDir}`));
+  }
+  const compacted = await trialrun(['compact', '--data-dir', dataDir, '--table', 'rewards'], clean);
+  assert.equal(compacted.code, 0, compacted.stderr);
+  assert.match(compacted.stdout, /^rewards\s+\d+ -> 3 /m, 'one object per folder and partition');
+  const again = await trialrun(['sql', '--format', 'json', '--data-dir', dataDir, query], clean);
+  assert.deepEqual(JSON.parse(again.stdout), { n: 60, ids: 60 }, 'compaction changed no answer');
+  const out = join(clean.TRIALRUN_DATA_DIR, 'samples.jsonl');
+  const exported = await trialrun(['export', 'samples', '--format', 'jsonl', '--out', out, '--data-dir', dataDir], clean);
+  // This lake holds rewards only: export reads it from S3 and says it has no LLM samples (as it does for a folder).
+  assert.equal(exported.code, 2, exported.stderr);
+  assert.match(exported.stderr, /^trialrun export: no training samples: none of the 0 trajectories carries LLM token ids/);
+  const reports = join(clean.TRIALRUN_STATE_DIR, 'reports');
+  const notebook = await trialrun(['notebook', 'run', 'all', '--data-dir', dataDir, '--out', reports], clean);
+  assert.equal(notebook.code, 0, notebook.stderr);
+  // The dashboard's watcher lists the lake on S3 and reads the run's rows through the catalog.
+  const watcher = new LoopWatcher(context, resolveDashboardOptions({ dataDir, runId: 'cli' }));
+  await watcher.start();
+  try {
+    assert.equal(watcher.current.runId, 'cli');
+    assert.equal(watcher.current.stages.find((stage) => stage.stage === TOPICS.rewards.name)?.landed, 60, JSON.stringify(watcher.current.problems));
+  } finally {
+    await watcher.close();
+  }
+  const refused = await trialrun(['sql', '--data-dir', dataDir, query], { ...clean, AWS_ACCESS_KEY_ID: 'trialrun', AWS_SECRET_ACCESS_KEY: 'wrong' });
+  assert.equal(refused.code, 2);
+  assert.match(refused.stderr, /^trialrun sql: [^\n]*refused the credentials[^\n]*\n$/);
 });

@@ -30,6 +30,7 @@ const CASES: Array<[string, Record<string, string>, RegExp]> = [
   ['a malformed bucket name', { TRIALRUN_CHECKPOINTS: 's3://Not_A_Bucket/checkpoints' }, /TRIALRUN_CHECKPOINTS: "Not_A_Bucket" in s3:\/\/Not_A_Bucket\/checkpoints is not an S3 bucket name/],
   ['a bucket that does not exist', { TRIALRUN_ARTIFACTS: `s3://missing-${randomUUID().slice(0, 8)}/trees` }, /s3:\/\/missing-\w+\/trees at http:\/\/127\.0\.0\.1:8433: bucket "missing-\w+" does not exist/],
   ['refused credentials', { TRIALRUN_CHECKPOINTS: 's3://trialrun/checkpoints', AWS_ACCESS_KEY_ID: 'trialrun', AWS_SECRET_ACCESS_KEY: 'wrong' }, /refused the credentials .*check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY/],
+  ['a lake on a bucket that does not exist', { TRIALRUN_LAKE: `s3://missing-${randomUUID().slice(0, 8)}/lake` }, /s3:\/\/missing-\w+\/lake at http:\/\/127\.0\.0\.1:8433: bucket "missing-\w+" does not exist/],
   ['an endpoint that is an s3:// URL', { TRIALRUN_CHECKPOINTS: 's3://trialrun/checkpoints', TRIALRUN_S3_URL: 's3://trialrun' }, /TRIALRUN_S3_URL .* is not http\(s\)/],
 ];
 
