@@ -50,12 +50,14 @@ export const artifactsLocation = (env: NodeJS.ProcessEnv = process.env): string 
 export const treeStore = (env: NodeJS.ProcessEnv = process.env): TreeStore => openTreeStore(artifactsLocation(env));
 
 /**
- * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, TRIALRUN_LAKE) and asks each
+ * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, TRIALRUN_LAKE,
+ * TRIALRUN_EXPERIMENTS) and asks each
  * `s3://` one once whether its bucket answers to these credentials, so that a malformed URL, a missing bucket or
  * refused credentials is one line naming the setting, before anything is consumed. Local folders need no check.
  */
 export async function checkStorageLocations(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  for (const [option, location] of [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)], ['TRIALRUN_LAKE', lakeLocation({}, env)]] as const) {
+  const locations = [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)], ['TRIALRUN_LAKE', lakeLocation({}, env)], ['TRIALRUN_EXPERIMENTS', env.TRIALRUN_EXPERIMENTS ?? '']] as const;
+  for (const [option, location] of locations) {
     if (!isS3Url(location)) continue;
     const store = openBlobStore(location, option, { env });
     try {
