@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { CheckpointStore } from '../connectors/checkpoints/index.js';
 import type { KafkaPort } from '../connectors/kafka/index.js';
 import { TopicSerde } from '../connectors/registry/index.js';
@@ -9,7 +9,8 @@ import { compareMeans, compareRates, evaluatePolicy, evaluationVerifier, landEva
 import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/index.js';
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
-import { ConfigError, topicNames, type Task } from '../schemas/index.js';
+import { openBlobStore } from '../connectors/storage/index.js';
+import { ConfigError, isS3Url, topicNames, type Task } from '../schemas/index.js';
 import { imageFor, llmThreadShare } from '../stack/index.js';
 import { endProgress, printProgress, progressLine } from './progress.js';
 
@@ -266,12 +267,26 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   }
 }
 
-/** Writes the report as JSON under `<data>/experiments/` and returns its path. */
-export function saveExperiment(report: ExperimentReport, dataDir: string): string {
-  const out = join(dataDir, 'experiments');
+/**
+ * Writes the report as `<runId>.json` under TRIALRUN_EXPERIMENTS when it names a store (`s3://bucket/prefix`, put
+ * through the storage port, created once: a run id is never reused), else under `<data>/experiments/`; returns
+ * where it went (a path, or the object's URI).
+ */
+export async function saveExperiment(report: ExperimentReport, dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+  const body = `${JSON.stringify(report, null, 2)}\n`;
+  const location = env.TRIALRUN_EXPERIMENTS;
+  if (location !== undefined && isS3Url(location)) {
+    const store = openBlobStore(location, 'TRIALRUN_EXPERIMENTS', { env });
+    try {
+      return (await store.put(`${report.runId}.json`, Buffer.from(body), { ifAbsent: true })).uri;
+    } finally {
+      store.close();
+    }
+  }
+  const out = location ? resolve(location) : join(dataDir, 'experiments');
   mkdirSync(out, { recursive: true });
   const file = join(out, `${report.runId}.json`);
-  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
+  writeFileSync(file, body);
   return file;
 }
 

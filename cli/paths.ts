@@ -2,7 +2,7 @@ import { join, resolve } from 'node:path';
 import { openTreeStore, type TreeStore } from '../connectors/artifacts/index.js';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
 import { openBlobStore } from '../connectors/storage/index.js';
-import { checkoutRoot, isS3Url } from '../schemas/index.js';
+import { checkoutRoot, isS3Url, parseS3Url } from '../schemas/index.js';
 import { stackPaths } from '../stack/index.js';
 import type { OptionValues } from './options.js';
 
@@ -23,8 +23,21 @@ export function dataDir(values: OptionValues = {}, env: NodeJS.ProcessEnv = proc
   return resolve(typeof given === 'string' && given !== '' ? given : (env.TRIALRUN_DATA_DIR ?? join(stateDir(env), 'data')));
 }
 
-/** Help text of every --data-dir option, with the folder it resolves to now. */
-export const dataDirHelp = (): string => `analytics store folder (default: $TRIALRUN_DATA_DIR, else ${dataDir()})`;
+/**
+ * The Parquet lake: --data-dir, else TRIALRUN_LAKE, else the data folder (dataDir). An `s3://bucket/prefix` URL is
+ * checked here, so a malformed one is a ConfigError naming the option before anything starts.
+ */
+export function lakeLocation(values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): string {
+  const given = values['data-dir'];
+  const [option, location] = typeof given === 'string' && given !== '' ? ['--data-dir', given] : ['TRIALRUN_LAKE', env.TRIALRUN_LAKE];
+  if (location === undefined || location === '') return dataDir({}, env);
+  if (!isS3Url(location)) return resolve(location);
+  parseS3Url(location, option);
+  return location;
+}
+
+/** Help text of every --data-dir option, with the lake it resolves to now. */
+export const dataDirHelp = (): string => `the analytics lake: a folder or s3://bucket/prefix (default: $TRIALRUN_LAKE, else $TRIALRUN_DATA_DIR, else ${dataDir()})`;
 
 /** Policy artifacts: a folder under the state folder unless TRIALRUN_CHECKPOINTS names another store. */
 export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_CHECKPOINTS ?? join(stateDir(env), 'checkpoints');
@@ -37,12 +50,14 @@ export const artifactsLocation = (env: NodeJS.ProcessEnv = process.env): string 
 export const treeStore = (env: NodeJS.ProcessEnv = process.env): TreeStore => openTreeStore(artifactsLocation(env));
 
 /**
- * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS) and asks each
+ * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, TRIALRUN_LAKE,
+ * TRIALRUN_EXPERIMENTS) and asks each
  * `s3://` one once whether its bucket answers to these credentials, so that a malformed URL, a missing bucket or
  * refused credentials is one line naming the setting, before anything is consumed. Local folders need no check.
  */
 export async function checkStorageLocations(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  for (const [option, location] of [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)]] as const) {
+  const locations = [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)], ['TRIALRUN_LAKE', lakeLocation({}, env)], ['TRIALRUN_EXPERIMENTS', env.TRIALRUN_EXPERIMENTS ?? '']] as const;
+  for (const [option, location] of locations) {
     if (!isS3Url(location)) continue;
     const store = openBlobStore(location, option, { env });
     try {

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
-import { join, sep } from 'node:path';
-import { AnalyticsCatalog, listDataFiles, partitionSuperseded, readParquetSql, type DataFile, type QueryResult } from '../connectors/analytics/index.js';
+import { sep } from 'node:path';
+import { AnalyticsCatalog, openLake, partitionSuperseded, readParquetSql, type DataFile, type Lake, type QueryResult } from '../connectors/analytics/index.js';
 import { readTopic, type KafkaAdmin, type TopicReader } from '../connectors/kafka/index.js';
 import type { Counter, Gauge, Histogram, HistogramState, ProcessorContext } from '../pipelines/runtime/index.js';
 import { errorMessage, TOPICS, type DeadLetter, type TopicKey } from '../schemas/index.js';
@@ -217,6 +217,8 @@ export class LoopWatcher {
   private refreshing: Promise<void> | null = null;
   private readonly listeners = new Set<(snapshot: Snapshot) => void>();
   private closed = false;
+  /** The lake, opened at the first snapshot (a folder, or S3 listed through the storage port). */
+  private lake: Lake | undefined;
 
   constructor(
     private readonly context: ProcessorContext,
@@ -260,6 +262,7 @@ export class LoopWatcher {
     await this.refreshing;
     await this.following;
     await Promise.allSettled([this.deadLetterReader?.stop(), this.admin?.disconnect()]);
+    this.lake?.close();
   }
 
   private async takeSnapshot(): Promise<void> {
@@ -413,7 +416,9 @@ export class LoopWatcher {
   /** Re-reads the analytics store when its live files changed (the sink lands a file every few seconds). */
   private async readAnalytics(): Promise<void> {
     const { dataDir } = this.options;
-    const live = new Map(PER_RUN_TABLES.concat('tasks').map((table) => [table, partitionSuperseded(listDataFiles(join(dataDir, table))).live]));
+    this.lake ??= openLake(dataDir, 'DashboardOptions.dataDir');
+    const live = new Map<string, DataFile[]>();
+    for (const table of PER_RUN_TABLES.concat('tasks')) live.set(table, partitionSuperseded(await this.lake.listDataFiles(table)).live);
     const key = JSON.stringify([...live].map(([table, files]) => [table, files.map((f) => f.path).sort()]));
     if (key === this.analyticsKey) return;
     const newest = this.options.runId === null ? newestFile(live) : null;
@@ -499,7 +504,8 @@ function newestFile(live: ReadonlyMap<string, readonly DataFile[]>): DataFile | 
   let newest: { file: DataFile; mtime: number } | null = null;
   for (const table of PER_RUN_TABLES) {
     for (const file of live.get(table) ?? []) {
-      const mtime = statSync(file.path, { throwIfNoEntry: false })?.mtimeMs ?? 0;
+      // An object on S3 has no local mtime: without --run, the dashboard then shows the run listed first.
+      const mtime = file.path.startsWith('s3://') ? 0 : (statSync(file.path, { throwIfNoEntry: false })?.mtimeMs ?? 0);
       if (!newest || mtime > newest.mtime) newest = { file, mtime };
     }
   }

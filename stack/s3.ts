@@ -9,6 +9,7 @@
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DUCKDB_HTTPFS_VERSION, httpfsVenvDir } from '../connectors/analytics/index.js';
 import { ensureS3Bucket, S3BlobStore } from '../connectors/storage/index.js';
 import { STACK_S3_ACCESS_KEY_ID, STACK_S3_BUCKET, STACK_S3_PORT, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
@@ -109,6 +110,9 @@ export function s3Component(options: S3ServerOptions = {}): StackComponent {
     isUp,
 
     async ensure(log: StackLog) {
+      // DuckDB reads a lake on S3 with httpfs, which it may not download at run time: the wheel that ships it, once.
+      const httpfs = { dir: httpfsVenvDir(env), installs: [[`duckdb-extension-httpfs==${DUCKDB_HTTPFS_VERSION}`]], check: 'import duckdb_extension_httpfs', what: `DuckDB's httpfs extension ${DUCKDB_HTTPFS_VERSION} (the duckdb-extension-httpfs wheel, ~7 MB)` };
+      await cachedVenv(httpfs, options.python ?? 'python3', logFile, log);
       if (await isUp()) {
         if (external) await checkExternal();
         else await waitUntil(() => bucketReady().then(() => true), { what: `a read and a write in bucket ${bucket} at ${url}`, timeoutMs: options.startTimeoutMs ?? 60_000, intervalMs: 500, logFile });

@@ -1,8 +1,8 @@
 import { ANALYTICS_TABLES, compactStore } from '../../connectors/analytics/index.js';
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, isS3Url } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { existingDir, listOption, requiredInt } from '../options.js';
-import { dataDir, dataDirHelp } from '../paths.js';
+import { dataDirHelp, lakeLocation } from '../paths.js';
 
 const MiB = 1024 * 1024;
 
@@ -37,7 +37,8 @@ export const compactCommand: Command = {
       targetFileBytes: requiredInt(values, 'target-file-mb') * MiB,
       dryRun: values['dry-run'] === true,
     };
-    const store = existingDir(dataDir(values), 'the analytics store (--data-dir)');
+    const location = lakeLocation(values);
+    const store = isS3Url(location) ? location : existingDir(location, 'the analytics store (--data-dir)');
     process.stderr.write(`[compact] ${store}\n`);
     const reports = await compactStore(store, options);
     const mb = (bytes: number): string => `${(bytes / MiB).toFixed(1)} MiB`;

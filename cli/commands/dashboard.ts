@@ -3,13 +3,13 @@ import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { intOption, stringOption, type OptionValues } from '../options.js';
-import { dataDir, dataDirHelp } from '../paths.js';
+import { dataDirHelp, lakeLocation } from '../paths.js';
 
 /** The dashboard's flags, checked before anything connects; `--port 70000` is one line and exit 2. */
 export function dashboardSettings(values: OptionValues): DashboardOptions {
   const port = intOption(values, 'port', 0);
   if (port !== undefined && port > 65535) throw new ConfigError(`--port must be a whole number in [0, 65535] (0: any free port), got "${String(values.port)}"`);
-  const settings: DashboardOptions = { dataDir: dataDir(values), host: stringOption(values, 'host'), port, runId: stringOption(values, 'run') };
+  const settings: DashboardOptions = { dataDir: lakeLocation(values), host: stringOption(values, 'host'), port, runId: stringOption(values, 'run') };
   try {
     resolveDashboardOptions(settings);
   } catch (error) {

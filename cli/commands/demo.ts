@@ -18,7 +18,7 @@ import { processorContext } from '../context.js';
 import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointsLocation, checkpointStore, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { bundledTasks, checkpointsLocation, checkpointStore, checkStorageLocations, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
 import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
@@ -197,6 +197,8 @@ export const demoCommand: Command = {
     const { envId, workspaceJob, experiment, sandbox, ...settings } = resolveDemoSettings(values);
     await stackUp((line) => void process.stderr.write(`${line}
 `), stackFor(settings));
+    // An s3:// location (the report's TRIALRUN_EXPERIMENTS among them) that cannot be written is said now, not after the run.
+    await checkStorageLocations();
     const pool = openSandboxPool(sandbox);
     // After stack up: a Harbor job builds its task images FROM the sandbox images and runs solve.sh in sandboxes.
     const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
@@ -256,7 +258,7 @@ export const demoCommand: Command = {
           signal: interrupt.signal,
           label: '[demo]',
         });
-        process.stdout.write(`${formatExperiment(report, saveExperiment(report, settings.dataDir), sandbox)}\n`);
+        process.stdout.write(`${formatExperiment(report, await saveExperiment(report, settings.dataDir), sandbox)}\n`);
         return 0;
       }
       const context = await processorContext();

@@ -3,7 +3,7 @@ import { AnalyticsCatalog, exportAtif, exportTrainingSamples, SAMPLE_EXPORT_FORM
 import { ConfigError, RewardDisposition } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { choiceOption, listOption, outputFile, stringOption } from '../options.js';
-import { dataDir, dataDirHelp } from '../paths.js';
+import { dataDirHelp, lakeLocation } from '../paths.js';
 
 export const exportCommand: Command = {
   name: 'export',
@@ -39,7 +39,7 @@ export const exportCommand: Command = {
     const dispositions = listOption(values, 'disposition');
     const unknown = (dispositions ?? []).filter((d) => !(RewardDisposition.options as readonly string[]).includes(d));
     if (unknown.length) throw new ConfigError(`--disposition must be one of ${RewardDisposition.options.join(', ')}, got "${unknown.join('", "')}"`);
-    const store = dataDir(values);
+    const store = lakeLocation(values);
     const runIds = listOption(values, 'run');
     const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
     try {
@@ -59,7 +59,7 @@ async function exportAtifFiles(values: Parameters<Command['run']>[0]): Promise<n
   if (values.disposition !== undefined) throw new ConfigError('--disposition is for export samples; export atif writes every trajectory of the run');
   const outOption = stringOption(values, 'out');
   const outDir = resolve(outOption ?? `atif-${runIds.join('+').replace(/[^A-Za-z0-9._-]+/g, '_')}`);
-  const store = dataDir(values);
+  const store = lakeLocation(values);
   const catalog = await AnalyticsCatalog.open(store, { runIds, requireData: true });
   try {
     const report = await exportAtif(catalog, { outDir });

@@ -10,7 +10,7 @@ import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, dataDir, stateDir } from '../paths.js';
+import { bundledTasks, checkStorageLocations, dataDir, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
 import { loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
@@ -138,6 +138,8 @@ export const learnCommand: Command = {
     if (train.length === 0 || held.length === 0) throw new ConfigError(`${taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${rejectsDir})`);
     process.stderr.write(`${runId}: ${train.length} training tasks, ${held.length} held out\n`);
     await stackUp((line) => void process.stderr.write(`${line}\n`), stackFor(policy));
+    // An s3:// location (the report's TRIALRUN_EXPERIMENTS among them) that cannot be written is said now, not after the run.
+    await checkStorageLocations();
 
     const kind = policyKind(policy.policyId, { llm: policy.llm });
     const checkpoints = join(stateDir(), 'checkpoints', runId);
@@ -182,7 +184,7 @@ export const learnCommand: Command = {
         externalLearner,
         signal: interrupt.signal,
       });
-      const file = saveExperiment(report, data);
+      const file = await saveExperiment(report, data);
       process.stdout.write(`${formatExperiment(report, file, sandbox)}\n`);
       return 0;
     } catch (error) {

@@ -4,7 +4,7 @@ import { AnalyticsCatalog, notebookHtml, parseNotebook, runNotebook } from '../.
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { existingDir, listOption, stringOption } from '../options.js';
-import { dataDir, dataDirHelp, repoRoot, stateDir } from '../paths.js';
+import { dataDirHelp, lakeLocation, repoRoot, stateDir } from '../paths.js';
 
 export const notebooksDir = (): string => join(repoRoot(), 'notebooks');
 
@@ -42,7 +42,7 @@ export const notebookCommand: Command = {
     const names = name === 'all' ? available : [name];
     const missing = names.filter((n) => !available.includes(n));
     if (missing.length) throw new ConfigError(`no notebook "${missing.join('", "')}" in ${dir}; one of ${available.join(', ')}`);
-    const store = dataDir(values);
+    const store = lakeLocation(values);
     const runIds = listOption(values, 'run');
     const out = resolve(stringOption(values, 'out') ?? join(stateDir(), 'reports'));
     if (existsSync(out) && !statSync(out).isDirectory()) throw new ConfigError(`--out ${out} is a file; give a folder for the reports`);

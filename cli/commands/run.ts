@@ -15,7 +15,7 @@ import { llmServerFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
-import { checkpointStore, checkStorageLocations, dataDir, treeStore } from '../paths.js';
+import { checkpointStore, checkStorageLocations, lakeLocation, treeStore } from '../paths.js';
 import { llmLearnerLaunch, llmLearnerVenv, llmServerRoot, runLlmLearner, servedGguf } from '../llm-learner.js';
 import { WEIGHT_SERVER_HELP, WEIGHT_SERVER_OPTIONS, weightServerChoice, weightServerFor } from '../weight-server.js';
 
@@ -111,8 +111,8 @@ export const runProcessorCommand: Command = {
     } else if (name === 'learner') {
       processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs, instanceId });
     } else {
-      process.stderr.write(`[${name}] landing Parquet files in ${dataDir()}\n`);
-      processor = new AnalyticsSink(context, { dataDir: dataDir(), sessionTimeoutMs });
+      process.stderr.write(`[${name}] landing Parquet files in ${lakeLocation()}\n`);
+      processor = new AnalyticsSink(context, { dataDir: lakeLocation(), sessionTimeoutMs });
     }
     await processor.start();
     process.stderr.write(`[${name}] running (instance ${instanceId}); stop with Ctrl-C\n`);

@@ -4,7 +4,7 @@ import { ConfigError, errorMessage } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { formatResult, type OutputFormat } from '../format.js';
 import { choiceOption, listOption, outputFile, stringOption } from '../options.js';
-import { dataDir, dataDirHelp } from '../paths.js';
+import { dataDirHelp, lakeLocation } from '../paths.js';
 
 const FORMATS = ['table', 'csv', 'json', 'parquet'] as const;
 
@@ -44,7 +44,7 @@ export const sqlCommand: Command = {
     const outOption = stringOption(values, 'out');
     const out = outOption === undefined ? undefined : outputFile(outOption, '--out');
     if (format === 'parquet' && !out) throw new ConfigError('--format parquet needs --out <file.parquet>');
-    const store = dataDir(values);
+    const store = lakeLocation(values);
     const runIds = listOption(values, 'run');
     // Refuses a missing folder, one without Parquet files and unknown run ids: an empty answer from the
     // wrong folder would look like a real one.

@@ -1,9 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
-import { join, sep } from 'node:path';
+import { sep } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, parseS3Url } from '../../schemas/index.js';
+import type { S3StoreOptions } from '../storage/index.js';
+import { enableS3Reads, NO_EXTENSION_DOWNLOADS } from './httpfs.js';
+import { openLake } from './lake.js';
 import { sqlIdent as ident, sqlString } from './sql.js';
-import { listDataFiles, partitionSuperseded, runFolder, type DataFile } from './layout.js';
+import { partitionSuperseded, runFolder, type DataFile } from './layout.js';
 import { ANALYTICS_TABLES, duckdbType, LLM_SAMPLE_FIELDS, LLM_TURN_FIELDS, STEP_FIELDS, type AnyTableSpec } from './tables.js';
 
 export interface QueryResult {
@@ -119,6 +122,8 @@ export interface CatalogOptions {
    * @default false
    */
   requireData?: boolean;
+  /** How to reach S3 when the lake is an s3:// URL (DuckDB reads it with httpfs, loaded from its local file). @default resolveS3StoreOptions(): TRIALRUN_S3_URL and the AWS_* variables */
+  s3?: S3StoreOptions;
 }
 
 /** Tables whose rows belong to a loop run (the tasks table's run is the data job's). */
@@ -134,13 +139,20 @@ export class AnalyticsCatalog {
 
   static async open(dataDir: string, options: CatalogOptions = {}): Promise<AnalyticsCatalog> {
     if (options.runIds && options.runIds.length === 0) throw new ConfigError('CatalogOptions.runIds: give at least one run id, or leave it out for every run');
+    const lake = openLake(dataDir, 'the analytics lake (--data-dir)', options.s3);
     const listed = new Map<string, DataFile[]>();
-    for (const spec of ANALYTICS_TABLES as readonly AnyTableSpec[]) listed.set(spec.table, partitionSuperseded(listDataFiles(join(dataDir, spec.table))).live);
-    if (options.requireData) requireData(dataDir, listed, options.runIds);
-    const instance = await DuckDBInstance.create(':memory:');
+    try {
+      if (lake.store) await lake.check();
+      for (const spec of ANALYTICS_TABLES as readonly AnyTableSpec[]) listed.set(spec.table, partitionSuperseded(await lake.listDataFiles(spec.table)).live);
+    } finally {
+      lake.close();
+    }
+    if (options.requireData) requireData(dataDir, listed, options.runIds, lake.store !== null);
+    const instance = await DuckDBInstance.create(':memory:', NO_EXTENSION_DOWNLOADS);
     const connection = await instance.connect();
     const files = new Map<string, string[]>();
     try {
+      if (lake.store) await enableS3Reads(connection, parseS3Url(dataDir, 'the analytics lake (--data-dir)').bucket, options.s3);
       for (const spec of ANALYTICS_TABLES as readonly AnyTableSpec[]) {
         const runs = PER_RUN_TABLES.has(spec.table) ? options.runIds : undefined;
         const folders = runs && new Set(runs.map(runFolder));
@@ -200,12 +212,12 @@ export class AnalyticsCatalog {
 }
 
 /** The `run_id=<run>` folder a data file sits in. */
-const runFolderOf = (file: DataFile): string => file.bucket.split(sep)[0]!;
+const runFolderOf = (file: DataFile): string => file.bucket.split(sep)[0]!.split('/')[0]!;
 
 /** Throws a ConfigError when the store has nothing to read, or a wanted run has no rows in it. */
-function requireData(dataDir: string, listed: ReadonlyMap<string, readonly DataFile[]>, runIds: readonly string[] | undefined): void {
-  if (!existsSync(dataDir)) throw new ConfigError(`no data folder ${dataDir}; run the demo or pass --data-dir`);
-  if (!statSync(dataDir).isDirectory()) throw new ConfigError(`${dataDir} is not a folder; pass the analytics store's folder with --data-dir`);
+function requireData(dataDir: string, listed: ReadonlyMap<string, readonly DataFile[]>, runIds: readonly string[] | undefined, remote: boolean): void {
+  if (!remote && !existsSync(dataDir)) throw new ConfigError(`no data folder ${dataDir}; run the demo or pass --data-dir`);
+  if (!remote && !statSync(dataDir).isDirectory()) throw new ConfigError(`${dataDir} is not a folder; pass the analytics store's folder with --data-dir`);
   const all = [...listed.values()].flat();
   if (all.length === 0) throw new ConfigError(`no Parquet files under ${dataDir}; run the demo or pass --data-dir`);
   if (!runIds) return;

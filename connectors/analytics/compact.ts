@@ -1,8 +1,8 @@
-import { rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { ConfigError } from '../../schemas/index.js';
+import type { S3StoreOptions } from '../storage/index.js';
 import { readParquetSql } from './catalog.js';
-import { dataFileMetadata, dataFileName, groupFiles, listDataFiles, partitionSuperseded, readLedger, type DataFile } from './layout.js';
+import { openLake } from './lake.js';
+import { dataFileMetadata, groupFiles, partitionSuperseded, type DataFile } from './layout.js';
 import { ParquetWriter } from './parquet.js';
 import { ANALYTICS_TABLES } from './tables.js';
 
@@ -17,6 +17,8 @@ export interface CompactOptions {
   targetFileBytes?: number;
   /** Report what would be merged without writing or deleting anything. @default false */
   dryRun?: boolean;
+  /** How to reach S3 when the lake is an s3:// URL. @default resolveS3StoreOptions(): TRIALRUN_S3_URL and the AWS_* variables */
+  s3?: S3StoreOptions;
 }
 
 interface ResolvedCompactOptions {
@@ -88,39 +90,44 @@ export function planMerges(files: readonly DataFile[], landedThrough: (topic: st
 }
 
 /**
- * Merges small Parquet files into bigger ones. A merged file is named by the offset range it covers and
- * written atomically before its inputs are deleted; if compaction stops in between, readers already skip
+ * Merges small Parquet files into bigger ones, in a folder or on S3 (`s3://bucket/prefix`). A merged file is named
+ * by the offset range it covers and written atomically (on S3: created once under its key) before its inputs are deleted; if compaction stops in between, readers already skip
  * the inputs (their ranges lie inside the merged one) and the next compaction deletes them.
  */
 export async function compactStore(dataDir: string, options: CompactOptions = {}): Promise<CompactTableReport[]> {
   const resolved = resolveCompactOptions(options);
+  const lake = openLake(dataDir, 'the analytics lake', options.s3);
   const ledger = new Map<string, bigint>();
-  const landedThrough = (topic: string, partition: number): bigint => {
-    const key = `${topic}:${partition}`;
-    if (!ledger.has(key)) ledger.set(key, readLedger(dataDir, topic, partition));
-    return ledger.get(key)!;
-  };
   const writer = await ParquetWriter.open();
   const reports: CompactTableReport[] = [];
   try {
+    await lake.check();
     for (const table of resolved.tables) {
-      const all = listDataFiles(join(dataDir, table));
+      const all = await lake.listDataFiles(table);
+      for (const file of all) {
+        const key = `${file.topic}:${file.partition}`;
+        if (!ledger.has(key)) ledger.set(key, await lake.readLedger(file.topic, file.partition));
+      }
       const { live, superseded } = partitionSuperseded(all);
-      const plans = planMerges(live, landedThrough, resolved);
+      const plans = planMerges(live, (topic, partition) => ledger.get(`${topic}:${partition}`) ?? -1n, resolved);
       let bytesAfter = live.reduce((sum, file) => sum + file.bytes, 0);
       if (!resolved.dryRun) {
-        for (const file of superseded) rmSync(file.path, { force: true });
+        for (const file of superseded) await lake.remove(table, file);
         for (const inputs of plans) {
           const first = inputs[0]!;
           const range = { topic: first.topic, partition: first.partition, first: first.first, last: inputs[inputs.length - 1]!.last };
-          const path = join(dirname(first.path), dataFileName(range));
-          await writer.writeQuery(path, `SELECT * FROM ${readParquetSql(inputs.map((file) => file.path))}`, {
-            ...dataFileMetadata(table, range),
-            'trialrun.compacted_from': String(inputs.length),
-          });
-          for (const file of inputs) rmSync(file.path, { force: true });
+          // On S3 the inputs are read from local copies: merging needs no S3 reader inside DuckDB.
+          const copies = await lake.localCopies(inputs);
+          try {
+            await lake.writeDataFile(table, first.bucket, range, (path) =>
+              writer.writeQuery(path, `SELECT * FROM ${readParquetSql(copies.paths)}`, { ...dataFileMetadata(table, range), 'trialrun.compacted_from': String(inputs.length) }),
+            );
+          } finally {
+            copies.release();
+          }
+          for (const file of inputs) await lake.remove(table, file);
         }
-        bytesAfter = listDataFiles(join(dataDir, table)).reduce((sum, file) => sum + file.bytes, 0);
+        bytesAfter = (await lake.listDataFiles(table)).reduce((sum, file) => sum + file.bytes, 0);
       }
       const inputs = plans.reduce((sum, plan) => sum + plan.length, 0);
       reports.push({
@@ -136,6 +143,7 @@ export async function compactStore(dataDir: string, options: CompactOptions = {}
     }
   } finally {
     writer.close();
+    lake.close();
   }
   return reports;
 }

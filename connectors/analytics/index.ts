@@ -9,3 +9,5 @@ export { markdownToHtml, notebookHtml, parseNotebook, recordsOf, runNotebook, ty
 export { exportTrainingSamples, SAMPLE_EXPORT_FORMATS, type SampleExportFormat, type SampleExportOptions, type SampleExportReport } from './samples.js';
 export { ATIF_EXTRA_KEY, ATIF_NO_TOOL, ATIF_SCHEMA_VERSION, atifFileName, atifOfStored, exportAtif, storedTrajectories, turnTokens, type AtifExportOptions, type AtifExportReport, type AtifTrajectory, type StoredTrajectory } from './atif.js';
 export { looksLikeAtif, trajectoryFromAtif, type AtifImportOptions, type AtifSource } from './atif-import.js';
+export { openLake, type Lake } from './lake.js';
+export { DUCKDB_HTTPFS_VERSION, enableS3Reads, httpfsExtensionPath, httpfsVenvDir, NO_EXTENSION_DOWNLOADS } from './httpfs.js';

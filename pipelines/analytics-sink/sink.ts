@@ -1,20 +1,8 @@
-import { rmSync } from 'node:fs';
-import { join } from 'node:path';
-import {
-  bucketOf,
-  dataFileMetadata,
-  dataFileName,
-  listDataFiles,
-  ParquetWriter,
-  readLedger,
-  recordLinesOf,
-  tableForTopic,
-  writeLedger,
-  type TableSpec,
-} from '../../connectors/analytics/index.js';
+import { bucketOf, dataFileMetadata, openLake, ParquetWriter, recordLinesOf, tableForTopic, type DataFile, type Lake, type TableSpec } from '../../connectors/analytics/index.js';
+import type { S3StoreOptions } from '../../connectors/storage/index.js';
 import { parseContract } from '../../connectors/registry/index.js';
 import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
-import { ConfigError, errorMessage, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, errorMessage, isRetriable, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
   CRASH_REJOIN_DELAY_MS,
@@ -39,8 +27,13 @@ const MiB = 1024 * 1024;
 const DEFAULT_TOPICS: readonly TopicKey[] = ['tasks', 'trajectories', 'verifications', 'rewards', 'policyCheckpoints'];
 
 export interface AnalyticsSinkOptions extends MembershipOptions {
-  /** Root of the Parquet folders, one sub-folder per table. */
+  /**
+   * The lake: a folder (one sub-folder per table), or `s3://bucket/prefix`, where each file is written locally and
+   * then created once under its key through the storage port (see Lake).
+   */
   dataDir: string;
+  /** How to reach S3 when dataDir is an s3:// URL. @default resolveS3StoreOptions(): TRIALRUN_S3_URL and the AWS_* variables */
+  s3?: S3StoreOptions;
   /** @default every topic that feeds an analytics table: tasks, trajectories, verifications, rewards, policyCheckpoints */
   topics?: readonly TopicKey[];
   /** A topic partition's buffered records become files once their encoded size reaches this many bytes. @default 33554432 (32 MiB) */
@@ -59,6 +52,7 @@ export interface AnalyticsSinkOptions extends MembershipOptions {
 
 interface ResolvedSinkOptions extends ResolvedMembership {
   readonly dataDir: string;
+  readonly s3: S3StoreOptions;
   readonly topics: readonly TopicKey[];
   readonly rollBytes: number;
   readonly rollAgeMs: number;
@@ -72,6 +66,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
   if (!options.dataDir) throw new ConfigError('AnalyticsSinkOptions.dataDir is required');
   const resolved: ResolvedSinkOptions = {
     dataDir: options.dataDir,
+    s3: options.s3 ?? {},
     topics: options.topics ?? DEFAULT_TOPICS,
     rollBytes: options.rollBytes ?? 32 * MiB,
     rollAgeMs: options.rollAgeMs ?? 5000,
@@ -146,6 +141,8 @@ export class AnalyticsSink {
   private readonly landed = new Map<string, bigint>();
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
+  /** Partitions whose failed flush could not yet be rewound (the lake did not answer): see rewind. */
+  private readonly rewinding = new Set<string>();
   private readonly topicKeys = new Map<string, TopicKey>();
   private lock: Promise<unknown> = Promise.resolve();
   /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
@@ -158,12 +155,14 @@ export class AnalyticsSink {
   private producer: TransactionalProducer | undefined;
   private admin: KafkaAdmin | undefined;
   private writer: ParquetWriter | undefined;
+  private readonly lake: Lake;
 
   constructor(
     private readonly context: ProcessorContext,
     options: AnalyticsSinkOptions,
   ) {
     this.options = resolveSinkOptions(options);
+    this.lake = openLake(this.options.dataDir, 'AnalyticsSinkOptions.dataDir', this.options.s3);
     const { serde, names } = context;
     for (const key of this.options.topics) this.topicKeys.set(names.name(key), key);
     this.chain = compose(
@@ -198,6 +197,9 @@ export class AnalyticsSink {
 
   async start(): Promise<void> {
     const { kafka } = this.context;
+    // A lake on S3 that cannot be written (no bucket, refused credentials, no server) is one line now, before
+    // anything is consumed; once running, an unreachable server only delays landing (retriable, see land).
+    await this.lake.check();
     this.writer = await ParquetWriter.open({ threads: this.options.writerThreads });
     const admin = kafka.admin();
     await admin.connect();
@@ -239,6 +241,11 @@ export class AnalyticsSink {
       eachBatch: async ({ batch, resolveOffset, heartbeat, isActive }) => {
         const work = this.exclusive(async () => {
           if (this.shutdown.signal.aborted || !isActive()) return;
+          if (this.rewinding.has(partitionKey(batch.topic, batch.partition))) {
+            // Throws while the lake does not answer: the batch is handed over again, and nothing of it is read.
+            await this.rewind(batch.topic, batch.partition);
+            return;
+          }
           const landed = await this.prepare(batch.topic, batch.partition);
           const buffer = this.bufferFor(batch.topic, batch.partition);
           for (const message of batch.messages) {
@@ -256,6 +263,8 @@ export class AnalyticsSink {
         } catch (error) {
           // Stopping interrupts a record mid-retry; it is read again after restart, not lost.
           if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
+          // Said here, as the client only retries the batch: a lake that does not answer (S3 down) shows up.
+          if (isRetriable(error)) process.stderr.write(`[analytics-sink] ${errorMessage(error)}; nothing committed, trying again\n`);
           throw error;
         }
         await heartbeat();
@@ -305,6 +314,7 @@ export class AnalyticsSink {
       await this.producer?.disconnect();
       await this.admin?.disconnect();
       this.writer?.close();
+      this.lake.close();
     }
   }
 
@@ -335,6 +345,7 @@ export class AnalyticsSink {
     this.failedLanding = undefined;
     for (const buffer of this.buffers.values()) buffer.clear();
     this.landed.clear();
+    this.rewinding.clear();
   }
 
   private tableOf(topic: string): TableSpec<unknown> {
@@ -353,17 +364,17 @@ export class AnalyticsSink {
     if (known !== undefined) return known;
     const [committedGroup] = await this.admin!.fetchGroupOffsets(this.groupId, [topic]);
     const committed = BigInt(committedGroup?.partitions.find((p) => p.partition === partition)?.offset ?? '-1');
-    const ledger = readLedger(this.options.dataDir, topic, partition);
+    const ledger = await this.lake.readLedger(topic, partition);
     const landed = committed > ledger + 1n ? committed - 1n : ledger;
-    this.removeFilesAfter(topic, partition, landed);
+    await this.removeFilesAfter(topic, partition, landed);
     this.landed.set(key, landed);
     return landed;
   }
 
-  private removeFilesAfter(topic: string, partition: number, landed: bigint): void {
+  private async removeFilesAfter(topic: string, partition: number, landed: bigint): Promise<void> {
     const spec = this.tableOf(topic);
-    for (const file of listDataFiles(join(this.options.dataDir, spec.table))) {
-      if (file.topic === topic && file.partition === partition && file.first > landed) rmSync(file.path, { force: true });
+    for (const file of await this.lake.listDataFiles(spec.table)) {
+      if (file.topic === topic && file.partition === partition && file.first > landed) await this.lake.remove(spec.table, file);
     }
   }
 
@@ -435,12 +446,22 @@ export class AnalyticsSink {
     const { topic, partition } = failed.batch;
     this.bufferFor(topic, partition).clear();
     this.landed.delete(partitionKey(topic, partition));
-    if (this.consumer && !this.shutdown.signal.aborted) {
-      const landed = await this.prepare(topic, partition);
-      // The batch being handled for this partition, if any, is stale from now on (isStale) and is not read on.
-      this.consumer.seek(topic, partition, (landed + 1n).toString());
-    }
+    this.rewinding.add(partitionKey(topic, partition));
+    // If the lake cannot be asked now (S3 unreachable), the partition stays marked: its next batch rewinds it first.
+    await this.rewind(topic, partition).catch(() => undefined);
     throw failed.error;
+  }
+
+  /**
+   * Seeks a partition back to just after what is landed (settling orphans first, see prepare). Until that is done,
+   * the records the consumer hands over for it are not read: they would follow a gap where the failed batch was.
+   */
+  private async rewind(topic: string, partition: number): Promise<void> {
+    if (!this.consumer || this.shutdown.signal.aborted) return;
+    const landed = await this.prepare(topic, partition);
+    // The batch being handled for this partition, if any, is stale from now on (isStale) and is not read on.
+    this.consumer.seek(topic, partition, (landed + 1n).toString());
+    this.rewinding.delete(partitionKey(topic, partition));
   }
 
   /** Files, then the dead letters and the offset in one transaction, then the ledger. */
@@ -449,30 +470,31 @@ export class AnalyticsSink {
     const key = partitionKey(topic, partition);
     const spec = this.tableOf(topic);
     const range = { topic, partition, first: batch.first, last: batch.last };
-    if (this.dirty.has(key)) {
-      this.removeFilesAfter(topic, partition, range.first - 1n);
-      this.dirty.delete(key);
-    }
     const metadata = dataFileMetadata(spec.table, range);
-    const written: Array<{ path: string; bytes: number }> = [];
+    const written: DataFile[] = [];
     let commitStarted = 0;
     try {
+      if (this.dirty.has(key)) {
+        await this.removeFilesAfter(topic, partition, range.first - 1n);
+        this.dirty.delete(key);
+      }
       const writeStarted = performance.now();
       for (const [folder, { pieces }] of batch.buckets) {
-        const path = join(this.options.dataDir, spec.table, folder, dataFileName(range));
-        written.push({ path, bytes: await this.writer!.writeLines(path, spec, pieces, metadata) });
+        const file = await this.lake.writeDataFile(spec.table, folder, range, (path) => this.writer!.writeLines(path, spec, pieces, metadata));
+        written.push({ ...range, ...file, bucket: folder });
       }
       this.stageMs.write += performance.now() - writeStarted;
       commitStarted = performance.now();
       await this.producer!.commit(batch.deadLetters, this.consumer!, [{ topic, partition, offset: (range.last + 1n).toString() }]);
     } catch (error) {
-      // Not committed: these files must not survive next to the ones a later flush of the same records writes.
-      for (const file of written) rmSync(file.path, { force: true });
+      // Not committed: these files must not survive next to the ones a later flush of the same records writes. One
+      // that cannot be removed now (S3 unreachable) is swept before this partition's next flush (dirty).
+      for (const file of written) await this.lake.remove(spec.table, file).catch(() => undefined);
       this.dirty.add(key);
       this.landingFailures++;
       throw error;
     }
-    writeLedger(this.options.dataDir, topic, partition, range.last);
+    await this.lake.writeLedger(topic, partition, range.last);
     this.stageMs.commit += performance.now() - commitStarted;
     this.landed.set(key, range.last);
     this.rowsWritten.set(spec.table, (this.rowsWritten.get(spec.table) ?? 0) + batch.rows);
