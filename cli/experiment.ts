@@ -60,7 +60,7 @@ export interface ExperimentOptions {
    * The model server's CPU threads while an evaluation runs, where the weight server can set them (a llama.cpp server
    * the stack started); the loop gives it llmThreadShare() beside the learner. Not every core by default: an
    * evaluation's grading sandboxes need CPU too, and on 2 cores a 2-thread server beside them evaluated 0.09 episodes a
-   * second against 0.26 on one thread (learn-088785f2 and the seed-3 run, docs/llm.md). More threads pay where the
+   * second against 0.26 on one thread (untrained evaluations of learn-2ecc39db and learn-088785f2, docs/llm.md). More threads pay where the
    * cores outnumber them. @default llmThreadShare()
    */
   readonly evalServerThreads?: number;
