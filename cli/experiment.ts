@@ -59,9 +59,9 @@ export interface ExperimentOptions {
   /**
    * The model server's CPU threads while an evaluation runs, where the weight server can set them (a llama.cpp server
    * the stack started); the loop gives it llmThreadShare() beside the learner. Not every core by default: an
-   * evaluation's grading sandboxes need CPU too, and on 2 cores a 2-thread server beside them evaluated 0.09 episodes a
-   * second against 0.26 on one thread (untrained evaluations of learn-2ecc39db and learn-088785f2, docs/llm.md). More threads pay where the
-   * cores outnumber them. @default llmThreadShare()
+   * evaluation's grading sandboxes need CPU too, and on 2 cores with other work running (load 10-15) a 2-thread server
+   * evaluated 0.09 episodes a second against 0.26 on one thread at the higher load (the untrained evaluations of
+   * learn-2ecc39db and learn-088785f2, docs/llm.md). More threads pay where the cores outnumber them. @default llmThreadShare()
    */
   readonly evalServerThreads?: number;
   /** The llm policy's learner process, on this experiment's topics and checkpoint store. @default none (the llm policy is not trained) */
