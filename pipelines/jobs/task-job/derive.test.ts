@@ -49,3 +49,27 @@ describe('deriveMutants', () => {
     assert.deepEqual(batches, [['a', 'bomb', 'c'], ['a'], ['bomb'], ['c'], ['d', 'e']]);
   });
 });
+
+describe('deriveMutants retries', () => {
+  it('tries a failed sandbox again (the shared retry loop) before splitting its batch, and says how many tries a rejection took', async () => {
+    const batches: string[][] = [];
+    const results = await deriveMutants(['a', 'bomb'].map(problem), {
+      pool: fakePool(batches),
+      image: 'fake',
+      runId: 'test',
+      kinds: ['arith-op'],
+      perProblem: 1,
+      maxCandidates: 1,
+      runs: 1,
+      timeoutMs: 1000,
+      sandboxes: 2,
+      problemsPerSandbox: 2,
+      seed: 's',
+      retries: 1,
+    });
+    assert.deepEqual(results.map((result) => [result.key, result.status]), [['a', 'ok'], ['bomb', 'rejected']]);
+    assert.match(results[1]!.reason!, /^the validation sandbox ended by oom: Killed \(after 2 tries\)/);
+    // The batch twice, then each problem alone: the bomb with its own one retry.
+    assert.deepEqual(batches, [['a', 'bomb'], ['a', 'bomb'], ['a'], ['bomb'], ['bomb']]);
+  });
+});
