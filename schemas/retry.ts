@@ -78,19 +78,21 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, expired: () 
  * Runs `work` until it succeeds, an error `retryIf` refuses is thrown, or the retries are spent. A retried
  * error may ask for a minimum wait (`retryAfterMs`, e.g. from HTTP Retry-After). `retryIf` defaults to the
  * errors' own `retriable` flag; a client passes its own to retry one condition its library leaves to callers.
+ * It also gets the number of the try that failed (0 for the first), so that a condition can have fewer retries
+ * than `options.retries`, the most any error gets.
  */
 export async function withRetries<T>(
   work: (attempt: number) => Promise<T>,
   options: ResolvedRetryOptions,
   signal: AbortSignal,
-  retryIf: (error: unknown) => boolean = isRetriable,
+  retryIf: (error: unknown, attempt: number) => boolean = isRetriable,
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await work(attempt);
     } catch (error) {
       if (error instanceof ShutdownError || signal.aborted) throw error;
-      if (!retryIf(error) || attempt >= options.retries) {
+      if (attempt >= options.retries || !retryIf(error, attempt)) {
         if (typeof error === 'object' && error !== null) attempts.set(error, attempt + 1);
         throw error;
       }
