@@ -1,7 +1,7 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, sleep, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter, encodeDeadLetter } from './dead-letter.js';
 import { boundedOutputs, RecordLimits } from './record-limits.js';
@@ -10,6 +10,7 @@ import { resolveMembership, type MembershipOptions, type ResolvedMembership } fr
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, freshestProgress, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { ProcessorLease } from './lease.js';
+import { rejoinAfterCrash } from './rejoin.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
@@ -122,9 +123,6 @@ function resolveHostProbe(options: Pick<ProcessorOptions<TopicKey>, 'name' | 'ho
     throw new ConfigError(`ProcessorOptions.hostProbe of ${options.name}: ${errorMessage(error)}`);
   }
 }
-
-/** How long a processor whose consumer stopped for good waits before it joins its group again. */
-export const CRASH_REJOIN_DELAY_MS = 5_000;
 
 /**
  * Consume -> handle -> produce, exactly once: the outputs of a chunk of records, the state-store changes
@@ -499,29 +497,12 @@ export class StreamProcessor<K extends TopicKey> {
     })().finally(() => (this.rejoining = null));
   }
 
-  /**
-   * The consumer stopped for good (the client gave up on an error it met, e.g. while a killed broker's partitions
-   * moved): this instance is no member any more and its partitions wait for the session timeout. It leaves, waits
-   * CRASH_REJOIN_DELAY_MS and joins again, as often as that takes, until stopped.
-   */
+  /** The consumer stopped for good: leave and join again (rejoinAfterCrash), until stopped. */
   private rejoinAfterCrash(cause: Error): void {
     if (this.rejoining || this.stopped) return;
-    const what = `[${this.options.name}] instance ${this.options.instanceId}`;
-    process.stderr.write(`${what}: its consumer stopped (${errorMessage(cause)}); rejoining the group\n`);
     this.activation.abort();
-    this.rejoining = (async () => {
-      for (;;) {
-        await this.deactivate();
-        try {
-          await sleep(CRASH_REJOIN_DELAY_MS, this.lifetime.signal);
-          await this.activate();
-          return;
-        } catch (error) {
-          if (error instanceof ShutdownError || this.stopped) return;
-          process.stderr.write(`${what}: rejoining failed (${errorMessage(error)}); trying again\n`);
-        }
-      }
-    })().finally(() => (this.rejoining = null));
+    const steps = { leave: () => this.deactivate(), join: () => this.activate() };
+    this.rejoining = rejoinAfterCrash(`[${this.options.name}] instance ${this.options.instanceId}`, cause, steps, this.lifetime.signal).finally(() => (this.rejoining = null));
   }
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */
