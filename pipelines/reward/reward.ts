@@ -81,8 +81,8 @@ export function createRewardProcessor(context: ProcessorContext, options: Reward
       clock.put(streamTimeKey(partition), now);
       const outputs: Output[] = [];
 
-      // First the groups whose stragglers are past due by this record's time, so a member arriving after
-      // its group's deadline finds the group scored.
+      // First the groups whose stragglers are past due by the partition's stream time (this record's timestamp
+      // if it is the newest), so a member arriving after its group's deadline finds the group scored.
       for (const [key, group] of groups.entries()) {
         if (group.partition === partition && now - group.openedAt >= settings.stragglerDeadlineMs) {
           outputs.push(...close(key, group, { by: 'deadline', expected: group.members[0]?.groupSize ?? group.members.length }, now));
