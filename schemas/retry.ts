@@ -1,3 +1,4 @@
+import { finiteNumber, wholeNumber } from './check.js';
 import { isRetriable, ShutdownError } from './errors.js';
 
 /**
@@ -24,11 +25,10 @@ export interface ResolvedRetryOptions {
 
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
   const resolved = { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2, ...options };
-  if (!Number.isInteger(resolved.retries) || resolved.retries < 0) throw new Error(`RetryOptions.retries must be a whole number >= 0, got ${resolved.retries}`);
-  if (resolved.initialDelayMs < 0 || resolved.maxDelayMs < resolved.initialDelayMs) {
-    throw new Error(`RetryOptions: need 0 <= initialDelayMs (${resolved.initialDelayMs}) <= maxDelayMs (${resolved.maxDelayMs})`);
-  }
-  if (resolved.factor < 1) throw new Error(`RetryOptions.factor must be >= 1, got ${resolved.factor}`);
+  wholeNumber('RetryOptions.retries', resolved.retries, { min: 0 });
+  finiteNumber('RetryOptions.initialDelayMs', resolved.initialDelayMs, { min: 0 });
+  finiteNumber('RetryOptions.maxDelayMs', resolved.maxDelayMs, { min: resolved.initialDelayMs });
+  finiteNumber('RetryOptions.factor', resolved.factor, { min: 1 });
   return resolved;
 }
 

@@ -1,7 +1,7 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, wholeNumber, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter, encodeDeadLetter } from './dead-letter.js';
 import { boundedOutputs, RecordLimits } from './record-limits.js';
@@ -106,9 +106,7 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     hostProbe: resolveHostProbe(options),
     ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
-  if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
-    throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
-  }
+  wholeNumber(`ProcessorOptions.maxRecordsPerTransaction of ${options.name}`, resolved.maxRecordsPerTransaction, { min: 1 });
   if (!(resolved.yieldBatchAfterMs >= 0)) throw new Error(`ProcessorOptions.yieldBatchAfterMs of ${options.name} must be >= 0, got ${resolved.yieldBatchAfterMs}`);
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
     throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);

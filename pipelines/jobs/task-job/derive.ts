@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
-import { attemptsOf, errorMessage, mapLimit, resolveRetryOptions, SandboxError, withRetries } from '../../../schemas/index.js';
+import { attemptsOf, errorMessage, finiteNumber, mapLimit, requireOption, resolveRetryOptions, SandboxError, wholeNumber, withRetries } from '../../../schemas/index.js';
 import { helperSource } from './python.js';
 import type { MutationKind } from './spec.js';
 
@@ -94,11 +94,9 @@ export function mutantId(problemId: string, edit: Edit): string {
  * alone is rejected with the reason.
  */
 export async function deriveMutants(problems: readonly Problem[], options: DeriveOptions): Promise<ProblemResult[]> {
-  for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) {
-    if (!Number.isInteger(options[field]) || options[field] < 1) throw new Error(`DeriveOptions.${field} must be a whole number >= 1, got ${options[field]}`);
-  }
-  if (!(options.timeoutMs >= 500)) throw new Error(`DeriveOptions.timeoutMs must be at least 500, got ${options.timeoutMs}`);
-  if (options.kinds.length === 0) throw new Error('DeriveOptions.kinds: at least one mutation kind is required');
+  for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) wholeNumber(`DeriveOptions.${field}`, options[field], { min: 1 });
+  finiteNumber('DeriveOptions.timeoutMs', options.timeoutMs, { min: 500 });
+  requireOption(options.kinds.length > 0, 'DeriveOptions.kinds', 'at least one mutation kind', '[]');
   const driver = helperSource(DRIVER);
   const batches: Problem[][] = [];
   for (let i = 0; i < problems.length; i += options.problemsPerSandbox) batches.push(problems.slice(i, i + options.problemsPerSandbox));
