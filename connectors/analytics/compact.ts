@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, wholeNumber } from '../../schemas/index.js';
 import { readParquetSql } from './catalog.js';
 import { dataFileMetadata, dataFileName, groupFiles, listDataFiles, partitionSuperseded, readLedger, type DataFile } from './layout.js';
 import { ParquetWriter } from './parquet.js';
@@ -48,9 +48,7 @@ function resolveCompactOptions(options: CompactOptions): ResolvedCompactOptions 
     dryRun: options.dryRun ?? false,
   };
   for (const table of resolved.tables) if (!known.includes(table)) throw new ConfigError(`CompactOptions.tables: unknown table "${table}"; one of ${known.join(', ')}`);
-  for (const name of ['smallFileBytes', 'targetFileBytes'] as const) {
-    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`CompactOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
-  }
+  for (const name of ['smallFileBytes', 'targetFileBytes'] as const) wholeNumber(`CompactOptions.${name}`, resolved[name], { min: 1 });
   if (resolved.targetFileBytes < resolved.smallFileBytes) {
     throw new ConfigError(`CompactOptions.targetFileBytes (${resolved.targetFileBytes}) must be at least smallFileBytes (${resolved.smallFileBytes})`);
   }

@@ -1,7 +1,7 @@
 import { checkCheckpoint, followCheckpoints, IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, NOTHING_FOLLOWED, readLoraArtifact, type CheckpointStore, type FollowedCheckpoints } from '../../connectors/checkpoints/index.js';
 import type { ServedAdapter, WeightServer } from '../../connectors/llm/index.js';
 import { LLM_POLICY } from '../../policies/index.js';
-import { ConfigError, type PolicyCheckpoint } from '../../schemas/index.js';
+import { ConfigError, wholeNumber, type PolicyCheckpoint } from '../../schemas/index.js';
 import { StateStore, StreamProcessor, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
 export interface WeightSyncOptions extends MembershipOptions {
@@ -28,7 +28,7 @@ export function resolveWeightSyncOptions(options: Pick<WeightSyncOptions, 'polic
   const policyId = options.policyId ?? LLM_POLICY;
   if (policyId.trim() === '') throw new ConfigError('WeightSyncOptions.policyId is empty');
   const timeoutMs = options.timeoutMs ?? 600_000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1000) throw new ConfigError(`WeightSyncOptions.timeoutMs must be a whole number of ms >= 1000, got ${timeoutMs}`);
+  wholeNumber('WeightSyncOptions.timeoutMs', timeoutMs, { min: 1000, unit: 'ms' });
   return { policyId, timeoutMs };
 }
 
