@@ -28,6 +28,10 @@ test('bad processor options are refused when resolved, naming the option', () =>
   assert.throws(() => resolveProcessorOptions({ ...base, maxRecordsPerTransaction: 0 }), (error: unknown) => error instanceof ConfigError && /^ProcessorOptions.maxRecordsPerTransaction of learner must be a whole number >= 1, got 0$/.test(error.message));
   assert.throws(() => resolveProcessorOptions({ ...base, sessionTimeoutMs: 2.5 }), /sessionTimeoutMs of learner must be a whole number/);
   assert.throws(() => resolveProcessorOptions({ ...base, priority: () => 0 }), /priority order needs maxRecordsPerTransaction 1/);
+  for (const bad of [{ name: 'Learner' }, { inputs: [] }, { yieldBatchAfterMs: -1 }, { priority: () => 0 }]) {
+    assert.throws(() => resolveProcessorOptions({ ...base, ...bad }), ConfigError, JSON.stringify(bad));
+  }
+  assert.equal(resolveProcessorOptions({ ...base, yieldBatchAfterMs: Number.POSITIVE_INFINITY }).yieldBatchAfterMs, Number.POSITIVE_INFINITY);
   assert.throws(() => resolveProcessorOptions({ ...base, hostProbe: { initialDelayMs: 10_000 } }), /ProcessorOptions.hostProbe of learner: RetryOptions.maxDelayMs must be a number >= 10000, got 5000/);
 });
 

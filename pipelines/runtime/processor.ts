@@ -1,7 +1,7 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, wholeNumber, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, requireOption, ShutdownError, wholeNumber, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter, encodeDeadLetter } from './dead-letter.js';
 import { boundedOutputs, RecordLimits } from './record-limits.js';
@@ -86,8 +86,8 @@ export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<O
 }
 
 export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
-  if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new Error(`ProcessorOptions.name "${options.name}" must be kebab-case`);
-  if (options.inputs.length === 0) throw new Error(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
+  if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new ConfigError(`ProcessorOptions.name "${options.name}" must be kebab-case`);
+  if (options.inputs.length === 0) throw new ConfigError(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
   const resolved = {
     maxRecordsPerTransaction: 20,
     retry: {},
@@ -107,9 +107,10 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
   wholeNumber(`ProcessorOptions.maxRecordsPerTransaction of ${options.name}`, resolved.maxRecordsPerTransaction, { min: 1 });
-  if (!(resolved.yieldBatchAfterMs >= 0)) throw new Error(`ProcessorOptions.yieldBatchAfterMs of ${options.name} must be >= 0, got ${resolved.yieldBatchAfterMs}`);
+  // Infinity is allowed: a batch is never given up for time.
+  requireOption(resolved.yieldBatchAfterMs >= 0, `ProcessorOptions.yieldBatchAfterMs of ${options.name}`, 'a number >= 0', resolved.yieldBatchAfterMs);
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
-    throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
+    throw new ConfigError(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
   return resolved;
 }
