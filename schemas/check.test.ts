@@ -32,4 +32,6 @@ test('oneOf and requireOption', () => {
   refused(() => oneOf('X.kind', 'c', ['a', 'b']), 'X.kind must be one of a, b, got "c"');
   requireOption(true, 'X.seed', 'a non-empty string', 's');
   refused(() => requireOption(false, 'X.seed', 'a non-empty string', ''), 'X.seed must be a non-empty string, got ""');
+  refused(() => requireOption(false, 'X.kinds', 'a list of at least one kind', []), 'X.kinds must be a list of at least one kind, got []');
+  refused(() => requireOption(false, 'X.limits', 'an object', null), 'X.limits must be an object, got null');
 });

@@ -15,7 +15,15 @@ export interface NumberRange {
   readonly unit?: string;
 }
 
-const shown = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
+/** Strings quoted, lists and objects as JSON, the rest (numbers, NaN, Infinity) as JavaScript writes them. */
+function shown(value: unknown): string {
+  if (typeof value !== 'string' && (typeof value !== 'object' || value === null)) return String(value);
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
 
 /** The general check: unless `ok`, a ConfigError "<name> must be <rule>, got <value>". */
 export function requireOption(ok: boolean, name: string, rule: string, value: unknown): void {

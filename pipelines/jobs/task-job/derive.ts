@@ -96,7 +96,7 @@ export function mutantId(problemId: string, edit: Edit): string {
 export async function deriveMutants(problems: readonly Problem[], options: DeriveOptions): Promise<ProblemResult[]> {
   for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) wholeNumber(`DeriveOptions.${field}`, options[field], { min: 1 });
   finiteNumber('DeriveOptions.timeoutMs', options.timeoutMs, { min: 500 });
-  requireOption(options.kinds.length > 0, 'DeriveOptions.kinds', 'a list of at least one mutation kind', '[]');
+  requireOption(options.kinds.length > 0, 'DeriveOptions.kinds', 'a list of at least one mutation kind', options.kinds);
   const driver = helperSource(DRIVER);
   const batches: Problem[][] = [];
   for (let i = 0; i < problems.length; i += options.problemsPerSandbox) batches.push(problems.slice(i, i + options.problemsPerSandbox));
