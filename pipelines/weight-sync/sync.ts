@@ -62,10 +62,10 @@ export async function serveBaseModel(server: WeightServer, signal: AbortSignal =
 
 /**
  * Weight sync: follows the checkpoint and pin topics of one policy and makes the inference server serve the
- * version rollouts should use, as `followCheckpoints` decides: the pinned one after a rollback, else the newest. The server names the version
- * in every reply (`<model>@v<N>`), which is what a rollout turn records (`LlmCall.policyVersion`): a turn never
- * carries a version its server did not serve, whenever the sync lands. A record that cannot be applied is a
- * dead letter with its reason; the server keeps serving what it served.
+ * version rollouts should use, as `followCheckpoints` decides: the pinned one after a rollback, else the newest.
+ * The server names the version in every reply (`<model>@v<N>`), which is what a rollout turn records
+ * (`LlmCall.policyVersion`): a turn never carries a version its server did not serve, whenever the sync lands. A
+ * record that cannot be applied is a dead letter with its reason; the server keeps serving what it served.
  */
 export function createWeightSync(context: ProcessorContext, options: WeightSyncOptions): StreamProcessor<'policyCheckpoints' | 'policyPins'> {
   const { policyId, timeoutMs } = resolveWeightSyncOptions(options);
