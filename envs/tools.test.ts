@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { z } from 'zod';
-import { ConfigError, type ToolCall } from '../schemas/index.js';
+import { ConfigError, isRetriable, TrialrunError, WorkspaceFileError, type ToolCall } from '../schemas/index.js';
 import { ENVIRONMENTS } from './index.js';
-import { checkToolCall, tool, toolSpec } from './tools.js';
+import { checkToolCall, isAgentError, tool, toolSpec, ToolRefusal } from './tools.js';
 import { EnvRegistry } from './types.js';
 
 const TOOLS = [tool('read', 'Read a file.', { path: z.string(), line: z.int().min(1).optional() }), tool('submit', 'Done.', {})] as const;
@@ -38,4 +38,11 @@ test('the registry is the explicit list: the three environments, unknown ids and
   assert.throws(() => ENVIRONMENTS.get('nope/v1'), /unknown environment "nope\/v1"; registered: program-repair\/v1, workspace\/v1, single-turn\/v1/);
   const spec = ENVIRONMENTS.get('workspace/v1');
   assert.throws(() => new EnvRegistry([spec, spec]), /environment "workspace\/v1" is listed twice/);
+});
+
+test('the agent\'s errors are in the taxonomy and never retried; anything else is not the agent\'s to read', () => {
+  const agents = [new ToolRefusal('no unique match'), new ConfigError('unknown tool'), new WorkspaceFileError('absolute path', 'bad-path')];
+  for (const error of agents) assert.ok(isAgentError(error) && error instanceof TrialrunError && !isRetriable(error), error.name);
+  assert.equal(new ToolRefusal('x').name, 'ToolRefusal');
+  assert.equal(isAgentError(new Error('the engine went away')), false);
 });

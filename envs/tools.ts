@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, WorkspaceFileError, type ToolCall, type ToolResult } from '../schemas/index.js';
+import { ConfigError, TrialrunError, WorkspaceFileError, type ToolCall, type ToolResult } from '../schemas/index.js';
 
 /**
  * One tool of an environment, defined once: its arguments as a zod object give both the JSON Schema that
@@ -90,9 +90,10 @@ function describeArgumentIssue(def: ToolDef, args: Record<string, unknown>, issu
 
 /**
  * A tool refused or failed on what the agent asked (an edit id out of range, no unique match, a module it
- * broke): the agent reads the reason as a failed result and the episode goes on.
+ * broke): the agent reads the reason as a failed result and the episode goes on. Never retried: the same call is
+ * refused the same way.
  */
-export class ToolRefusal extends Error {}
+export class ToolRefusal extends TrialrunError {}
 
 /** Errors that are the agent's to read (a malformed call, a bad path, a refusal), not the sandbox's or ours. */
 export const isAgentError = (error: unknown): error is Error => error instanceof ConfigError || error instanceof WorkspaceFileError || error instanceof ToolRefusal;

@@ -50,3 +50,21 @@ test('mapLimit keeps order and never runs more than its limit', async () => {
   assert.equal(peak, 2);
   assert.throws(() => new Semaphore(0), /at least 1/);
 });
+
+test('mapLimit rejects with the first failure and starts no call after it', async () => {
+  const started: number[] = [];
+  const failure = new Error('item 1 failed');
+  await assert.rejects(
+    mapLimit([0, 1, 2, 3, 4, 5], 2, async (item) => {
+      started.push(item);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      if (item === 1) throw failure;
+      if (item === 2) throw new Error('item 2 failed later');
+      return item;
+    }),
+    (error) => error === failure,
+  );
+  // 0 and 1 ran together; 1's failure came as 0 ended, so 0's lane took 2 and nothing more started.
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  assert.deepEqual(started, [0, 1, 2]);
+});

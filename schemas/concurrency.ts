@@ -72,8 +72,34 @@ export class Semaphore {
   }
 }
 
-/** `fn` over `items` with at most `limit` calls in flight; results in the items' order. */
+/**
+ * `fn` over `items` with at most `limit` calls in flight; results in the items' order. The first failure rejects the
+ * whole, and from then on no call starts (those in flight run to their end): a lane pool that stops taking work.
+ */
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const gate = new Semaphore(limit);
-  return Promise.all(items.map((item, index) => gate.run(() => fn(item, index))));
+  const failed = new AbortController();
+  let first: unknown;
+  try {
+    return await Promise.all(
+      items.map((item, index) =>
+        gate.run(async () => {
+          if (failed.signal.aborted) throw new ShutdownError();
+          try {
+            return await fn(item, index);
+          } catch (error) {
+            // Before the permit is released: the waiter it passes to must see the failure.
+            if (!failed.signal.aborted) {
+              first = error;
+              failed.abort();
+            }
+            throw error;
+          }
+        }, failed.signal),
+      ),
+    );
+  } catch {
+    // The calls skipped after it reject too (ShutdownError); the failure is the one that stopped them.
+    throw first;
+  }
 }

@@ -141,6 +141,20 @@ export class BlobExistsError extends StorageError {
 /** Stored bytes do not match the digest they were published with: never retried, never used. */
 export class ArtifactIntegrityError extends TrialrunError {}
 
+/**
+ * A checkpoint record no follower may take: a version above 0 that names no artifact, or a record whose sha256 is
+ * not its artifact's. Never retriable (the same record fails the same way). Weight sync dead-letters it, a rollout
+ * worker's policy tracker skips it; both keep serving what they served (connectors/checkpoints, followCheckpoints).
+ */
+export class CheckpointRecordError extends TrialrunError {
+  constructor(
+    message: string,
+    readonly version: number,
+  ) {
+    super(message, { retriable: false });
+  }
+}
+
 /** A user-supplied option or file is wrong; never retried. */
 export class ConfigError extends TrialrunError {}
 

@@ -16,3 +16,4 @@ export * from './llm-server.js';
 export * from './concurrency.js';
 export * from './storage.js';
 export * from './bounds.js';
+export * from './check.js';

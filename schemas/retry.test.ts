@@ -37,6 +37,18 @@ test('withRetries retries what retryIf accepts, even an error not flagged retria
   assert.equal(tries, 1, 'a refused error is not retried, whatever its own flag says');
 });
 
+test('retryIf sees which try failed, so one condition can be retried fewer times than another', async () => {
+  const tries: Record<string, number> = { busy: 0, down: 0 };
+  const failing = (kind: string) => async (): Promise<never> => {
+    tries[kind]!++;
+    throw new Error(kind);
+  };
+  const retryIf = (error: unknown, attempt: number): boolean => (error as Error).message === 'down' || attempt < 1;
+  await assert.rejects(withRetries(failing('busy'), quick, new AbortController().signal, retryIf), /busy/);
+  await assert.rejects(withRetries(failing('down'), quick, new AbortController().signal, retryIf), /down/);
+  assert.deepEqual(tries, { busy: 2, down: 4 });
+});
+
 test('withDeadline settles as its work does, or rejects with the expiry error once the time is up', async () => {
   assert.equal(await withDeadline(Promise.resolve(7), 1000, () => new Error('unused')), 7);
   const failure = new Error('its own');

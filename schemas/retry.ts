@@ -1,3 +1,4 @@
+import { finiteNumber, wholeNumber } from './check.js';
 import { isRetriable, ShutdownError } from './errors.js';
 
 /**
@@ -24,11 +25,10 @@ export interface ResolvedRetryOptions {
 
 export function resolveRetryOptions(options: RetryOptions = {}): ResolvedRetryOptions {
   const resolved = { retries: 3, initialDelayMs: 200, maxDelayMs: 5000, factor: 2, ...options };
-  if (!Number.isInteger(resolved.retries) || resolved.retries < 0) throw new Error(`RetryOptions.retries must be a whole number >= 0, got ${resolved.retries}`);
-  if (resolved.initialDelayMs < 0 || resolved.maxDelayMs < resolved.initialDelayMs) {
-    throw new Error(`RetryOptions: need 0 <= initialDelayMs (${resolved.initialDelayMs}) <= maxDelayMs (${resolved.maxDelayMs})`);
-  }
-  if (resolved.factor < 1) throw new Error(`RetryOptions.factor must be >= 1, got ${resolved.factor}`);
+  wholeNumber('RetryOptions.retries', resolved.retries, { min: 0 });
+  finiteNumber('RetryOptions.initialDelayMs', resolved.initialDelayMs, { min: 0 });
+  finiteNumber('RetryOptions.maxDelayMs', resolved.maxDelayMs, { min: resolved.initialDelayMs });
+  finiteNumber('RetryOptions.factor', resolved.factor, { min: 1 });
   return resolved;
 }
 
@@ -78,19 +78,21 @@ export async function withDeadline<T>(work: Promise<T>, ms: number, expired: () 
  * Runs `work` until it succeeds, an error `retryIf` refuses is thrown, or the retries are spent. A retried
  * error may ask for a minimum wait (`retryAfterMs`, e.g. from HTTP Retry-After). `retryIf` defaults to the
  * errors' own `retriable` flag; a client passes its own to retry one condition its library leaves to callers.
+ * It also gets the number of the try that failed (0 for the first), so that a condition can have fewer retries
+ * than `options.retries`, the most any error gets.
  */
 export async function withRetries<T>(
   work: (attempt: number) => Promise<T>,
   options: ResolvedRetryOptions,
   signal: AbortSignal,
-  retryIf: (error: unknown) => boolean = isRetriable,
+  retryIf: (error: unknown, attempt: number) => boolean = isRetriable,
 ): Promise<T> {
   for (let attempt = 0; ; attempt++) {
     try {
       return await work(attempt);
     } catch (error) {
       if (error instanceof ShutdownError || signal.aborted) throw error;
-      if (!retryIf(error) || attempt >= options.retries) {
+      if (attempt >= options.retries || !retryIf(error, attempt)) {
         if (typeof error === 'object' && error !== null) attempts.set(error, attempt + 1);
         throw error;
       }

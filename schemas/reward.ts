@@ -14,7 +14,10 @@ export const Reward = z.object({
   trajectoryId: z.string().min(1),
   verificationId: z.string().min(1),
   groupId: z.string().min(1),
-  /** 1 only when every expected hidden test passed and no hack was flagged, else 0. */
+  /**
+   * The verification's score under the task's RewardSpec, in [0, 1] (binary or partial credit, less its turn
+   * penalty; 1 for a pass in records without a score), 0 whenever a hack was flagged.
+   */
   reward: z.number(),
   /** Group-relative advantage: (reward - group mean) / (group std + epsilon); 0 unless `disposition` is `learn`. */
   advantage: z.number(),

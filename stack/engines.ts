@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
-import { ConfigError } from '../schemas/index.js';
+import { ConfigError, wholeNumber } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { dockerClient, findExecutable, pingDocker, probeStorageDriver, requireRoot } from './docker.js';
 import { imagesComponent } from './images.js';
@@ -36,7 +36,7 @@ export function enginePaths(index: number, stateDir: string = stackPaths().state
  * DOCKER_HOST (`endpoint()`).
  */
 export function extraEngineComponent(options: ExtraEngineOptions): StackComponent {
-  if (!Number.isInteger(options.index) || options.index < 2 || options.index > MAX_ENGINES) throw new ConfigError(`ExtraEngineOptions.index must be a whole number from 2 to ${MAX_ENGINES}, got ${options.index}`);
+  wholeNumber('ExtraEngineOptions.index', options.index, { min: 2, max: MAX_ENGINES });
   const stateDir = options.stateDir ?? stackPaths().stateDir;
   const paths = enginePaths(options.index, stateDir);
   const docker = dockerClient(paths.host);
@@ -87,7 +87,7 @@ export function extraEngineComponent(options: ExtraEngineOptions): StackComponen
 
 /** Engines 2..count, each followed by the sandbox images copied into it from `primary` (the stack's engine). */
 export function extraEngineComponents(count: number, primary: Docker = dockerClient(), stateDir: string = stackPaths().stateDir): StackComponent[] {
-  if (!Number.isInteger(count) || count < 1 || count > MAX_ENGINES) throw new ConfigError(`engines must be a whole number from 1 to ${MAX_ENGINES}, got ${count}`);
+  wholeNumber('engines', count, { min: 1, max: MAX_ENGINES });
   return Array.from({ length: count - 1 }, (_, i) => i + 2).flatMap((index) => [
     extraEngineComponent({ index, stateDir }),
     imagesComponent({ docker: dockerClient(enginePaths(index, stateDir).host), copyFrom: primary, name: `sandbox-images-${index}` }),

@@ -16,7 +16,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { probeBrokers } from '../connectors/kafka/index.js';
-import { checkoutFile, ConfigError } from '../schemas/index.js';
+import { checkoutFile, wholeNumber } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { daemonFiles, portAccepts, runCommand, runningDaemon, startDaemon, stopDaemon, waitUntil } from './process.js';
 import { ensureDir, stackPaths, type StackPaths } from './state.js';
@@ -285,7 +285,7 @@ export interface KafkaClusterComponent extends StackComponent {
 export function kafkaClusterComponent(options: KafkaClusterOptions = {}): KafkaClusterComponent {
   const env = options.env ?? process.env;
   const nodes = options.nodes ?? 3;
-  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new ConfigError(`KafkaClusterOptions.nodes must be a whole number from 1 to 9, got ${nodes}`);
+  wholeNumber('KafkaClusterOptions.nodes', nodes, { min: 1, max: 9 });
   const basePort = options.basePort ?? 19092;
   const controllerBasePort = options.controllerBasePort ?? 19192;
   const version = options.version ?? KAFKA_VERSION;

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, wholeNumber } from '../../schemas/index.js';
 import type { S3StoreOptions } from '../storage/index.js';
 import { readParquetSql } from './catalog.js';
 import { openLake } from './lake.js';
@@ -50,9 +50,7 @@ function resolveCompactOptions(options: CompactOptions): ResolvedCompactOptions 
     dryRun: options.dryRun ?? false,
   };
   for (const table of resolved.tables) if (!known.includes(table)) throw new ConfigError(`CompactOptions.tables: unknown table "${table}"; one of ${known.join(', ')}`);
-  for (const name of ['smallFileBytes', 'targetFileBytes'] as const) {
-    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`CompactOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
-  }
+  for (const name of ['smallFileBytes', 'targetFileBytes'] as const) wholeNumber(`CompactOptions.${name}`, resolved[name], { min: 1 });
   if (resolved.targetFileBytes < resolved.smallFileBytes) {
     throw new ConfigError(`CompactOptions.targetFileBytes (${resolved.targetFileBytes}) must be at least smallFileBytes (${resolved.smallFileBytes})`);
   }

@@ -3,7 +3,7 @@ import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, renameSync, rmS
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { ConfigError, contractJsonSchema, errorMessage, TOPICS } from '../../schemas/index.js';
+import { contractJsonSchema, errorMessage, TOPICS, wholeNumber } from '../../schemas/index.js';
 import { duckdbRecordType } from './record-type.js';
 import { sqlIdent as ident, sqlString } from './sql.js';
 import { duckdbType, isDerived, type ColumnType, type DerivedColumn, type Row, type ScalarType, type SourceMeta, type TableSpec } from './tables.js';
@@ -247,7 +247,7 @@ export class ParquetWriter {
 
   static async open(options: ParquetWriterOptions = {}): Promise<ParquetWriter> {
     const threads = options.threads ?? null;
-    if (threads !== null && (!Number.isInteger(threads) || threads < 1)) throw new ConfigError(`ParquetWriterOptions.threads must be a whole number >= 1, got ${threads}`);
+    if (threads !== null) wholeNumber('ParquetWriterOptions.threads', threads, { min: 1 });
     const instance = await DuckDBInstance.create(':memory:', threads === null ? {} : { threads: String(threads) });
     const connection = await instance.connect();
     return new ParquetWriter(instance, connection, mkdtempSync(join(tmpdir(), 'trialrun-parquet-')));

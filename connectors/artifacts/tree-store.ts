@@ -1,5 +1,5 @@
 import { LocalBlobStore, openBlobStore, sha256Hex, type BlobStore, type S3StoreOptions } from '../storage/index.js';
-import { ConfigError, type FileTree, type Task, type TaskTreeField, type TreeRef } from '../../schemas/index.js';
+import { ConfigError, mapLimit, type FileTree, type Task, type TaskTreeField, type TreeRef } from '../../schemas/index.js';
 
 /**
  * File trees by content (the claim-check store): each file is a blob named by its sha256, each tree a
@@ -16,15 +16,6 @@ export interface TreeStore {
 const HEX = /^sha256:([0-9a-f]{64})$/;
 /** Requests in flight at once for one tree: enough to hide an object store's round trips, few enough for a small host. */
 const CONCURRENCY = 16;
-
-/** Runs `work` over `items`, at most `limit` at a time; the first failure rejects the whole. */
-async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    for (let index = next++; index < items.length; index = next++) await work(items[index]!);
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-}
 
 /**
  * Trees as `blobs/<ab>/<sha256>` and `trees/<ab>/<sha256>` in a BlobStore (the layout the local store has always
@@ -49,7 +40,7 @@ export class BlobTreeStore implements TreeStore {
     const digest = sha256Hex(body);
     const ref = { digest: `sha256:${digest}`, files: Object.keys(manifest).length, bytes };
     if (await this.blobs.head(key('trees', digest))) return ref;
-    await eachLimited([...contents], CONCURRENCY, async ([blob, content]) => {
+    await mapLimit([...contents], CONCURRENCY, async ([blob, content]) => {
       const stored = await this.blobs.head(key('blobs', blob));
       if (!stored) await this.blobs.put(key('blobs', blob), content, { sha256: blob, ifAbsent: true });
       // A blob whose bytes no longer match its name (damaged on disk) is replaced by the right ones, not trusted.
@@ -65,7 +56,7 @@ export class BlobTreeStore implements TreeStore {
     if (!match) throw new ConfigError(`tree reference ${JSON.stringify(ref.digest)} is not a sha256 digest`);
     const manifest = JSON.parse((await this.blobs.get(key('trees', match[1]!), match[1]!)).toString('utf8')) as Record<string, string>;
     const contents = new Map<string, string>();
-    await eachLimited([...new Set(Object.values(manifest))], CONCURRENCY, async (digest) => {
+    await mapLimit([...new Set(Object.values(manifest))], CONCURRENCY, async (digest) => {
       contents.set(digest, (await this.blobs.get(key('blobs', digest), digest)).toString('utf8'));
     });
     const tree: FileTree = {};

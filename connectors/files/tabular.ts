@@ -2,7 +2,7 @@ import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { DuckDBInstance, JSDuckDBValueConverter, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
-import { ConfigError, errorMessage } from '../../schemas/index.js';
+import { ConfigError, errorMessage, wholeNumber } from '../../schemas/index.js';
 import { MAX_ROW_DEPTH, measureRow } from './shape.js';
 
 export const SOURCE_FORMATS = ['jsonl', 'json', 'csv', 'parquet'] as const;
@@ -198,8 +198,8 @@ export class TabularFiles {
     const format = options.format ?? formatOf(file);
     const maxRowBytes = options.maxRowBytes ?? MIB;
     const maxRowDepth = options.maxRowDepth ?? 32;
-    if (!Number.isInteger(maxRowBytes) || maxRowBytes < 1024) throw new ConfigError(`maxRowBytes must be a whole number of bytes >= 1024, got ${maxRowBytes}`);
-    if (!Number.isInteger(maxRowDepth) || maxRowDepth < 1 || maxRowDepth > MAX_ROW_DEPTH) throw new ConfigError(`maxRowDepth must be a whole number from 1 to ${MAX_ROW_DEPTH}, got ${maxRowDepth}`);
+    wholeNumber('ReadRowsOptions.maxRowBytes', maxRowBytes, { min: 1024, unit: 'bytes' });
+    wholeNumber('ReadRowsOptions.maxRowDepth', maxRowDepth, { min: 1, max: MAX_ROW_DEPTH });
     this.checkReadable(file);
     const rejectsTable = `trialrun_rejects_${++this.scans}`;
     let rows = 0;

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { ConfigError, wholeNumber } from '../../schemas/index.js';
 import type { KafkaClientName } from './port.js';
 
 export interface KafkaOptions {
@@ -75,7 +75,7 @@ export function resolveKafkaOptions(options: KafkaOptions = {}, env: NodeJS.Proc
   const level = options.logLevel ?? (env.KAFKAJS_LOG_LEVEL as KafkaLogLevel | undefined) ?? 'warn';
   if (!KAFKA_LOG_LEVELS.includes(level)) throw new ConfigError(`KafkaOptions.logLevel (KAFKAJS_LOG_LEVEL): "${level}" is not one of ${KAFKA_LOG_LEVELS.join(', ')}`);
   const connectionTimeoutMs = options.connectionTimeoutMs ?? 3000;
-  if (!Number.isInteger(connectionTimeoutMs) || connectionTimeoutMs < 1) throw new ConfigError(`KafkaOptions.connectionTimeoutMs must be a whole number >= 1, got ${connectionTimeoutMs}`);
+  wholeNumber('KafkaOptions.connectionTimeoutMs', connectionTimeoutMs, { min: 1 });
   return { client, brokers, brokersFrom, clientId: options.clientId ?? 'trialrun', logLevel: level, connectionTimeoutMs, log: options.log ?? stderrKafkaLog };
 }
 

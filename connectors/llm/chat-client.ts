@@ -1,4 +1,4 @@
-import { ConfigError, resolveRetryOptions, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ConfigError, resolveRetryOptions, wholeNumber, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
 import { ChatRequestError, postJson } from './http.js';
 
 export { ChatRequestError } from './http.js';
@@ -52,7 +52,7 @@ export function resolveChatClientOptions(options: ChatClientOptions = {}, env: N
   const temperature = options.temperature ?? 1;
   if (!(temperature >= 0 && temperature <= 2)) throw new ConfigError(`ChatClientOptions.temperature must be within 0..2, got ${temperature}`);
   const maxTokens = options.maxTokens ?? 1024;
-  if (!Number.isInteger(maxTokens) || maxTokens < 1) throw new ConfigError(`ChatClientOptions.maxTokens must be a whole number >= 1, got ${maxTokens}`);
+  wholeNumber('ChatClientOptions.maxTokens', maxTokens, { min: 1 });
   const topP = options.topP ?? 1;
   if (!(topP > 0 && topP <= 1)) throw new ConfigError(`ChatClientOptions.topP must be > 0 and <= 1, got ${topP}`);
   return {

@@ -30,7 +30,7 @@ export function resolveRegistryUrl(options: RegistryOptions = {}, env: NodeJS.Pr
   try {
     return new URL(url).toString().replace(/\/$/, '');
   } catch {
-    throw new Error(`RegistryOptions.url: "${url}" is not a URL`);
+    throw new ConfigError(`RegistryOptions.url: "${url}" is not a URL`);
   }
 }
 

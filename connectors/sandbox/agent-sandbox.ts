@@ -1,4 +1,4 @@
-import { ConfigError, SandboxError, WorkspaceFileError, pathFromBytes, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
+import { ConfigError, pathFromBytes, SandboxError, wholeNumber, WorkspaceFileError, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
 import type { AgentChannel } from './agent-channel.js';
 import {
   resolveExecOptions,
@@ -44,9 +44,7 @@ interface AgentSnapshot {
 }
 
 function byteLimit(value: number | undefined, fallback: number, what: string): number {
-  const limit = value ?? fallback;
-  if (!Number.isInteger(limit) || limit < 0 || limit > MAX_READ_BYTES) throw new ConfigError(`${what} must be a whole number in [0, ${MAX_READ_BYTES}], got ${limit}`);
-  return limit;
+  return wholeNumber(what, value ?? fallback, { min: 0, max: MAX_READ_BYTES });
 }
 
 /** The sandbox a caller holds: every call is one request to the agent inside. */

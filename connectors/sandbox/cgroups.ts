@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SandboxError, errorMessage } from '../../schemas/index.js';
+import { SandboxError, errorMessage, resolveRetryOptions, withRetries } from '../../schemas/index.js';
 import type { ResolvedSandboxLimits } from './types.js';
 
 /**
@@ -132,19 +132,27 @@ async function killCgroup(dirs: readonly string[]): Promise<void> {
   throw new SandboxError(`processes in ${dirs[0]} survived 500 SIGKILL sweeps`);
 }
 
+/** A cgroup stays busy for a moment after its last process died (it must be reaped first): up to 100 retries of 10-20 ms. */
+const BUSY_RETRY = resolveRetryOptions({ retries: 100, initialDelayMs: 20, maxDelayMs: 20, factor: 1 });
+
 async function removeDirs(dirs: readonly string[]): Promise<void> {
+  const code = (error: unknown): string | undefined => (error as NodeJS.ErrnoException).code;
   for (const dir of dirs) {
-    // A cgroup stays busy for a moment after its last process died (it must be reaped first).
-    for (let attempt = 0; ; attempt++) {
-      try {
-        rmdirSync(dir);
-        break;
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') break;
-        if (code !== 'EBUSY' || attempt >= 100) throw new SandboxError(`removing cgroup ${dir} failed: ${errorMessage(error)}`, { cause: error });
-        await sleep(20);
-      }
+    try {
+      await withRetries(
+        async () => {
+          try {
+            rmdirSync(dir);
+          } catch (error) {
+            if (code(error) !== 'ENOENT') throw error;
+          }
+        },
+        BUSY_RETRY,
+        new AbortController().signal,
+        (error) => code(error) === 'EBUSY',
+      );
+    } catch (error) {
+      throw new SandboxError(`removing cgroup ${dir} failed: ${errorMessage(error)}`, { cause: error });
     }
   }
 }

@@ -17,7 +17,7 @@ interface FakeContainer {
  * Just enough of the Docker engine for the pool: containers whose agent says it is ready on start, and a log of
  * the calls that matter. `renameGate` holds every rename until it resolves.
  */
-function fakeEngine(options: { renameGate?: Promise<void>; loseCreateAnswers?: number } = {}) {
+function fakeEngine(options: { renameGate?: Promise<void>; loseCreateAnswers?: number; removeFailures?: Error[] } = {}) {
   const containers: FakeContainer[] = [];
   const log: string[] = [];
   let renaming = 0;
@@ -51,6 +51,8 @@ function fakeEngine(options: { renameGate?: Promise<void>; loseCreateAnswers?: n
       // A forced removal while a rename of the same container is in flight is what leaves one listed in a real engine.
       log.push(`remove ${container.id}${renaming > 0 ? ' DURING A RENAME' : ''}`);
       await sleep(1);
+      const failure = options.removeFailures?.shift();
+      if (failure) throw failure;
       container.removed = true;
     },
     async inspect() {
@@ -120,5 +122,28 @@ describe('DockerSandboxPool against a fake engine', () => {
     assert.deepEqual(await pool.existingSandboxes(), [], 'the container was made and is gone again');
     await pool.close();
     assert.equal(engine.containers[0]!.labels[LABELS.taskId], 'lost');
+  });
+
+  it('retries a removal while the engine is away or another removal runs, and an engine failure 3 times only', async () => {
+    const failure = (message: string, statusCode?: number): Error => Object.assign(new Error(message), { statusCode });
+    const inProgress = failure('(HTTP code 409) removal of container c0 is already in progress', 409);
+    const engine = fakeEngine({ removeFailures: [failure('connect ECONNREFUSED /var/run/docker.sock'), inProgress, failure('(HTTP code 500) server error', 500)] });
+    const pool = new DockerSandboxPool({ docker: engine.docker, warmSize: 0, reapIntervalMs: 0 });
+    // Released sandboxes are removed in the background.
+    await (await pool.acquire({ image: 'img', runId: 'run', taskId: 'away' })).release();
+    await until('the removal', () => engine.containers[0]!.removed, 10_000);
+    assert.equal(engine.log.filter((line) => line.startsWith('remove')).length, 4);
+
+    const broken = fakeEngine({ removeFailures: Array.from({ length: 5 }, () => failure('(HTTP code 500) server error', 500)) });
+    const other = new DockerSandboxPool({ docker: broken.docker, warmSize: 0, reapIntervalMs: 0 });
+    await (await other.acquire({ image: 'img', runId: 'run', taskId: 'broken' })).release();
+    const removals = (): number => broken.log.filter((line) => line.startsWith('remove')).length;
+    await until('the first try and 3 retries', () => removals() === 4, 10_000);
+    // A 4th retry would come at least 1 s after the 4th try.
+    await sleep(1_200);
+    assert.equal(removals(), 4);
+    assert.equal(broken.containers[0]!.removed, false);
+    await pool.close();
+    await other.close();
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, type Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { ConfigError, SandboxError, Semaphore, errorMessage } from '../../schemas/index.js';
+import { ConfigError, SandboxError, Semaphore, errorMessage, resolveRetryOptions, withRetries } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { CappedBuffer } from './output.js';
@@ -38,6 +38,12 @@ const PING_TIMEOUT_MS = 5_000;
 
 /** Own containers that are not live are only reaped past this age: one may still be starting. */
 const STARTING_GRACE_MS = 120_000;
+
+/**
+ * Removing a container while the engine restarts: 15 retries from 250 ms doubling to 5 s, jittered as every retry
+ * is, wait 29 to 58 s in all (43 s expected), the window the 12 unjittered retries of before gave (43 s).
+ */
+const REMOVE_RETRY = resolveRetryOptions({ retries: 15, initialDelayMs: 250, maxDelayMs: 5_000 });
 
 interface ImageInfo {
   readonly digest: string;
@@ -228,22 +234,26 @@ class DockerBackend implements SandboxBackend {
 
   /**
    * Force-removes a container and returns once the engine no longer has it. While the engine is unreachable
-   * (restarting) or another removal of it is under way, keeps trying for about a minute; a removal the engine
-   * failed half-way (the container left "Removal In Progress") is retried a few times.
+   * (restarting) or another removal of it is under way, keeps trying for about 45 s (REMOVE_RETRY); an engine
+   * failure (5xx) is retried 3 times.
    */
   private async remove(container: Docker.Container): Promise<void> {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.engine.run(() => container.remove({ force: true, v: true }));
-        return;
-      } catch (error) {
-        if (isGone(error)) return;
-        const attempts = isUnreachable(error) || isRemovalInProgress(error) ? 12 : (statusOf(error) ?? 0) >= 500 ? 3 : 0;
-        if (attempt >= attempts) {
-          throw new SandboxError(`removing sandbox ${container.id.slice(0, 12)} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
-        }
-        await sleep(Math.min(5_000, 250 * 2 ** attempt));
-      }
+    const retryIf = (error: unknown, attempt: number): boolean => isUnreachable(error) || isRemovalInProgress(error) || ((statusOf(error) ?? 0) >= 500 && attempt < 3);
+    try {
+      await withRetries(
+        async () => {
+          try {
+            await this.engine.run(() => container.remove({ force: true, v: true }));
+          } catch (error) {
+            if (!isGone(error)) throw error;
+          }
+        },
+        REMOVE_RETRY,
+        new AbortController().signal,
+        retryIf,
+      );
+    } catch (error) {
+      throw new SandboxError(`removing sandbox ${container.id.slice(0, 12)} failed: ${errorMessage(error)}`, { retriable: true, cause: error });
     }
   }
 

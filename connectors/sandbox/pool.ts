@@ -1,5 +1,5 @@
 import { availableParallelism } from 'node:os';
-import { ConfigError, SandboxError, Semaphore, errorMessage } from '../../schemas/index.js';
+import { ConfigError, errorMessage, SandboxError, Semaphore, wholeNumber } from '../../schemas/index.js';
 import { AgentSandbox, type SandboxHandle } from './agent-sandbox.js';
 import { resolveSandboxLimits, type AcquireOptions, type ResolvedSandboxLimits, type Sandbox, type SandboxLimits, type SandboxPool } from './types.js';
 import { WarmPool } from './warm-pool.js';
@@ -38,9 +38,7 @@ const MAX_WARM_SIZE = 256;
 
 export function resolvePoolOptions(options: PoolOptions, what: string): ResolvedPoolOptions {
   const warmSize = options.warmSize ?? 2;
-  if (!Number.isInteger(warmSize) || warmSize < 0 || warmSize > MAX_WARM_SIZE) {
-    throw new ConfigError(`${what}.warmSize must be a whole number in [0, ${MAX_WARM_SIZE}], got ${warmSize}`);
-  }
+  wholeNumber(`${what}.warmSize`, warmSize, { min: 0, max: MAX_WARM_SIZE });
   const warmMaxIdleMs = options.warmMaxIdleMs ?? 300_000;
   if (!Number.isFinite(warmMaxIdleMs) || warmMaxIdleMs < 100) throw new ConfigError(`${what}.warmMaxIdleMs must be at least 100 ms, got ${warmMaxIdleMs}`);
   const reapIntervalMs = options.reapIntervalMs ?? 60_000;
@@ -48,7 +46,7 @@ export function resolvePoolOptions(options: PoolOptions, what: string): Resolved
     throw new ConfigError(`${what}.reapIntervalMs must be 0 (start-up only) or at least 1000 ms, got ${reapIntervalMs}`);
   }
   const maxSandboxes = options.maxSandboxes ?? 4 * availableParallelism();
-  if (!Number.isInteger(maxSandboxes) || maxSandboxes < 1 || maxSandboxes > 100_000) throw new ConfigError(`${what}.maxSandboxes must be a whole number from 1 to 100000, got ${maxSandboxes}`);
+  wholeNumber(`${what}.maxSandboxes`, maxSandboxes, { min: 1, max: 100_000 });
   return {
     limits: resolveSandboxLimits(options.limits),
     warmSize,

@@ -1,4 +1,4 @@
-import { ConfigError, type FileTree, type WorkspaceExtras } from '../../schemas/index.js';
+import { ConfigError, finiteNumber, wholeNumber, type FileTree, type WorkspaceExtras } from '../../schemas/index.js';
 
 /** Resource limits of one sandbox. */
 export interface SandboxLimits {
@@ -80,10 +80,8 @@ export function resolveSandboxLimits(limits: SandboxLimits = {}): ResolvedSandbo
   }
   for (const [name, value] of Object.entries(resolved)) {
     const minimum = LIMIT_MINIMUMS[name as keyof SandboxLimits];
-    const whole = name !== 'cpus';
-    if (typeof value !== 'number' || !Number.isFinite(value) || value < minimum || (whole && !Number.isInteger(value))) {
-      throw new ConfigError(`SandboxLimits.${name} must be ${whole ? 'a whole number' : 'a number'} >= ${minimum}, got ${value}`);
-    }
+    // cpus may be a fraction of a CPU; every other limit is a count.
+    (name === 'cpus' ? finiteNumber : wholeNumber)(`SandboxLimits.${name}`, value, { min: minimum });
   }
   return Object.freeze(resolved as Required<SandboxLimits>);
 }
@@ -137,9 +135,7 @@ export function resolveExecOptions(command: readonly string[], options: ExecOpti
     throw new ConfigError(`ExecOptions.timeoutMs must be in (0, ${MAX_TIMEOUT_MS}], got ${timeoutMs}`);
   }
   const maxOutputBytes = options.maxOutputBytes ?? 64 * 1024;
-  if (!Number.isInteger(maxOutputBytes) || maxOutputBytes < 2 || maxOutputBytes > MAX_OUTPUT_BYTES) {
-    throw new ConfigError(`ExecOptions.maxOutputBytes must be a whole number in [2, ${MAX_OUTPUT_BYTES}], got ${maxOutputBytes}`);
-  }
+  wholeNumber('ExecOptions.maxOutputBytes', maxOutputBytes, { min: 2, max: MAX_OUTPUT_BYTES });
   const cwd = options.cwd ?? WORKSPACE;
   if (!cwd.startsWith('/')) throw new ConfigError(`ExecOptions.cwd must be an absolute path, got ${cwd}`);
   const env = options.env ?? {};

@@ -5,7 +5,7 @@ import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '
 import { ConfigError, errorMessage, isRetriable, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
-  CRASH_REJOIN_DELAY_MS,
+  rejoinAfterCrash,
   deadLetter,
   metrics,
   partitionKey,
@@ -275,28 +275,18 @@ export class AnalyticsSink {
 
   /**
    * The consumer stopped for good (the client gave up on an error it met): the sink is no member any more, and
-   * what it buffered would never be committed. It drops its buffers, waits CRASH_REJOIN_DELAY_MS and joins again,
-   * as often as that takes, until stopped; the new assignment reads from the committed offsets.
+   * what it buffered would never be committed. It drops its buffers and joins again (rejoinAfterCrash), until
+   * stopped; the new assignment reads from the committed offsets.
    */
   private rejoinAfterCrash(cause: Error): void {
     if (this.rejoining || this.shutdown.signal.aborted) return;
-    process.stderr.write(`[analytics-sink] its consumer stopped (${errorMessage(cause)}); rejoining the group\n`);
-    this.rejoining = (async () => {
-      for (;;) {
-        const crashed = this.consumer;
-        this.consumer = undefined;
-        await crashed?.disconnect().catch(() => undefined);
-        try {
-          await this.exclusive(async () => this.forgetAssignment());
-          await sleep(CRASH_REJOIN_DELAY_MS, this.shutdown.signal);
-          await this.startConsumer();
-          return;
-        } catch (error) {
-          if (error instanceof ShutdownError || this.shutdown.signal.aborted) return;
-          process.stderr.write(`[analytics-sink] rejoining failed (${errorMessage(error)}); trying again\n`);
-        }
-      }
-    })().finally(() => (this.rejoining = null));
+    const leave = async (): Promise<void> => {
+      const crashed = this.consumer;
+      this.consumer = undefined;
+      await crashed?.disconnect().catch(() => undefined);
+      await this.exclusive(async () => this.forgetAssignment());
+    };
+    this.rejoining = rejoinAfterCrash('[analytics-sink]', cause, { leave, join: () => this.startConsumer() }, this.shutdown.signal).finally(() => (this.rejoining = null));
   }
 
   /** Graceful stop: everything read so far is written and committed first. */

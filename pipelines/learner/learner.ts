@@ -1,6 +1,6 @@
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
-import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
+import { nowIso, oneOf, wholeNumber, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
 import { failureAdvantage } from '../reward/index.js';
 import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
@@ -61,10 +61,10 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
   const epochs = options.epochs ?? 1;
   const maxStaleness = options.maxStaleness ?? 4;
   const staleSamples = options.staleSamples ?? 'drop';
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`LearnerOptions.batchSize must be a whole number >= 1, got ${batchSize}`);
-  if (!Number.isInteger(epochs) || epochs < 1) throw new Error(`LearnerOptions.epochs must be a whole number >= 1, got ${epochs}`);
-  if (!Number.isInteger(maxStaleness) || maxStaleness < 0) throw new Error(`LearnerOptions.maxStaleness must be a whole number >= 0, got ${maxStaleness}`);
-  if (staleSamples !== 'drop' && staleSamples !== 'importance-weight') throw new Error(`LearnerOptions.staleSamples must be 'drop' or 'importance-weight', got ${String(staleSamples)}`);
+  wholeNumber('LearnerOptions.batchSize', batchSize, { min: 1 });
+  wholeNumber('LearnerOptions.epochs', epochs, { min: 1 });
+  wholeNumber('LearnerOptions.maxStaleness', maxStaleness, { min: 0 });
+  oneOf('LearnerOptions.staleSamples', staleSamples, ['drop', 'importance-weight']);
   const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
 
   const pending = new StateStore<PendingSample>('pending', context.names.changelog('learner', 'pending'));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { Verification } from '../../schemas/index.js';
+import { ConfigError, type Verification } from '../../schemas/index.js';
 import { groupKey, lateReward, memberOf, resolveGroupScoring, scoreGroup, type GroupMember } from './groups.js';
 
 const scoring = resolveGroupScoring();
@@ -83,8 +83,8 @@ test('groups are keyed by verifier version and re-scoring run, so versions never
 });
 
 test('scoring options are checked', () => {
-  assert.throws(() => resolveGroupScoring({ minGroupSize: 0 }), /minGroupSize must be a whole number >= 1/);
-  assert.throws(() => resolveGroupScoring({ epsilon: 0 }), /epsilon must be a positive number/);
+  assert.throws(() => resolveGroupScoring({ minGroupSize: 0 }), (error: unknown) => error instanceof ConfigError && /^GroupScoringOptions.minGroupSize must be a whole number >= 1, got 0$/.test(error.message));
+  assert.throws(() => resolveGroupScoring({ epsilon: 0 }), (error: unknown) => error instanceof ConfigError && /^GroupScoringOptions.epsilon must be a number > 0, got 0$/.test(error.message));
 });
 
 test('a member the verifier could not judge (its sandbox was lost) is withheld, and the rest are scored without it', () => {

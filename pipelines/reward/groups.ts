@@ -1,4 +1,4 @@
-import { nowIso, type Reward, type RewardDisposition, type Verification } from '../../schemas/index.js';
+import { finiteNumber, nowIso, wholeNumber, type Reward, type RewardDisposition, type Verification } from '../../schemas/index.js';
 import { groupAdvantages } from './advantages.js';
 
 export interface GroupScoringOptions {
@@ -12,8 +12,8 @@ export type ResolvedGroupScoring = Readonly<Required<GroupScoringOptions>>;
 
 export function resolveGroupScoring(options: GroupScoringOptions = {}): ResolvedGroupScoring {
   const resolved = { minGroupSize: 2, epsilon: 1e-6, ...options };
-  if (!Number.isInteger(resolved.minGroupSize) || resolved.minGroupSize < 1) throw new Error(`minGroupSize must be a whole number >= 1, got ${resolved.minGroupSize}`);
-  if (!(resolved.epsilon > 0 && Number.isFinite(resolved.epsilon))) throw new Error(`epsilon must be a positive number, got ${resolved.epsilon}`);
+  wholeNumber('GroupScoringOptions.minGroupSize', resolved.minGroupSize, { min: 1 });
+  finiteNumber('GroupScoringOptions.epsilon', resolved.epsilon, { above: 0 });
   return resolved;
 }
 

@@ -1,3 +1,4 @@
+import { wholeNumber } from '../../schemas/index.js';
 import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext } from '../runtime/index.js';
 import { groupKey, lateReward, memberOf, resolveGroupScoring, scoreGroup, type ClosedGroup, type GroupClosure, type GroupMember, type GroupScoringOptions } from './groups.js';
 
@@ -31,12 +32,9 @@ const sweepKey = (partition: number): string => `last-retention-sweep/${partitio
 export function resolveRewardOptions(options: RewardOptions = {}): Readonly<Required<RewardOptions>> {
   const scoring = resolveGroupScoring(options);
   const resolved = { stragglerDeadlineMs: 600_000, closedRetentionMs: 86_400_000, ...options, ...scoring };
-  if (!Number.isInteger(resolved.stragglerDeadlineMs) || resolved.stragglerDeadlineMs < 1) {
-    throw new Error(`RewardOptions.stragglerDeadlineMs must be a whole number of ms >= 1, got ${resolved.stragglerDeadlineMs}`);
-  }
-  if (!Number.isInteger(resolved.closedRetentionMs) || resolved.closedRetentionMs < resolved.stragglerDeadlineMs) {
-    throw new Error(`RewardOptions.closedRetentionMs must be a whole number of ms >= stragglerDeadlineMs, got ${resolved.closedRetentionMs}`);
-  }
+  wholeNumber('RewardOptions.stragglerDeadlineMs', resolved.stragglerDeadlineMs, { min: 1, unit: 'ms' });
+  // The bound is the deadline's value: a scored group is remembered at least as long as its stragglers are awaited.
+  wholeNumber('RewardOptions.closedRetentionMs', resolved.closedRetentionMs, { min: resolved.stragglerDeadlineMs, unit: 'ms' });
   return resolved;
 }
 
@@ -81,8 +79,8 @@ export function createRewardProcessor(context: ProcessorContext, options: Reward
       clock.put(streamTimeKey(partition), now);
       const outputs: Output[] = [];
 
-      // First the groups whose stragglers are past due by this record's time, so a member arriving after
-      // its group's deadline finds the group scored.
+      // First the groups whose stragglers are past due by the partition's stream time (this record's timestamp
+      // if it is the newest), so a member arriving after its group's deadline finds the group scored.
       for (const [key, group] of groups.entries()) {
         if (group.partition === partition && now - group.openedAt >= settings.stragglerDeadlineMs) {
           outputs.push(...close(key, group, { by: 'deadline', expected: group.members[0]?.groupSize ?? group.members.length }, now));

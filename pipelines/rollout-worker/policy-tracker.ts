@@ -1,4 +1,4 @@
-import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
+import { checkCheckpoint, followCheckpoints, NOTHING_FOLLOWED, type CheckpointRecord, type CheckpointStore, type FollowedCheckpoints } from '../../connectors/checkpoints/index.js';
 import type { KafkaPort, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
@@ -16,13 +16,16 @@ export interface PolicyTrackerOptions {
 }
 
 /**
- * Follows the compacted checkpoint and pin topics and serves the policy rollout workers should use: the
- * newest checkpoint whose artifact passes its sha256 check, or the pinned one after a rollback.
- * Workers ask between episodes, so a new version is picked up without a restart.
+ * Follows the compacted checkpoint and pin topics and serves the policy rollout workers should use, as
+ * `followCheckpoints` decides: the newest checkpoint whose artifact passes its sha256 check, or the pinned one
+ * after a rollback. Workers ask between episodes, so a new version is picked up without a restart.
  */
 export class PolicyTracker {
+  private followed: FollowedCheckpoints = NOTHING_FOLLOWED;
   private pinned: Policy<unknown> | null = null;
   private readonly readers: TopicReader[] = [];
+  /** Records of both topics are taken one at a time, in arrival order, as weight sync takes them. */
+  private taking: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly options: PolicyTrackerOptions,
@@ -35,27 +38,18 @@ export class PolicyTracker {
     const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, options.settings);
     const tracker = new PolicyTracker(options, kind, await kind.load(kind.initial().params, 0));
     // Both topics are compacted and keyed by policy id; only this kind's records matter.
-    const follow = async (topic: string, what: string, apply: (value: Buffer) => Promise<void>): Promise<void> => {
+    const follow = async (topic: string, what: CheckpointRecord['topic'], decode: (value: Buffer) => Promise<CheckpointRecord>): Promise<void> => {
       const reader = await readTopic(kafka, {
         topic,
         follow: true,
         onRecord: async ({ key, value }) => {
-          if (value !== null && key === kind.policyId) await tracker.guard(what, () => apply(value));
+          if (value !== null && key === kind.policyId) await tracker.take(what, () => decode(value));
         },
       });
       tracker.readers.push(reader);
     };
-    await follow(names.name('policyCheckpoints'), 'checkpoint', async (value) => {
-      const checkpoint = await serde.decode('policyCheckpoints', value);
-      if (checkpoint.version <= tracker.newest.version) return;
-      tracker.newest = await tracker.load(checkpoint);
-      if (!tracker.pinned) options.onChange?.(checkpoint.version, checkpoint);
-    });
-    await follow(names.name('policyPins'), 'pin', async (value) => {
-      const pin = await serde.decode('policyPins', value);
-      tracker.pinned = pin.checkpoint ? await tracker.load(pin.checkpoint) : null;
-      options.onChange?.(tracker.current().version, pin.checkpoint);
-    });
+    await follow(names.name('policyCheckpoints'), 'checkpoint', async (value) => ({ topic: 'checkpoint', checkpoint: await serde.decode('policyCheckpoints', value) }));
+    await follow(names.name('policyPins'), 'pin', async (value) => ({ topic: 'pin', checkpoint: (await serde.decode('policyPins', value)).checkpoint }));
     return tracker;
   }
 
@@ -67,21 +61,34 @@ export class PolicyTracker {
     await Promise.all(this.readers.map((reader) => reader.stop()));
   }
 
-  private async load(checkpoint: PolicyCheckpoint): Promise<Policy<unknown>> {
-    // Version 0 is the initial policy (for an LLM the base model): a rollback to it pins no artifact.
-    if (checkpoint.version === 0 && !checkpoint.artifact) return this.kind.load(this.kind.initial().params, 0);
-    if (!checkpoint.artifact) throw new Error(`checkpoint v${checkpoint.version} has no artifact`);
-    if (checkpoint.artifact.sha256 !== checkpoint.sha256) throw new Error(`checkpoint v${checkpoint.version}: record and artifact digests differ`);
-    const bytes = await this.options.store.get(checkpoint.artifact);
-    return this.kind.load(this.kind.decodeParams(bytes), checkpoint.version);
+  private take(what: CheckpointRecord['topic'], decode: () => Promise<CheckpointRecord>): Promise<void> {
+    const taken = this.taking.then(() => this.guard(what, decode));
+    this.taking = taken;
+    return taken;
   }
 
   /** A bad checkpoint or pin is skipped with a warning: workers keep serving the last good policy. */
-  private async guard(what: string, load: () => Promise<void>): Promise<void> {
+  private async guard(what: CheckpointRecord['topic'], decode: () => Promise<CheckpointRecord>): Promise<void> {
     try {
-      await load();
+      const record = await decode();
+      const step = followCheckpoints(this.followed, record);
+      // The newest again is the policy already loaded.
+      if (step === null || step.again) return;
+      const policy = step.incoming ? await this.load(step.incoming) : null;
+      this.followed = step.next;
+      if (record.topic === 'checkpoint') this.newest = policy!;
+      else this.pinned = policy;
+      if (step.servedChanges) this.options.onChange?.(this.current().version, record.checkpoint);
     } catch (error) {
       process.stderr.write(`[policy-tracker] ignoring a ${what}: ${errorMessage(error)}\n`);
     }
+  }
+
+  /** The policy of a checkpoint `followCheckpoints` accepted: the store checks its bytes against their sha256. */
+  private async load(checkpoint: PolicyCheckpoint): Promise<Policy<unknown>> {
+    const artifact = checkCheckpoint(checkpoint);
+    if (artifact === null) return this.kind.load(this.kind.initial().params, 0);
+    const bytes = await this.options.store.get(artifact);
+    return this.kind.load(this.kind.decodeParams(bytes), checkpoint.version);
   }
 }

@@ -2,7 +2,7 @@ import { inlineTreeBytes, resolveStoredTrees, type TreeStore } from '../../conne
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
-import { ConfigError, mapLimit, nowIso, type Trajectory } from '../../schemas/index.js';
+import { ConfigError, mapLimit, nowIso, wholeNumber, type Trajectory } from '../../schemas/index.js';
 import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
 
@@ -81,7 +81,7 @@ export function llmTaskTimeoutMs(llm: Pick<ResolvedLlmPolicyOptions, 'concurrent
  */
 export function createRolloutWorkerLanes(context: ProcessorContext, options: RolloutLanesOptions): StreamProcessor<'tasks'>[] {
   const { lanes = 1, ...worker } = options;
-  if (!Number.isInteger(lanes) || lanes < 1) throw new ConfigError(`RolloutLanesOptions.lanes must be a whole number >= 1, got ${lanes}`);
+  wholeNumber('RolloutLanesOptions.lanes', lanes, { min: 1 });
   if (lanes === 1) return [createRolloutWorker(context, worker)];
   const instanceId = worker.instanceId ?? '0';
   return Array.from({ length: lanes }, (_, lane) => createRolloutWorker(context, { ...worker, instanceId: `${instanceId}.${lane}` }));
@@ -95,13 +95,13 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
   const groupSize = options.groupSize ?? 4;
   const maxTurns = options.maxTurns ?? 14;
   const concurrency = options.concurrency ?? 2;
-  if (!Number.isInteger(groupSize) || groupSize < 1) throw new Error(`RolloutWorkerOptions.groupSize must be a whole number >= 1, got ${groupSize}`);
+  wholeNumber('RolloutWorkerOptions.groupSize', groupSize, { min: 1 });
   // One is enough: a single-turn episode is one reply; the turn cap is the environment's to apply.
-  if (!Number.isInteger(maxTurns) || maxTurns < 1) throw new Error(`RolloutWorkerOptions.maxTurns must be a whole number >= 1, got ${maxTurns}`);
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new Error(`RolloutWorkerOptions.concurrency must be a whole number >= 1, got ${concurrency}`);
+  wholeNumber('RolloutWorkerOptions.maxTurns', maxTurns, { min: 1 });
+  wholeNumber('RolloutWorkerOptions.concurrency', concurrency, { min: 1 });
   const environments = options.environments ?? ENVIRONMENTS;
   const storeAbove = options.storeTreesAboveBytes ?? 256 * 1024;
-  if (!Number.isInteger(storeAbove) || storeAbove < 0) throw new ConfigError(`RolloutWorkerOptions.storeTreesAboveBytes must be a whole number >= 0, got ${storeAbove}`);
+  wholeNumber('RolloutWorkerOptions.storeTreesAboveBytes', storeAbove, { min: 0 });
   // A policy that cannot act in an expected environment is refused before anything is consumed.
   for (const envId of options.envIds ?? []) checkPairing(options.policies.kind, environments.get(envId).id);
 

@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { wholeNumber } from '../../schemas/index.js';
 
 export const DEFAULT_SESSION_TIMEOUT_MS = 45_000;
 
@@ -21,6 +21,6 @@ export interface ResolvedMembership {
 /** `field` names the option in errors, e.g. "ProcessorOptions.sessionTimeoutMs of learner". */
 export function resolveMembership(options: MembershipOptions, field: string): ResolvedMembership {
   const sessionTimeoutMs = options.sessionTimeoutMs ?? DEFAULT_SESSION_TIMEOUT_MS;
-  if (!Number.isInteger(sessionTimeoutMs) || sessionTimeoutMs < 1) throw new ConfigError(`${field} must be a whole number >= 1, got ${sessionTimeoutMs}`);
+  wholeNumber(field, sessionTimeoutMs, { min: 1 });
   return { sessionTimeoutMs, heartbeatIntervalMs: Math.min(3_000, Math.floor(sessionTimeoutMs / 3)) };
 }

@@ -25,10 +25,14 @@ test('processor options resolve to their documented defaults, explicitly undefin
 test('bad processor options are refused when resolved, naming the option', () => {
   assert.throws(() => resolveProcessorOptions({ ...base, name: 'Learner' }), /name "Learner" must be kebab-case/);
   assert.throws(() => resolveProcessorOptions({ ...base, inputs: [] }), /at least one input topic/);
-  assert.throws(() => resolveProcessorOptions({ ...base, maxRecordsPerTransaction: 0 }), /maxRecordsPerTransaction of learner/);
+  assert.throws(() => resolveProcessorOptions({ ...base, maxRecordsPerTransaction: 0 }), (error: unknown) => error instanceof ConfigError && /^ProcessorOptions.maxRecordsPerTransaction of learner must be a whole number >= 1, got 0$/.test(error.message));
   assert.throws(() => resolveProcessorOptions({ ...base, sessionTimeoutMs: 2.5 }), /sessionTimeoutMs of learner must be a whole number/);
   assert.throws(() => resolveProcessorOptions({ ...base, priority: () => 0 }), /priority order needs maxRecordsPerTransaction 1/);
-  assert.throws(() => resolveProcessorOptions({ ...base, hostProbe: { initialDelayMs: 10_000 } }), /ProcessorOptions.hostProbe of learner: RetryOptions: need 0 <= initialDelayMs \(10000\) <= maxDelayMs \(5000\)/);
+  for (const bad of [{ name: 'Learner' }, { inputs: [] }, { yieldBatchAfterMs: -1 }, { priority: () => 0 }]) {
+    assert.throws(() => resolveProcessorOptions({ ...base, ...bad }), ConfigError, JSON.stringify(bad));
+  }
+  assert.equal(resolveProcessorOptions({ ...base, yieldBatchAfterMs: Number.POSITIVE_INFINITY }).yieldBatchAfterMs, Number.POSITIVE_INFINITY);
+  assert.throws(() => resolveProcessorOptions({ ...base, hostProbe: { initialDelayMs: 10_000 } }), /ProcessorOptions.hostProbe of learner: RetryOptions.maxDelayMs must be a number >= 10000, got 5000/);
 });
 
 test('with kafkajs, which fences by transactional id only, a stateful processor runs as instance 0 alone; refused before connecting', async () => {

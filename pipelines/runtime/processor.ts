@@ -1,7 +1,7 @@
 import type { BatchPayload, IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaPort, KafkaProducer } from '../../connectors/kafka/index.js';
 import { catalogTopics, ensureTopics } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
-import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, ShutdownError, sleep, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, HostUnavailableError, RecordTooLargeError, resolveRetryOptions, requireOption, ShutdownError, wholeNumber, withRetries, type DeadLetter, type ResolvedRetryOptions, type RetryOptions, type TopicKey, type TopicNames, type TopicValue } from '../../schemas/index.js';
 import { typed } from './codec.js';
 import { deadLetter, encodeDeadLetter } from './dead-letter.js';
 import { boundedOutputs, RecordLimits } from './record-limits.js';
@@ -10,6 +10,7 @@ import { resolveMembership, type MembershipOptions, type ResolvedMembership } fr
 import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
 import { byPriority, decodeProgress, encodeHandled, freshestProgress, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { ProcessorLease } from './lease.js';
+import { rejoinAfterCrash } from './rejoin.js';
 import { retry } from './retry.js';
 import type { StateStore } from './state-store.js';
 import { timeout } from './timeout.js';
@@ -85,8 +86,8 @@ export interface ResolvedProcessorOptions<K extends TopicKey> extends Required<O
 }
 
 export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOptions<K>): ResolvedProcessorOptions<K> {
-  if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new Error(`ProcessorOptions.name "${options.name}" must be kebab-case`);
-  if (options.inputs.length === 0) throw new Error(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
+  if (!/^[a-z][a-z0-9-]*$/.test(options.name)) throw new ConfigError(`ProcessorOptions.name "${options.name}" must be kebab-case`);
+  if (options.inputs.length === 0) throw new ConfigError(`ProcessorOptions.inputs of ${options.name}: at least one input topic is required`);
   const resolved = {
     maxRecordsPerTransaction: 20,
     retry: {},
@@ -105,12 +106,11 @@ export function resolveProcessorOptions<K extends TopicKey>(options: ProcessorOp
     hostProbe: resolveHostProbe(options),
     ...resolveMembership(options, `ProcessorOptions.sessionTimeoutMs of ${options.name}`),
   };
-  if (!Number.isInteger(resolved.maxRecordsPerTransaction) || resolved.maxRecordsPerTransaction < 1) {
-    throw new Error(`ProcessorOptions.maxRecordsPerTransaction of ${options.name} must be a whole number >= 1`);
-  }
-  if (!(resolved.yieldBatchAfterMs >= 0)) throw new Error(`ProcessorOptions.yieldBatchAfterMs of ${options.name} must be >= 0, got ${resolved.yieldBatchAfterMs}`);
+  wholeNumber(`ProcessorOptions.maxRecordsPerTransaction of ${options.name}`, resolved.maxRecordsPerTransaction, { min: 1 });
+  // Infinity is allowed: a batch is never given up for time.
+  requireOption(resolved.yieldBatchAfterMs >= 0, `ProcessorOptions.yieldBatchAfterMs of ${options.name}`, 'a number >= 0', resolved.yieldBatchAfterMs);
   if (resolved.priority !== null && resolved.maxRecordsPerTransaction !== 1) {
-    throw new Error(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
+    throw new ConfigError(`ProcessorOptions of ${options.name}: priority order needs maxRecordsPerTransaction 1 (every record is its own transaction)`);
   }
   return resolved;
 }
@@ -122,9 +122,6 @@ function resolveHostProbe(options: Pick<ProcessorOptions<TopicKey>, 'name' | 'ho
     throw new ConfigError(`ProcessorOptions.hostProbe of ${options.name}: ${errorMessage(error)}`);
   }
 }
-
-/** How long a processor whose consumer stopped for good waits before it joins its group again. */
-export const CRASH_REJOIN_DELAY_MS = 5_000;
 
 /**
  * Consume -> handle -> produce, exactly once: the outputs of a chunk of records, the state-store changes
@@ -499,29 +496,12 @@ export class StreamProcessor<K extends TopicKey> {
     })().finally(() => (this.rejoining = null));
   }
 
-  /**
-   * The consumer stopped for good (the client gave up on an error it met, e.g. while a killed broker's partitions
-   * moved): this instance is no member any more and its partitions wait for the session timeout. It leaves, waits
-   * CRASH_REJOIN_DELAY_MS and joins again, as often as that takes, until stopped.
-   */
+  /** The consumer stopped for good: leave and join again (rejoinAfterCrash), until stopped. */
   private rejoinAfterCrash(cause: Error): void {
     if (this.rejoining || this.stopped) return;
-    const what = `[${this.options.name}] instance ${this.options.instanceId}`;
-    process.stderr.write(`${what}: its consumer stopped (${errorMessage(cause)}); rejoining the group\n`);
     this.activation.abort();
-    this.rejoining = (async () => {
-      for (;;) {
-        await this.deactivate();
-        try {
-          await sleep(CRASH_REJOIN_DELAY_MS, this.lifetime.signal);
-          await this.activate();
-          return;
-        } catch (error) {
-          if (error instanceof ShutdownError || this.stopped) return;
-          process.stderr.write(`${what}: rejoining failed (${errorMessage(error)}); trying again\n`);
-        }
-      }
-    })().finally(() => (this.rejoining = null));
+    const steps = { leave: () => this.deactivate(), join: () => this.activate() };
+    this.rejoining = rejoinAfterCrash(`[${this.options.name}] instance ${this.options.instanceId}`, cause, steps, this.lifetime.signal).finally(() => (this.rejoining = null));
   }
 
   /** Graceful stop: in-flight handlers see their signal aborted; their uncommitted work is redone after restart. */

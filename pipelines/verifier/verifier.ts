@@ -8,6 +8,7 @@ import {
   nowIso,
   PYTEST_REPAIR_VERIFICATION,
   SandboxError,
+  wholeNumber,
   type FileTree,
   type HackFlag,
   type Quarantine,
@@ -81,12 +82,8 @@ const RESOLVED_TASKS_KEPT = 16;
 
 export function resolveVerifierOptions(options: VerifierOptions): ResolvedVerifierOptions {
   const resolved = { instanceId: '0', timeoutMs: 20_000, referenceRuns: 3, trees: null, ...options };
-  if (!Number.isInteger(resolved.timeoutMs) || resolved.timeoutMs < 1000 || resolved.timeoutMs > 600_000) {
-    throw new ConfigError(`VerifierOptions.timeoutMs must be a whole number of ms from 1000 to 600000, got ${resolved.timeoutMs}`);
-  }
-  if (!Number.isInteger(resolved.referenceRuns) || resolved.referenceRuns < 0 || resolved.referenceRuns > 50) {
-    throw new ConfigError(`VerifierOptions.referenceRuns must be a whole number from 0 to 50, got ${resolved.referenceRuns}`);
-  }
+  wholeNumber('VerifierOptions.timeoutMs', resolved.timeoutMs, { min: 1000, max: 600_000, unit: 'ms' });
+  wholeNumber('VerifierOptions.referenceRuns', resolved.referenceRuns, { min: 0, max: 50 });
   if (!resolved.runId) throw new ConfigError('VerifierOptions.runId must not be empty');
   return resolved;
 }

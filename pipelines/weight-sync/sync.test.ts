@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { ArtifactIntegrityError, IncompatibleAdapterError, LocalCheckpointStore, LORA_SAFETENSORS_FORMAT } from '../../connectors/checkpoints/index.js';
 import type { ServedAdapter, WeightServer } from '../../connectors/llm/index.js';
-import { ConfigError, nowIso, type PolicyCheckpoint } from '../../schemas/index.js';
+import { CheckpointRecordError, ConfigError, nowIso, type PolicyCheckpoint } from '../../schemas/index.js';
 import { resolveWeightSyncOptions, serveBaseModel, verifiedAdapter } from './sync.js';
 
 const BASE = 'b'.repeat(64);
@@ -48,8 +48,9 @@ test('a checkpoint whose artifact is a contract adapter of its version, on the s
 test('each reason a checkpoint cannot be applied is its own non-retriable error, naming what was wrong', async () => {
   const { store, checkpoint } = await stored(2, loraArtifact(metadata(2)));
   const cases: Array<[PolicyCheckpoint, WeightServer, new (...args: never[]) => Error, RegExp]> = [
-    [{ ...checkpoint, artifact: null }, server(BASE), IncompatibleAdapterError, /v2 has no artifact/],
-    [{ ...checkpoint, sha256: 'c'.repeat(64) }, server(BASE), ArtifactIntegrityError, /record's sha256 c{64} is not its artifact's/],
+    [{ ...checkpoint, artifact: null }, server(BASE), CheckpointRecordError, /v2 has no artifact/],
+    [{ ...checkpoint, sha256: 'c'.repeat(64) }, server(BASE), CheckpointRecordError, /record's sha256 c{64} is not its artifact's/],
+    [{ ...checkpoint, version: 0, artifact: null }, server(BASE), IncompatibleAdapterError, /v0 is the base model, not an adapter/],
     [{ ...checkpoint, artifact: { ...checkpoint.artifact!, format: 'onnx/v1' } }, server(BASE), IncompatibleAdapterError, /format "onnx\/v1" is not lora-safetensors\/v1/],
     [{ ...checkpoint, artifact: { ...checkpoint.artifact!, sha256: 'd'.repeat(64) }, sha256: 'd'.repeat(64) }, server(BASE), ArtifactIntegrityError, /fails its sha256 check/],
     [checkpoint, server('e'.repeat(64)), IncompatibleAdapterError, /trained on base weights sha256 b{64}; the llama\.cpp server loads e{64}/],

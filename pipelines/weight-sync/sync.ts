@@ -1,7 +1,7 @@
-import { ArtifactIntegrityError, IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, readLoraArtifact, type CheckpointStore } from '../../connectors/checkpoints/index.js';
+import { checkCheckpoint, followCheckpoints, IncompatibleAdapterError, LORA_SAFETENSORS_FORMAT, NOTHING_FOLLOWED, readLoraArtifact, type CheckpointStore, type FollowedCheckpoints } from '../../connectors/checkpoints/index.js';
 import type { ServedAdapter, WeightServer } from '../../connectors/llm/index.js';
 import { LLM_POLICY } from '../../policies/index.js';
-import { ConfigError, type PolicyCheckpoint } from '../../schemas/index.js';
+import { ConfigError, wholeNumber, type PolicyCheckpoint } from '../../schemas/index.js';
 import { StateStore, StreamProcessor, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
 export interface WeightSyncOptions extends MembershipOptions {
@@ -19,12 +19,6 @@ export interface WeightSyncOptions extends MembershipOptions {
   onServed?: (version: number, latencyMs: number) => void;
 }
 
-/** What weight sync keeps per policy: the newest verified checkpoint, and the pin of a rollback. */
-interface SyncState {
-  newest: PolicyCheckpoint | null;
-  pinned: PolicyCheckpoint | null;
-}
-
 export interface ResolvedWeightSyncOptions {
   readonly policyId: string;
   readonly timeoutMs: number;
@@ -34,20 +28,20 @@ export function resolveWeightSyncOptions(options: Pick<WeightSyncOptions, 'polic
   const policyId = options.policyId ?? LLM_POLICY;
   if (policyId.trim() === '') throw new ConfigError('WeightSyncOptions.policyId is empty');
   const timeoutMs = options.timeoutMs ?? 600_000;
-  if (!Number.isSafeInteger(timeoutMs) || timeoutMs < 1000) throw new ConfigError(`WeightSyncOptions.timeoutMs must be a whole number of ms >= 1000, got ${timeoutMs}`);
+  wholeNumber('WeightSyncOptions.timeoutMs', timeoutMs, { min: 1000, unit: 'ms' });
   return { policyId, timeoutMs };
 }
 
 /**
- * Checks a checkpoint before anything is applied: the record and artifact digests agree, the bytes pass
- * their sha256 (the store checks), they are a `lora-safetensors/v1` adapter of this very version, trained on
- * the base weights the server loads. Each failure is a non-retriable error naming what was wrong, so the
- * record becomes a dead letter with its reason and the server keeps what it serves.
+ * Checks a checkpoint before anything is applied: the record passes `checkCheckpoint` (it names an artifact with
+ * the record's sha256), the bytes pass their sha256 (the store checks), they are a `lora-safetensors/v1` adapter of
+ * this very version, trained on the base weights the server loads. Each failure is a non-retriable error naming
+ * what was wrong, so the record becomes a dead letter with its reason and the server keeps what it serves.
  */
 export async function verifiedAdapter(checkpoint: PolicyCheckpoint, store: CheckpointStore, server: WeightServer): Promise<ServedAdapter> {
-  const { artifact, version } = checkpoint;
-  if (!artifact) throw new IncompatibleAdapterError(`checkpoint v${version} has no artifact`);
-  if (artifact.sha256 !== checkpoint.sha256) throw new ArtifactIntegrityError(`checkpoint v${version}: the record's sha256 ${checkpoint.sha256} is not its artifact's ${artifact.sha256}`);
+  const { version } = checkpoint;
+  const artifact = checkCheckpoint(checkpoint);
+  if (!artifact) throw new IncompatibleAdapterError(`checkpoint v${version} is the base model, not an adapter`);
   if (artifact.format !== null && artifact.format !== LORA_SAFETENSORS_FORMAT) throw new IncompatibleAdapterError(`checkpoint v${version}: artifact format "${artifact.format}" is not ${LORA_SAFETENSORS_FORMAT}`);
   const bytes = await store.get(artifact);
   const info = readLoraArtifact(bytes);
@@ -68,16 +62,15 @@ export async function serveBaseModel(server: WeightServer, signal: AbortSignal =
 
 /**
  * Weight sync: follows the checkpoint and pin topics of one policy and makes the inference server serve the
- * version rollouts should use, the pinned one after a rollback, else the newest. The server names the version
- * in every reply (`<model>@v<N>`), which is what a rollout turn records (`LlmCall.policyVersion`): a turn never
- * carries a version its server did not serve, whenever the sync lands. A record that cannot be applied is a
- * dead letter with its reason; the server keeps serving what it served.
+ * version rollouts should use, as `followCheckpoints` decides: the pinned one after a rollback, else the newest.
+ * The server names the version in every reply (`<model>@v<N>`), which is what a rollout turn records
+ * (`LlmCall.policyVersion`): a turn never carries a version its server did not serve, whenever the sync lands. A
+ * record that cannot be applied is a dead letter with its reason; the server keeps serving what it served.
  */
 export function createWeightSync(context: ProcessorContext, options: WeightSyncOptions): StreamProcessor<'policyCheckpoints' | 'policyPins'> {
   const { policyId, timeoutMs } = resolveWeightSyncOptions(options);
   const { server, store } = options;
-  const state = new StateStore<SyncState>('state', context.names.changelog('weight-sync', 'state'));
-  const current = (): SyncState => state.get(policyId) ?? { newest: null, pinned: null };
+  const state = new StateStore<FollowedCheckpoints>('state', context.names.changelog('weight-sync', 'state'));
 
   const serve = async (target: PolicyCheckpoint | null, verified: ServedAdapter | null, signal: AbortSignal, publishedAt: number): Promise<void> => {
     const version = target?.version ?? 0;
@@ -96,21 +89,15 @@ export function createWeightSync(context: ProcessorContext, options: WeightSyncO
     async ({ record, signal }) => {
       if (record.key !== policyId) return [];
       const publishedAt = Number(record.timestamp);
-      const now = current();
-      if (record.topicKey === 'policyCheckpoints') {
-        const checkpoint = record.value;
-        // Compaction and replays bring older versions again; they never replace the newest. The newest itself
-        // goes on (a retry of this record sees its own staged state): serve() restarts nothing if it is served.
-        if (now.newest && checkpoint.version < now.newest.version) return [];
-        const verified = checkpoint.version === 0 ? null : await verifiedAdapter(checkpoint, store, server);
-        state.put(policyId, { ...now, newest: checkpoint });
-        if (!now.pinned) await serve(checkpoint, verified, signal, publishedAt);
-        return [];
-      }
-      const pinned = record.value.checkpoint;
-      const verified = pinned && pinned.version > 0 ? await verifiedAdapter(pinned, store, server) : null;
-      state.put(policyId, { ...now, pinned });
-      await serve(pinned ?? now.newest, verified, signal, publishedAt);
+      const step = followCheckpoints(
+        state.get(policyId) ?? NOTHING_FOLLOWED,
+        record.topicKey === 'policyCheckpoints' ? { topic: 'checkpoint', checkpoint: record.value } : { topic: 'pin', checkpoint: record.value.checkpoint },
+      );
+      // The newest again goes on (a retry of this record sees its own staged state): serve() restarts nothing if it is served.
+      if (step === null) return [];
+      const verified = step.incoming && step.incoming.version > 0 ? await verifiedAdapter(step.incoming, store, server) : null;
+      state.put(policyId, step.next);
+      if (step.servedChanges) await serve(step.serve, step.serve === step.incoming ? verified : null, signal, publishedAt);
       return [];
     },
   );

@@ -1,4 +1,4 @@
-import { ConfigError, STACK_LLM_MODEL, STACK_LLM_URL } from '../../schemas/index.js';
+import { ConfigError, STACK_LLM_MODEL, STACK_LLM_URL, wholeNumber } from '../../schemas/index.js';
 
 /** The model server kinds the llm policy speaks to (see docs/llm.md for what each supports). */
 export const LLM_SERVER_KINDS = ['auto', 'llama.cpp', 'vllm', 'openai'] as const;
@@ -57,10 +57,7 @@ export type ResolvedLlmPolicyOptions = Required<Omit<LlmPolicyOptions, 'seed' | 
   readonly apiKeyEnv: string;
 };
 
-const whole = (name: string, value: number, min: number): number => {
-  if (!Number.isSafeInteger(value) || value < min) throw new ConfigError(`LlmPolicyOptions.${name} must be a whole number >= ${min}, got ${value}`);
-  return value;
-};
+const whole = (name: string, value: number, min: number): number => wholeNumber(`LlmPolicyOptions.${name}`, value, { min });
 
 /** Every option checked, with its default; a bad value or combination is a ConfigError naming it. */
 export function resolveLlmPolicyOptions(options: LlmPolicyOptions = {}, env: NodeJS.ProcessEnv = process.env): ResolvedLlmPolicyOptions {

@@ -1,4 +1,4 @@
-import { ConfigError, ValidationError } from '../../schemas/index.js';
+import { ConfigError, ValidationError, wholeNumber } from '../../schemas/index.js';
 import { seededRandom } from '../types.js';
 import { decodeTensorFile, encodeTensorFile, sha256Hex } from './artifact.js';
 import { ONNX_REPAIR_FEATURE_NAMES } from './features.js';
@@ -48,7 +48,7 @@ const zeros = (featureCount: number, hiddenSize: number): ParamTensors =>
  */
 export function initialParams(seed: string, options: InitialParamsOptions = {}): OnnxParams {
   const hiddenSize = options.hiddenSize ?? 32;
-  if (!Number.isInteger(hiddenSize) || hiddenSize < 1 || hiddenSize > MAX_HIDDEN) throw new ConfigError(`InitialParamsOptions.hiddenSize must be a whole number in 1..${MAX_HIDDEN}, got ${hiddenSize}`);
+  wholeNumber('InitialParamsOptions.hiddenSize', hiddenSize, { min: 1, max: MAX_HIDDEN });
   const featureCount = ONNX_REPAIR_FEATURE_NAMES.length;
   const random = seededRandom(seed);
   const gaussian = (): number => Math.sqrt(-2 * Math.log(1 - random())) * Math.cos(2 * Math.PI * random());

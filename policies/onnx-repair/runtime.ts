@@ -1,5 +1,5 @@
 import ort from 'onnxruntime-node';
-import { ConfigError, errorMessage } from '../../schemas/index.js';
+import { ConfigError, errorMessage, wholeNumber } from '../../schemas/index.js';
 
 export interface OnnxRuntimeOptions {
   /**
@@ -32,7 +32,7 @@ export function resolveRuntimeOptions(options: OnnxRuntimeOptions = {}): Resolve
   if (executionProviders.length === 0) throw new ConfigError('OnnxRuntimeOptions.executionProviders must name at least one provider');
   const unknown = executionProviders.filter((name) => !known.includes(name));
   if (unknown.length) throw new ConfigError(`OnnxRuntimeOptions.executionProviders: ${unknown.join(', ')} unknown to this onnxruntime-node build (it knows ${known.join(', ')})`);
-  if (!Number.isInteger(intraOpThreads) || intraOpThreads < 0) throw new ConfigError(`OnnxRuntimeOptions.intraOpThreads must be a whole number >= 0, got ${intraOpThreads}`);
+  wholeNumber('OnnxRuntimeOptions.intraOpThreads', intraOpThreads, { min: 0 });
   return { executionProviders, intraOpThreads };
 }
 

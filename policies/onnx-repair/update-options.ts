@@ -1,4 +1,4 @@
-import { ConfigError } from '../../schemas/index.js';
+import { finiteNumber, wholeNumber } from '../../schemas/index.js';
 
 export interface OnnxUpdateOptions {
   /** Adam step size. @default 0.03 */
@@ -26,15 +26,11 @@ export function resolveUpdateOptions(options: OnnxUpdateOptions = {}): ResolvedU
     epsilon: options.epsilon ?? 1e-8,
     epochs: options.epochs ?? 1,
   };
-  const require = (ok: boolean, field: keyof OnnxUpdateOptions, rule: string): void => {
-    if (!ok) throw new ConfigError(`OnnxUpdateOptions.${field} must be ${rule}, got ${String(resolved[field])}`);
-  };
-  const finite = (value: number): boolean => typeof value === 'number' && Number.isFinite(value);
-  require(finite(resolved.learningRate) && resolved.learningRate > 0, 'learningRate', 'a number > 0');
-  require(finite(resolved.clip) && resolved.clip > 0 && resolved.clip < 1, 'clip', 'a number in (0, 1)');
-  require(finite(resolved.beta1) && resolved.beta1 >= 0 && resolved.beta1 < 1, 'beta1', 'a number in [0, 1)');
-  require(finite(resolved.beta2) && resolved.beta2 >= 0 && resolved.beta2 < 1, 'beta2', 'a number in [0, 1)');
-  require(finite(resolved.epsilon) && resolved.epsilon > 0, 'epsilon', 'a number > 0');
-  require(Number.isInteger(resolved.epochs) && resolved.epochs >= 1, 'epochs', 'a whole number >= 1');
+  finiteNumber('OnnxUpdateOptions.learningRate', resolved.learningRate, { above: 0 });
+  finiteNumber('OnnxUpdateOptions.clip', resolved.clip, { above: 0, below: 1 });
+  finiteNumber('OnnxUpdateOptions.beta1', resolved.beta1, { min: 0, below: 1 });
+  finiteNumber('OnnxUpdateOptions.beta2', resolved.beta2, { min: 0, below: 1 });
+  finiteNumber('OnnxUpdateOptions.epsilon', resolved.epsilon, { above: 0 });
+  wholeNumber('OnnxUpdateOptions.epochs', resolved.epochs, { min: 1 });
   return resolved;
 }

@@ -1,5 +1,5 @@
 import type { Sandbox } from '../../../connectors/sandbox/index.js';
-import { ConfigError, type FileTree, mapLimit, resolveRetryOptions, SandboxError, type Task, withRetries } from '../../../schemas/index.js';
+import { mapLimit, resolveRetryOptions, SandboxError, wholeNumber, withRetries, type FileTree, type Task } from '../../../schemas/index.js';
 import { describeFailure, isTestModule, specOf, VERIFIER_RECIPE, verifierScript, withOutput, type Verifier } from '../../verifier/index.js';
 
 export interface CalibrationOptions {
@@ -68,10 +68,7 @@ export interface CalibrationReport {
 
 export function resolveCalibrationOptions(options: CalibrationOptions = {}): Required<Omit<CalibrationOptions, 'onTask' | 'signal'>> & Pick<CalibrationOptions, 'onTask' | 'signal'> {
   const resolved = { referenceRuns: 3, mutantsPerTask: 3, hackVariants: true, concurrency: 2, ...options };
-  for (const [name, min, max] of [['referenceRuns', 1, 50], ['mutantsPerTask', 0, 50], ['concurrency', 1, 32]] as const) {
-    const value = resolved[name];
-    if (!Number.isInteger(value) || value < min || value > max) throw new ConfigError(`CalibrationOptions.${name} must be a whole number from ${min} to ${max}, got ${value}`);
-  }
+  for (const [name, min, max] of [['referenceRuns', 1, 50], ['mutantsPerTask', 0, 50], ['concurrency', 1, 32]] as const) wholeNumber(`CalibrationOptions.${name}`, resolved[name], { min, max });
   return resolved;
 }
 

@@ -12,7 +12,7 @@ import {
   type OnnxRuntimeOptions,
   type PolicySample,
 } from '../../../policies/index.js';
-import { ConfigError, type ToolResult } from '../../../schemas/index.js';
+import { ConfigError, finiteNumber, requireOption, wholeNumber, type ToolResult } from '../../../schemas/index.js';
 import { wilsonInterval, type Interval } from '../evaluate/index.js';
 import type { CandidateLabel, NoChoice, TaskLabel } from './label.js';
 
@@ -238,16 +238,12 @@ export function resolveCeilingFitOptions(options: CeilingFitOptions = {}): Resol
     onReport: options.onReport,
     signal: options.signal,
   };
-  const require = (ok: boolean, field: keyof CeilingFitOptions, rule: string): void => {
-    if (!ok) throw new ConfigError(`CeilingFitOptions.${field} must be ${rule}, got ${JSON.stringify(resolved[field]) ?? String(resolved[field])}`);
-  };
-  const whole = (value: unknown, min: number, max: number): boolean => Number.isInteger(value) && (value as number) >= min && (value as number) <= max;
-  require(whole(resolved.steps, 0, 1_000_000), 'steps', 'a whole number from 0 to 1000000');
-  require(typeof resolved.learningRate === 'number' && Number.isFinite(resolved.learningRate) && resolved.learningRate > 0, 'learningRate', 'a number > 0');
-  require(whole(resolved.hiddenSize, 1, 4096), 'hiddenSize', 'a whole number from 1 to 4096');
-  require(whole(resolved.secondChoicesPerTask, 0, 1000), 'secondChoicesPerTask', 'a whole number from 0 to 1000');
-  require(whole(resolved.reportEvery, 1, 1_000_000), 'reportEvery', 'a whole number from 1 to 1000000');
-  require(typeof resolved.seed === 'string' && resolved.seed.length > 0, 'seed', 'a non-empty string');
+  wholeNumber('CeilingFitOptions.steps', resolved.steps, { min: 0, max: 1_000_000 });
+  finiteNumber('CeilingFitOptions.learningRate', resolved.learningRate, { above: 0 });
+  wholeNumber('CeilingFitOptions.hiddenSize', resolved.hiddenSize, { min: 1, max: 4096 });
+  wholeNumber('CeilingFitOptions.secondChoicesPerTask', resolved.secondChoicesPerTask, { min: 0, max: 1000 });
+  wholeNumber('CeilingFitOptions.reportEvery', resolved.reportEvery, { min: 1, max: 1_000_000 });
+  requireOption(typeof resolved.seed === 'string' && resolved.seed.length > 0, 'CeilingFitOptions.seed', 'a non-empty string', resolved.seed);
   return resolved;
 }
 

@@ -10,6 +10,7 @@ import {
   nowIso,
   resolveRetryOptions,
   SandboxError,
+  wholeNumber,
   withRetries,
   type FileTree,
   type Task,
@@ -161,7 +162,7 @@ export function checkLabellable(tasks: readonly Task[]): void {
 export async function labelCandidates(tasks: readonly Task[], options: LabelOptions): Promise<TaskLabel[]> {
   checkLabellable(tasks);
   const concurrency = options.concurrency ?? 2;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new ConfigError(`LabelOptions.concurrency must be a whole number >= 1, got ${concurrency}`);
+  wholeNumber('LabelOptions.concurrency', concurrency, { min: 1 });
   const runId = options.runId ?? 'ceiling';
   const signal = options.signal ?? new AbortController().signal;
   const verifier = options.verifier ?? evaluationVerifier(tasks, { pool: options.pool, imageFor: options.imageFor, runId });

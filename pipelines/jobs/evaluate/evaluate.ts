@@ -2,7 +2,7 @@ import { inTransaction } from '../../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { ENVIRONMENTS, makeEnv, type RepairObservation } from '../../../envs/index.js';
 import { seededRandom, type Policy } from '../../../policies/index.js';
-import { ConfigError, nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../../schemas/index.js';
+import { ConfigError, mapLimit, nowIso, resolveRetryOptions, TimeoutError, withRetries, type Task, type Trajectory, type Verification } from '../../../schemas/index.js';
 import { AnalyticsSink } from '../../analytics-sink/index.js';
 import { prepareTopics, type ProcessorContext } from '../../runtime/index.js';
 import { runEpisode } from '../../rollout-worker/index.js';
@@ -95,45 +95,39 @@ export async function evaluatePolicy(policy: Policy<RepairObservation>, tasks: r
   const maxTurns = options.maxTurns ?? 14;
   const successesWithin: number[] = new Array(maxTurns + 1).fill(0);
   let done = 0;
-  let next = 0;
-  const lane = async (): Promise<void> => {
-    while (next < jobs.length) {
-      const index = next++;
-      const { task, attempt } = jobs[index]!;
-      // The random stream depends on the seed, task and attempt only, so two policies meet the same streams;
-      // the trajectory id also names the version, so the two evaluations' records never share an id.
-      const stream = `${options.seed ?? 'eval'}/${task.taskId}/${attempt}`;
-      const trajectoryId = `${stream}@v${policy.version}`;
-      // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
-      const episode = await withRetries(async (): Promise<EvaluatedEpisode> => {
-        const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns });
-        const played = await runEpisode(ENVIRONMENTS.get(task.envId), env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
-        const trajectory: Trajectory = {
-          trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles, finalExtras: played.finalExtras,
-          outcome: played.outcome, error: null, totalMs: played.totalMs, sandboxMs: played.sandboxMs,
-          lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: played.imageDigest, verifierVersion: null, createdAt: nowIso() },
-        };
-        return { trajectory, verification: await verifier.verify(trajectory, signal) };
-      }, RETRY, signal);
-      const foreign = foreignWeights(episode.trajectory, policy.version);
-      if (foreign) {
-        next = jobs.length;
-        throw new ConfigError(`evaluating v${policy.version}: ${foreign}; make the model server serve v${policy.version} first (weight sync, or trialrun policy rollback)`);
-      }
-      records[index] = episode;
-      const { verification } = episode;
-      const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0, solvedIn: [], rewards: new Array(samples).fill(0) });
-      entry.episodes++;
-      entry.rewards[attempt] = verification.score ?? (verification.passed ? 1 : 0);
-      if (verification.passed) {
-        entry.successes++;
-        entry.solvedIn.push(episode.trajectory.steps.length);
-        for (let n = episode.trajectory.steps.length; n <= maxTurns; n++) successesWithin[n]!++;
-      }
-      options.onProgress?.(++done, jobs.length);
+  // A failure (foreign weights below, a sandbox that stays down) ends the evaluation: no episode starts after it.
+  await mapLimit(jobs, Math.max(1, options.concurrency ?? 2), async ({ task, attempt }, index) => {
+    // The random stream depends on the seed, task and attempt only, so two policies meet the same streams;
+    // the trajectory id also names the version, so the two evaluations' records never share an id.
+    const stream = `${options.seed ?? 'eval'}/${task.taskId}/${attempt}`;
+    const trajectoryId = `${stream}@v${policy.version}`;
+    // A transient sandbox failure (the engine restarting, say) reruns the episode, as the rollout worker would.
+    const episode = await withRetries(async (): Promise<EvaluatedEpisode> => {
+      const env = makeEnv(task.envId, { pool: options.pool, runId, imageFor: options.imageFor, maxTurns });
+      const played = await runEpisode(ENVIRONMENTS.get(task.envId), env, () => env.init(task, signal), policy as Policy<unknown>, seededRandom(stream), signal);
+      const trajectory: Trajectory = {
+        trajectoryId, groupId: trajectoryId, groupSize: 1, envId: task.envId, policyId: policy.policyId, steps: played.steps, finalFiles: played.finalFiles, finalExtras: played.finalExtras,
+        outcome: played.outcome, error: null, totalMs: played.totalMs, sandboxMs: played.sandboxMs,
+        lineage: { taskId: task.taskId, attempt, runId, policyVersion: policy.version, sandboxImageDigest: played.imageDigest, verifierVersion: null, createdAt: nowIso() },
+      };
+      return { trajectory, verification: await verifier.verify(trajectory, signal) };
+    }, RETRY, signal);
+    const foreign = foreignWeights(episode.trajectory, policy.version);
+    if (foreign) {
+      throw new ConfigError(`evaluating v${policy.version}: ${foreign}; make the model server serve v${policy.version} first (weight sync, or trialrun policy rollback)`);
     }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, options.concurrency ?? 2) }, lane));
+    records[index] = episode;
+    const { verification } = episode;
+    const entry = (byTask[task.taskId] ??= { episodes: 0, successes: 0, solvedIn: [], rewards: new Array(samples).fill(0) });
+    entry.episodes++;
+    entry.rewards[attempt] = verification.score ?? (verification.passed ? 1 : 0);
+    if (verification.passed) {
+      entry.successes++;
+      entry.solvedIn.push(episode.trajectory.steps.length);
+      for (let n = episode.trajectory.steps.length; n <= maxTurns; n++) successesWithin[n]!++;
+    }
+    options.onProgress?.(++done, jobs.length);
+  });
   const successes = Object.values(byTask).reduce((sum, t) => sum + t.successes, 0);
   const rewardSum = Object.values(byTask).reduce((sum, t) => sum + t.rewards.reduce((a, b) => a + b, 0), 0);
   return { policyVersion: policy.version, episodes: jobs.length, successes, successRate: jobs.length ? successes / jobs.length : 0, meanReward: jobs.length ? rewardSum / jobs.length : 0, byTask, successesWithin, records };

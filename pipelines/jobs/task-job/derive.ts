@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
-import { errorMessage } from '../../../schemas/index.js';
+import { attemptsOf, errorMessage, finiteNumber, mapLimit, requireOption, resolveRetryOptions, SandboxError, wholeNumber, withRetries } from '../../../schemas/index.js';
 import { helperSource } from './python.js';
 import type { MutationKind } from './spec.js';
 
@@ -94,27 +94,21 @@ export function mutantId(problemId: string, edit: Edit): string {
  * alone is rejected with the reason.
  */
 export async function deriveMutants(problems: readonly Problem[], options: DeriveOptions): Promise<ProblemResult[]> {
-  for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) {
-    if (!Number.isInteger(options[field]) || options[field] < 1) throw new Error(`DeriveOptions.${field} must be a whole number >= 1, got ${options[field]}`);
-  }
-  if (!(options.timeoutMs >= 500)) throw new Error(`DeriveOptions.timeoutMs must be at least 500, got ${options.timeoutMs}`);
-  if (options.kinds.length === 0) throw new Error('DeriveOptions.kinds: at least one mutation kind is required');
+  for (const field of ['perProblem', 'maxCandidates', 'runs', 'sandboxes', 'problemsPerSandbox'] as const) wholeNumber(`DeriveOptions.${field}`, options[field], { min: 1 });
+  finiteNumber('DeriveOptions.timeoutMs', options.timeoutMs, { min: 500 });
+  requireOption(options.kinds.length > 0, 'DeriveOptions.kinds', 'a list of at least one mutation kind', options.kinds);
   const driver = helperSource(DRIVER);
   const batches: Problem[][] = [];
   for (let i = 0; i < problems.length; i += options.problemsPerSandbox) batches.push(problems.slice(i, i + options.problemsPerSandbox));
-  const results: ProblemResult[][] = new Array(batches.length);
-  let next = 0;
   let done = 0;
-  const lane = async (): Promise<void> => {
-    while (next < batches.length && !options.signal?.aborted) {
-      const index = next++;
-      results[index] = await withRetries(batches[index]!, driver, options);
-      done += batches[index]!.length;
-      options.onProgress?.(done, problems.length);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(options.sandboxes, batches.length) }, lane));
-  if (options.signal?.aborted) throw options.signal.reason ?? new Error('derivation was cancelled');
+  const results = await mapLimit(batches, options.sandboxes, async (batch) => {
+    // Batches not started when the derivation is cancelled are never started.
+    if (options.signal?.aborted) throw options.signal.reason ?? new Error('derivation was cancelled');
+    const result = await validated(batch, driver, options);
+    done += batch.length;
+    options.onProgress?.(done, problems.length);
+    return result;
+  });
   return results.flat();
 }
 
@@ -123,28 +117,29 @@ export async function deriveMutants(problems: readonly Problem[], options: Deriv
  * flood of output) can take the whole sandbox down, so a batch that still fails is split and each problem
  * tried alone: only the problems that fail on their own are rejected.
  */
-async function withRetries(batch: readonly Problem[], driver: string, options: DeriveOptions, retries = options.retries ?? 2): Promise<ProblemResult[]> {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await validateBatch(batch, driver, options);
-    } catch (error) {
-      if (options.signal?.aborted) throw error;
-      if (attempt >= retries && error instanceof BatchFailure && batch.length > 1) {
-        const alone: ProblemResult[] = [];
-        for (const problem of batch) alone.push(...(await withRetries([problem], driver, options, Math.min(1, retries))));
-        return alone;
-      }
-      if (attempt >= retries || !(error instanceof BatchFailure)) {
-        const reason = error instanceof BatchFailure ? `${error.message} (after ${attempt + 1} tries)` : `the validation sandbox failed: ${errorMessage(error)}`;
-        return batch.map((problem) => ({ key: problem.key, status: 'rejected', reason, candidates: 0, mutants: [] }));
-      }
-      await new Promise((resolve) => setTimeout(resolve, 2000 * 2 ** attempt));
+async function validated(batch: readonly Problem[], driver: string, options: DeriveOptions, retries = options.retries ?? 2): Promise<ProblemResult[]> {
+  const signal = options.signal ?? new AbortController().signal;
+  try {
+    // Only a failed sandbox is tried again; anything else rejects the batch at once.
+    return await withRetries(() => validateBatch(batch, driver, options), resolveRetryOptions({ retries, initialDelayMs: 2000, maxDelayMs: 60_000 }), signal, (error) => error instanceof BatchFailure);
+  } catch (error) {
+    if (signal.aborted) throw error;
+    if (error instanceof BatchFailure && batch.length > 1) {
+      const alone: ProblemResult[] = [];
+      for (const problem of batch) alone.push(...(await validated([problem], driver, options, Math.min(1, retries))));
+      return alone;
     }
+    const reason = error instanceof BatchFailure ? `${error.message} (after ${attemptsOf(error)} tries)` : `the validation sandbox failed: ${errorMessage(error)}`;
+    return batch.map((problem) => ({ key: problem.key, status: 'rejected', reason, candidates: 0, mutants: [] }));
   }
 }
 
 /** The sandbox, not the code under test, failed: worth another try. */
-class BatchFailure extends Error {}
+class BatchFailure extends SandboxError {
+  constructor(message: string, options: { cause?: unknown } = {}) {
+    super(message, { retriable: true, cause: options.cause });
+  }
+}
 
 async function validateBatch(batch: readonly Problem[], driver: string, options: DeriveOptions): Promise<ProblemResult[]> {
   const request = {

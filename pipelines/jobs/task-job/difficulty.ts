@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AnalyticsCatalog } from '../../../connectors/analytics/index.js';
+import { ConfigError } from '../../../schemas/index.js';
 
 /** Rollouts of one task seen in the analytics store. */
 export interface Observed {
@@ -114,7 +115,7 @@ export function planCurriculum(tasks: CurriculumTasks, observed: ReadonlyMap<str
   const minTagSamples = options.minTagSamples ?? 20;
   const park = options.park ?? { minSamples: 8, low: 0.05, high: 0.95 };
   const buckets = options.buckets;
-  if (buckets.length === 0 || buckets.at(-1)!.maxDifficulty !== 1) throw new Error('CurriculumOptions.buckets: the last bucket must reach difficulty 1');
+  if (buckets.length === 0 || buckets.at(-1)!.maxDifficulty !== 1) throw new ConfigError('CurriculumOptions.buckets: the last bucket must reach difficulty 1');
 
   let allSamples = 0;
   let allPasses = 0;

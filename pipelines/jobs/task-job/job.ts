@@ -4,7 +4,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { RejectsFile } from '../../../connectors/files/index.js';
 import type { SandboxPool } from '../../../connectors/sandbox/index.js';
-import { ConfigError, type Task } from '../../../schemas/index.js';
+import { ConfigError, wholeNumber, type Task } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { BucketCounts } from './difficulty.js';
 import { brokerBoundedPublish, publishNewTasks } from './publish.js';
@@ -104,7 +104,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const { spec } = job;
   if (spec.derive && !(options.pool && options.imageFor)) throw new ConfigError(`job ${spec.name} derives repair tasks: TaskJobOptions.pool and imageFor are required`);
   const checkThreads = options.checkThreads ?? Math.min(2, availableParallelism());
-  if (!Number.isInteger(checkThreads) || checkThreads < 0) throw new ConfigError(`TaskJobOptions.checkThreads must be a whole number >= 0, got ${checkThreads}`);
+  wholeNumber('TaskJobOptions.checkThreads', checkThreads, { min: 0 });
   const keepTasks = options.keepTasks ?? true;
   if (!keepTasks && !dryRun) throw new ConfigError('TaskJobOptions.keepTasks: false needs dryRun: publishing sends the selected tasks from memory in one transaction');
   const jobRunId = options.jobRunId ?? randomUUID();

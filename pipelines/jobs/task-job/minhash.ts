@@ -1,3 +1,4 @@
+import { wholeNumber } from '../../../schemas/index.js';
 /**
  * Near-duplicate detection in linear time: MinHash signatures by one-permutation hashing (one hash per
  * shingle, not one per shingle and permutation) with optimal densification for empty bins (Shrivastava,
@@ -96,8 +97,8 @@ export class MinHasher {
   constructor(options: MinHasherOptions = {}) {
     this.shingleTokens = options.shingleTokens ?? 5;
     this.signatureSize = options.signatureSize ?? 128;
-    if (!Number.isInteger(this.shingleTokens) || this.shingleTokens < 1) throw new Error(`MinHasherOptions.shingleTokens must be a whole number >= 1, got ${this.shingleTokens}`);
-    if (!Number.isInteger(this.signatureSize) || this.signatureSize < 2) throw new Error(`MinHasherOptions.signatureSize must be a whole number >= 2, got ${this.signatureSize}`);
+    wholeNumber('MinHasherOptions.shingleTokens', this.shingleTokens, { min: 1 });
+    wholeNumber('MinHasherOptions.signatureSize', this.signatureSize, { min: 2 });
     this.bins = new Uint32Array(this.signatureSize);
     this.filled = new Uint8Array(this.signatureSize);
   }

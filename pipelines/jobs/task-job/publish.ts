@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { inTransaction, readTopic, recordLimit, type KafkaPort } from '../../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../../connectors/registry/index.js';
-import type { Task, TopicNames } from '../../../schemas/index.js';
+import { wholeNumber, type Task, type TopicNames } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 
 export interface PublishOptions {
@@ -99,9 +99,9 @@ async function inOneTransaction(
   const batchSize = options.batchSize ?? 2000;
   const requestBytes = options.requestBytes ?? 900_000;
   const transactionTimeout = options.transactionTimeoutMs ?? 300_000;
-  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`PublishOptions.batchSize must be a whole number >= 1, got ${batchSize}`);
-  if (!Number.isInteger(requestBytes) || requestBytes < 1024) throw new Error(`PublishOptions.requestBytes must be a whole number >= 1024, got ${requestBytes}`);
-  if (!Number.isInteger(transactionTimeout) || transactionTimeout < 1000) throw new Error(`PublishOptions.transactionTimeoutMs must be a whole number >= 1000, got ${transactionTimeout}`);
+  wholeNumber('PublishOptions.batchSize', batchSize, { min: 1 });
+  wholeNumber('PublishOptions.requestBytes', requestBytes, { min: 1024 });
+  wholeNumber('PublishOptions.transactionTimeoutMs', transactionTimeout, { min: 1000 });
   return inTransaction(
     kafka,
     options.transactionalId ?? `${names.prefix}task-job`,

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigError } from '../../../schemas/index.js';
+import { ConfigError, isRetriable, TrialrunError } from '../../../schemas/index.js';
 import { MissingColumn, Template } from './template.js';
 
 describe('Template', () => {
@@ -16,7 +16,7 @@ describe('Template', () => {
 
   it('rejects a row that lacks a column, naming the column', () => {
     const template = Template.compile('{prompt}{canonical_solution}', 'mapping.source');
-    assert.throws(() => template.render({ prompt: 'def f():' }), (error: unknown) => error instanceof MissingColumn && error.column === 'canonical_solution');
+    assert.throws(() => template.render({ prompt: 'def f():' }), (error: unknown) => error instanceof MissingColumn && error.column === 'canonical_solution' && error instanceof TrialrunError && !(error instanceof ConfigError) && !isRetriable(error));
     assert.throws(() => template.render({ prompt: '', canonical_solution: 'x' }), MissingColumn);
   });
 

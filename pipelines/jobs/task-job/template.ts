@@ -1,4 +1,4 @@
-import { ConfigError } from '../../../schemas/index.js';
+import { ConfigError, TrialrunError } from '../../../schemas/index.js';
 
 const FILTERS = {
   /** `HumanEval/12` -> `humaneval-12`: lower case, runs of other characters become one '-'. */
@@ -10,8 +10,11 @@ type FilterName = keyof typeof FILTERS;
 
 type Part = { readonly text: string } | { readonly column: string; readonly optional: boolean; readonly filters: readonly FilterName[] };
 
-/** Thrown while rendering when a row lacks a column the template uses; the row is rejected with this reason. */
-export class MissingColumn extends Error {
+/**
+ * Thrown while rendering when a row lacks a column the template uses; the row is rejected with this reason. Never
+ * retried. Not a ConfigError: the job file is fine, one row of the data is not, and the job goes on without it.
+ */
+export class MissingColumn extends TrialrunError {
   constructor(readonly column: string) {
     super(`column "${column}" is missing or empty`);
   }

@@ -12,7 +12,7 @@ Protocol: one JSON object per line. The executor writes requests to our stdin, w
   -> {"id": 4, "op": "read", "dir": "/workspace", "paths": ["a.py"], "maxBytes": 16777216}
   -> {"id": 5, "op": "snapshot", "dir": "/workspace", "maxFileBytes": 1048576, "maxBytes": 67108864,
       "skipDirs": ["__pycache__"]}
-  <- {"event": "ready", "protocol": 2, "pid": 1}
+  <- {"event": "ready", "protocol": 3, "pid": 1}   (PROTOCOL: an executor that speaks another refuses the sandbox)
   <- {"id": 1, "ok": true, "result": {...}}   or   {"id": 1, "ok": false, "error": "..."}
   <- {"id": 3, "ok": false, "error": "path must be relative to the workspace: /etc/x is absolute", "refused": "bad-path"}
 
