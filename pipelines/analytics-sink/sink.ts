@@ -2,7 +2,7 @@ import { bucketOf, dataFileMetadata, openLake, ParquetWriter, recordLinesOf, tab
 import type { S3StoreOptions } from '../../connectors/storage/index.js';
 import { parseContract } from '../../connectors/registry/index.js';
 import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
-import { ConfigError, errorMessage, isRetriable, ShutdownError, sleep, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, errorMessage, isRetriable, ShutdownError, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
   rejoinAfterCrash,
