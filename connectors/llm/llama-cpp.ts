@@ -71,11 +71,21 @@ export interface ServerIdentity {
   readonly tokenizer: string;
   readonly slots: number;
   readonly contextTokens: number;
+  /** The chat template renders a `tools` list (llama.cpp's `chat_template_caps.supports_tools`); false where the server does not say. */
+  readonly supportsTools: boolean;
+  /** The end-of-generation token's text (`<|im_end|>`), which a template writes after each reply; null where the server does not say. */
+  readonly eosToken: string | null;
 }
 
 export interface TemplateMessage {
   readonly role: string;
   readonly content: string;
+  /** What templates that render tool calls read (OpenAI's fields, passed through as given). @default none */
+  readonly tool_calls?: readonly unknown[];
+  /** @default none */
+  readonly tool_call_id?: string;
+  /** @default none */
+  readonly name?: string;
 }
 
 interface WireCompletion {
@@ -94,6 +104,8 @@ interface WireProps {
   chat_template?: string;
   total_slots?: number;
   default_generation_settings?: { n_ctx?: number };
+  chat_template_caps?: { supports_tools?: boolean };
+  eos_token?: string;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -158,12 +170,14 @@ export class LlamaCppClient {
       tokenizer: `gguf-sha256:${sha256(`${props.model_path ?? ''}\n${props.model_ftype ?? ''}`).slice(0, 16)}`,
       slots: props.total_slots ?? 1,
       contextTokens: props.default_generation_settings?.n_ctx ?? 0,
+      supportsTools: props.chat_template_caps?.supports_tools === true,
+      eosToken: typeof props.eos_token === 'string' && props.eos_token !== '' ? props.eos_token : null,
     };
   }
 
-  /** The chat template's rendering of `messages`, ending with the assistant's generation prompt. */
-  async applyTemplate(messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<string> {
-    const { value } = await postJson<{ prompt?: unknown }>(`${this.rootUrl}/apply-template`, { messages }, { ...this.post, signal });
+  /** The chat template's rendering of `messages` (and `tools`, where the template lists them), ending with the assistant's generation prompt. */
+  async applyTemplate(messages: readonly TemplateMessage[], signal?: AbortSignal, tools?: readonly unknown[]): Promise<string> {
+    const { value } = await postJson<{ prompt?: unknown }>(`${this.rootUrl}/apply-template`, { messages, ...(tools && tools.length > 0 ? { tools } : {}) }, { ...this.post, signal });
     if (typeof value.prompt !== 'string') throw new ChatRequestError(`${this.rootUrl}/apply-template answered without a prompt`);
     return value.prompt;
   }
