@@ -26,6 +26,8 @@ const detokenize = (ids: readonly number[]): string => ids.map((id) => Object.ke
 const render = (messages: Array<{ role: string; content: string }>): string => `${messages.map((m) => `<S>${m.role}\n${m.content}<E>\n`).join('')}<S>assistant\n`;
 
 let replies: string[] = [];
+let templateTools = false;
+const templateRequests: Array<Record<string, unknown>> = [];
 let completionDelayMs = 0;
 const completions: Array<Record<string, unknown>> = [];
 const upstream = createServer((req, res) => {
@@ -34,8 +36,13 @@ const upstream = createServer((req, res) => {
   req.on('end', () => {
     const body = raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
     const send = (value: unknown): void => void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-    if (req.url === '/props') return send({ chat_template: 't', model_alias: 'stand-in@v3', model_path: '/m.gguf', model_ftype: 'Q4', total_slots: 1, default_generation_settings: { n_ctx: 4096 }, chat_template_caps: { supports_tools: false }, eos_token: '<E>' });
-    if (req.url === '/apply-template') return send({ prompt: render(body.messages as Array<{ role: string; content: string }>) });
+    if (req.url === '/props') return send({ chat_template: 't', model_alias: 'stand-in@v3', model_path: '/m.gguf', model_ftype: 'Q4', total_slots: 1, default_generation_settings: { n_ctx: 4096 }, chat_template_caps: { supports_tools: templateTools }, eos_token: '<E>' });
+    if (req.url === '/apply-template') {
+      templateRequests.push(body);
+      // A template with tools of its own writes them as a line of their names before the conversation.
+      const tools = (body.tools as Array<{ function: { name: string } }> | undefined) ?? [];
+      return send({ prompt: `${tools.length > 0 ? `<S>tools ${tools.map((t) => t.function.name).join(',')}<E>\n` : ''}${render(body.messages as Array<{ role: string; content: string }>)}` });
+    }
     if (req.url === '/tokenize') return send({ tokens: tokenize(body.content as string) });
     if (req.url === '/detokenize') return send({ content: detokenize(body.tokens as number[]) });
     if (req.url === '/completion') {
@@ -304,4 +311,49 @@ test('tools: listed in the system prompt where the template has none; a reply th
   const calls = await route.close();
   assert.match(detokenize(calls[0]!.tokens!.appendedPromptIds), /^<S>system\nbe brief\n\nYou may call one of these tools[\s\S]*"name":"bash"/);
   assert.equal(calls[1]!.tokens!.extendsPrevious, true, 'the tool call was rendered back as the text that was sampled');
+});
+
+test('a template with tools of its own gets the request\'s tools and the harness\'s tool-call messages as given', async () => {
+  templateTools = true;
+  const withTools = await LlmGateway.start({ baseUrl: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/v1`, retry: { retries: 0 } });
+  try {
+    const route = withTools.open();
+    const tools = [{ type: 'function', function: { name: 'bash', parameters: { type: 'object' } } }];
+    replies = ['plain'];
+    templateRequests.length = 0;
+    const foreignCall = { role: 'assistant', content: '', tool_calls: [{ id: 'call_elsewhere', type: 'function', function: { name: 'bash', arguments: '{"command":"pwd"}' } }] };
+    const answer = await call(route, { messages: [user('go'), foreignCall, { role: 'tool', tool_call_id: 'call_elsewhere', content: '/w' }], tools });
+    assert.equal(answer.status, 200, answer.text);
+    const sent = templateRequests[0]! as { tools: unknown[]; messages: Array<Record<string, unknown>> };
+    assert.deepEqual(sent.tools, tools, 'the tools go to the template');
+    assert.equal(sent.messages[0]!.role, 'user', 'no tool list is added to a system prompt');
+    assert.deepEqual(sent.messages[1]!.tool_calls, foreignCall.tool_calls, 'a call the gateway did not sample is the template\'s to render');
+    assert.equal(sent.messages[2]!.tool_call_id, 'call_elsewhere');
+    const [record] = await route.close();
+    assert.match(detokenize(record!.tokens!.appendedPromptIds), /^<S>tools bash<E>\n/);
+  } finally {
+    templateTools = false;
+    await withTools.stop();
+  }
+});
+
+test('a client that hangs up during a streamed call leaves the gateway serving, and the sampled call is recorded', async () => {
+  const route = gateway.open();
+  completionDelayMs = 300;
+  replies = ['unheard'];
+  try {
+    const aborted = new AbortController();
+    const response = await fetch(`${route.baseUrl}/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${route.apiKey}` }, body: JSON.stringify({ messages: [user('a')], stream: true }), signal: aborted.signal });
+    assert.equal(response.status, 200);
+    aborted.abort();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  } finally {
+    completionDelayMs = 0;
+  }
+  replies = ['heard'];
+  const next = await call(route, { messages: [user('a')] });
+  assert.equal(next.body.choices[0].message.content, 'heard');
+  const calls = await route.close();
+  assert.deepEqual(calls.map((c) => c.content), ['unheard', 'heard']);
+  assert.equal(calls[1]!.tokens!.drift?.matchingTokens, calls[0]!.tokens!.promptLength, 'the retry is drift: it parts where the unheard reply began');
 });

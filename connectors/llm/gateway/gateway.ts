@@ -204,6 +204,9 @@ export class LlmGateway {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    // A client that hangs up mid-answer must not bring the gateway down; its call is still recorded (it was sampled),
+    // and a harness that retries it is seen as drift.
+    res.on('error', () => {});
     try {
       const url = new URL(req.url ?? '/', 'http://gateway');
       const match = /^\/e\/([A-Za-z0-9_-]+)\/v1\/(chat\/completions|models)$/.exec(url.pathname);
