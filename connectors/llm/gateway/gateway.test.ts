@@ -52,7 +52,14 @@ const upstream = createServer((req, res) => {
       const n = body.n_predict as number;
       const cut = ids.length > n;
       const tokens = ids.slice(0, n);
-      const answer = (): void => send({ model: 'stand-in@v3', content: detokenize(cut ? tokens : tokens.slice(0, -1)), tokens, stop_type: cut ? 'limit' : 'eos', completion_probabilities: tokens.map((id) => ({ id, prob: 0.5 })) });
+      const last = { model: 'stand-in@v3', stop_type: cut ? 'limit' : 'eos' };
+      const answer = (): void => {
+        if (!body.stream) return send({ ...last, content: detokenize(cut ? tokens : tokens.slice(0, -1)), tokens, completion_probabilities: tokens.map((id) => ({ id, prob: 0.5 })) });
+        // As llama.cpp streams: one event per sampled token (the end-of-generation token's text empty), then the last.
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const id of tokens) res.write(`data: ${JSON.stringify({ content: id === 2 ? '' : detokenize([id]), tokens: [id], stop: false, completion_probabilities: [{ id, prob: 0.5 }] })}\n\n`);
+        res.end(`data: ${JSON.stringify({ ...last, content: '', tokens: [], stop: true })}\n\n`);
+      };
       if (completionDelayMs > 0) setTimeout(answer, completionDelayMs);
       else answer();
       return;
@@ -285,6 +292,8 @@ test('streaming answers in OpenAI\'s chunk format: a role chunk, the content, th
   assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk' && c.id === chunks[0].id));
   assert.equal(chunks[0].choices[0].delta.role, 'assistant');
   assert.equal(chunks.flatMap((c) => c.choices.map((ch: any) => ch.delta.content ?? '')).join(''), 'streamed reply');
+  assert.equal(chunks.filter((c) => c.choices[0]?.delta.content).length, 'streamed reply'.length, 'token by token: one chunk per sampled token');
+  assert.equal(completions.at(-1)!.stream, true, 'the server was asked to stream');
   assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
   assert.deepEqual(chunks.at(-1).choices, []);
   assert.equal(chunks.at(-1).usage.completion_tokens, 'streamed reply'.length + 1);
@@ -356,4 +365,22 @@ test('a client that hangs up during a streamed call leaves the gateway serving, 
   const calls = await route.close();
   assert.deepEqual(calls.map((c) => c.content), ['unheard', 'heard']);
   assert.equal(calls[1]!.tokens!.drift?.matchingTokens, calls[0]!.tokens!.promptLength, 'the retry is drift: it parts where the unheard reply began');
+});
+
+test('a streamed reply is held while it may be a tool call: a call comes as one tool_calls chunk, text that opens like one but is not comes whole', async () => {
+  const route = gateway.open();
+  const tools = [{ type: 'function', function: { name: 'bash', parameters: { type: 'object' } } }];
+  const deltas = async (reply: string) => {
+    replies = [reply];
+    const answer = await call(route, { messages: [user('s')], tools, stream: true });
+    const chunks = answer.text.split('\n\n').filter((e) => e.startsWith('data: {')).map((e) => JSON.parse(e.slice('data: '.length)));
+    return { contents: chunks.map((c) => c.choices[0]?.delta.content).filter((c) => c), calls: chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? []), finish: chunks.at(-1).choices[0].finish_reason };
+  };
+  const asCall = await deltas('{"name": "bash", "arguments": {"command": "ls"}}');
+  assert.deepEqual([asCall.contents, asCall.calls.length, asCall.calls[0].function.name, asCall.finish], [[], 1, 'bash', 'tool_calls']);
+  const notCall = await deltas('{not json}');
+  assert.deepEqual([notCall.contents, notCall.calls, notCall.finish], [['{not json}'], [], 'stop']);
+  const text = await deltas('hello');
+  assert.deepEqual(text.contents, ['h', 'e', 'l', 'l', 'o'], 'text that cannot be a call streams at once');
+  await route.close();
 });

@@ -292,7 +292,9 @@ export class LlmGateway {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.write(sseEvent(chunk(id, created, this.identity.model, { role: 'assistant', content: '' }, null)));
     }
-    const completion = await this.client.complete({ promptIds, sampling }, signal).catch(cutOff);
+    // Streamed token by token, but for a reply that may yet be a tool call: that is held until it is one or is not.
+    const held = stream ? new HeldText(tools.length > 0, (text) => res.write(sseEvent(chunk(id, created, this.identity.model, { content: text }, null)))) : null;
+    const completion = await (held ? this.client.completeStreaming({ promptIds, sampling }, (text) => held.add(text), signal) : this.client.complete({ promptIds, sampling }, signal)).catch(cutOff);
     const reply = completion.content;
     const endedWithEos = completion.finishReason === 'stop' && this.eosId !== null && completion.completionIds.at(-1) === this.eosId;
     route.sequence.advance(rendered, promptIds, reply, completion.completionIds, endedWithEos);
@@ -323,7 +325,8 @@ export class LlmGateway {
     const wireCalls = toolCalls?.map((c, index) => ({ index, id: c.id, type: 'function' as const, function: { name: c.name, arguments: c.arguments } }));
     const gatewayMs = performance.now() - started - completion.latencyMs;
     if (stream) {
-      res.write(sseEvent(chunk(id, created, completion.model, toolCalls ? { tool_calls: wireCalls } : { content: reply }, null)));
+      if (toolCalls) res.write(sseEvent(chunk(id, created, completion.model, { tool_calls: wireCalls }, null)));
+      else held!.flush();
       res.write(sseEvent(chunk(id, created, completion.model, {}, finishReason)));
       if (request.stream_options?.include_usage) res.write(sseEvent({ id, object: 'chat.completion.chunk', created, model: completion.model, choices: [], usage }));
       res.end(SSE_DONE);
@@ -342,6 +345,37 @@ export class LlmGateway {
       },
       { 'x-trialrun-gateway-ms': gatewayMs.toFixed(1) },
     );
+  }
+}
+
+/**
+ * A streamed reply's text on its way out: sent as it comes, except while it may still be a tool call (it opens with
+ * `{` or `<tool_call>`, where tools were offered), which is held until the reply ends.
+ */
+class HeldText {
+  private held = '';
+  private streaming: boolean;
+
+  constructor(
+    toolsOffered: boolean,
+    private readonly send: (text: string) => void,
+  ) {
+    this.streaming = !toolsOffered;
+  }
+
+  add(text: string): void {
+    if (this.streaming) return this.send(text);
+    this.held += text;
+    const start = this.held.trimStart();
+    const mayBeCall = start === '' || start.startsWith('{') || start.startsWith('<tool_call>') || '<tool_call>'.startsWith(start);
+    if (!mayBeCall) this.flush();
+  }
+
+  /** Sends what is held, and streams from here on. */
+  flush(): void {
+    this.streaming = true;
+    if (this.held !== '') this.send(this.held);
+    this.held = '';
   }
 }
 
