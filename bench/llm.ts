@@ -16,6 +16,16 @@
  * server's time for the same request, and the part of it outside the model request (which the server's own
  * speed does not move); p50 and p95 over every turn of every round. Prints min / median / max
  * per side and the load average at each round.
+ *
+ * Then the gateway (`LlmGateway`, connectors/llm/gateway) against the bare server, on a llama.cpp server of the
+ * bench's own (a free port: the stack's shared server, which a learning run may be using, is left alone), over
+ * --gateway-rounds conversations of --gateway-turns calls of at most --max-tokens tokens: each call's messages go
+ * to the gateway and to the server's own OpenAI endpoint (`/v1/chat/completions`, the same seed, temperature, top_p,
+ * top-k and min-p off, so the same tokens are sampled), the order alternating call by call (so the prompt cache
+ * favours neither side), the conversation going on with the gateway's reply. Per call: the gateway's time minus the
+ * bare call's (its added latency), and the gateway's own work inside the call (its time minus the upstream
+ * `/completion` request it made: the template, tokenize and HTTP hops), p50 and p95.
+ * `--gateway-only` skips the loop part.
  */
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
@@ -23,13 +33,13 @@ import { parseArgs } from 'node:util';
 import '../envs/index.js';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
-import { LlamaCppClient } from '../connectors/llm/index.js';
+import { LlamaCppClient, LlmGateway } from '../connectors/llm/index.js';
 import { DockerSandboxPool } from '../connectors/sandbox/index.js';
 import { envToolSpecs, PROGRAM_REPAIR } from '../envs/index.js';
 import { runLoop } from '../pipelines/loop/index.js';
 import { LLM_POLICY, resolveLlmPolicyOptions, toolCallSchema } from '../policies/index.js';
 import { STACK_LLM_URL, type Trajectory } from '../schemas/index.js';
-import { imageFor, llmComponent, stackUp } from '../stack/index.js';
+import { freePort, imageFor, llmComponent, stackPaths, stackUp } from '../stack/index.js';
 import { freshContext, readAll, tempDir } from '../test/integration/harness.js';
 import { BenchReport } from './harness.js';
 
@@ -40,9 +50,12 @@ const { values } = parseArgs({
     'group-size': { type: 'string', default: '2' },
     'max-turns': { type: 'string', default: '3' },
     'max-tokens': { type: 'string', default: '48' },
+    'gateway-rounds': { type: 'string', default: '3' },
+    'gateway-turns': { type: 'string', default: '4' },
+    'gateway-only': { type: 'boolean', default: false },
   },
 });
-const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens', min: number): number => {
+const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens' | 'gateway-rounds' | 'gateway-turns', min: number): number => {
   const value = Number(values[name]);
   if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
   return value;
@@ -52,6 +65,8 @@ const TASKS = count('tasks', 1);
 const GROUP_SIZE = count('group-size', 1);
 const MAX_TURNS = count('max-turns', 1);
 const MAX_TOKENS = count('max-tokens', 1);
+const GATEWAY_ROUNDS = count('gateway-rounds', 3);
+const GATEWAY_TURNS = count('gateway-turns', 1);
 
 const sorted = (xs: readonly number[]): number[] => [...xs].sort((a, b) => a - b);
 const quantile = (xs: readonly number[], q: number): number => {
@@ -97,7 +112,75 @@ function recordedTurns(trajectory: Trajectory): RecordedTurn[] {
   return turns;
 }
 
+/** Questions a conversation asks in turn: short, so that replies are short too. */
+const QUESTIONS = ['Name a fruit.', 'Why that one?', 'Name another.', 'Which is sweeter?', 'Say it in one word.', 'Thanks. Anything else?'];
+
+async function chat(url: string, key: string | null, body: Record<string, unknown>): Promise<{ ms: number; content: string; completionTokens: number; gatewayMs: number | null }> {
+  const started = performance.now();
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...(key ? { authorization: `Bearer ${key}` } : {}) }, body: JSON.stringify(body) });
+  const answer = (await response.json()) as { choices?: Array<{ message: { content: string | null } }>; usage?: { completion_tokens: number } };
+  const ms = performance.now() - started;
+  if (!response.ok || !answer.choices) throw new Error(`${url}: HTTP ${response.status} ${JSON.stringify(answer).slice(0, 300)}`);
+  const gatewayMs = response.headers.get('x-trialrun-gateway-ms');
+  return { ms, content: answer.choices[0]!.message.content ?? '', completionTokens: answer.usage?.completion_tokens ?? 0, gatewayMs: gatewayMs === null ? null : Number(gatewayMs) };
+}
+
+/** The gateway's added latency per call against the bare server's own OpenAI endpoint (see the header). */
+async function gatewayBench(): Promise<void> {
+  // Its own results file (bench/results/llm-gateway.json): a gateway-only run leaves the loop's figures as they are.
+  const report = new BenchReport('llm-gateway', `npm run bench:llm -- --gateway-only --gateway-rounds ${GATEWAY_ROUNDS} --gateway-turns ${GATEWAY_TURNS} --max-tokens ${MAX_TOKENS}`);
+  const stateDir = tempDir('bench-llm-gateway-state');
+  const url = `http://127.0.0.1:${await freePort()}/v1`;
+  const serverOptions = { url, external: false, daemonName: 'llm-gateway-bench', paths: { stateDir, cacheDir: stackPaths().cacheDir }, parallel: 1, contextTokens: 2048 };
+  await stackUp(log, [llmComponent(serverOptions)]);
+  const gateway = await LlmGateway.start({ baseUrl: url });
+  const added: number[] = [];
+  const own: number[] = [];
+  const gatewayCallMedians: number[] = [];
+  const bareCallMedians: number[] = [];
+  let calls = 0;
+  let sameTokens = 0;
+  try {
+    for (let round = 0; round <= GATEWAY_ROUNDS; round++) {
+      const route = gateway.open({ maxCalls: GATEWAY_TURNS });
+      const messages: Array<{ role: string; content: string }> = [{ role: 'system', content: `You are assistant number ${round} (a fresh conversation).` }];
+      const gatewayMs: number[] = [];
+      const bareMs: number[] = [];
+      for (let turn = 0; turn < GATEWAY_TURNS; turn++) {
+        messages.push({ role: 'user', content: QUESTIONS[turn % QUESTIONS.length]! });
+        const body = { messages, max_tokens: MAX_TOKENS, temperature: 0.7, top_p: 1, seed: 1000 * round + turn };
+        const viaGateway = () => chat(`${route.baseUrl}/chat/completions`, route.apiKey, body);
+        const bare = () => chat(`${url}/chat/completions`, null, { ...body, top_k: 0, min_p: 0 });
+        // The order alternates call by call: whichever goes second may find more of its prompt in the server's cache.
+        const [g, b] = (round + turn) % 2 === 0 ? [await viaGateway(), await bare()] : await bare().then(async (b) => [await viaGateway(), b] as const);
+        messages.push({ role: 'assistant', content: g.content });
+        if (round === 0) continue; // warm-up: the server's first calls load its caches
+        calls++;
+        if (g.completionTokens === b.completionTokens) sameTokens++;
+        gatewayMs.push(g.ms);
+        bareMs.push(b.ms);
+        added.push(g.ms - b.ms);
+        if (g.gatewayMs !== null) own.push(g.gatewayMs);
+      }
+      await route.close();
+      if (round === 0) continue;
+      gatewayCallMedians.push(quantile(gatewayMs, 0.5));
+      bareCallMedians.push(quantile(bareMs, 0.5));
+      log(`gateway round ${round}: call median ${fmt(gatewayCallMedians.at(-1)!, 0)} ms via the gateway, ${fmt(bareCallMedians.at(-1)!, 0)} ms bare; load ${loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+    }
+  } finally {
+    await gateway.stop();
+    await llmComponent(serverOptions).stop(log);
+  }
+  console.log(`\ngateway: ${GATEWAY_ROUNDS} conversations of ${GATEWAY_TURNS} calls of at most ${MAX_TOKENS} tokens (${calls} calls; the same number of tokens on both sides in ${sameTokens}), on a llama.cpp server of the bench's own:`);
+  console.log(`  added latency per call (gateway - bare server's /v1/chat/completions, same messages and seed), ms   p50 ${fmt(quantile(added, 0.5), 0)}  p95 ${fmt(quantile(added, 0.95), 0)}`);
+  console.log(`  the gateway's own work in a call (its time - the /completion request it made), ms                 p50 ${fmt(quantile(own, 0.5), 1)}  p95 ${fmt(quantile(own, 0.95), 1)}`);
+  report.compare({ metric: `OpenAI chat call, ${GATEWAY_TURNS}-call conversations of at most ${MAX_TOKENS} tokens a reply (median per round)`, unit: 'ms', ours: gatewayCallMedians, baseline: bareCallMedians, baselineName: 'bare llama.cpp /v1/chat/completions, same messages and seed', higherIsBetter: false });
+  report.save();
+}
+
 async function main(): Promise<void> {
+  if (values['gateway-only']) return gatewayBench();
   const report = new BenchReport('llm', `npm run bench:llm -- --rounds ${ROUNDS} --tasks ${TASKS} --group-size ${GROUP_SIZE} --max-turns ${MAX_TURNS} --max-tokens ${MAX_TOKENS}`);
   await stackUp(log);
   await stackUp(log, [llmComponent({ url: STACK_LLM_URL, external: false })]);
@@ -172,6 +255,7 @@ async function main(): Promise<void> {
   console.log(`  outside the model request (step outside the sandbox - loop request), ms            p50 ${fmt(quantile(outsideRequest, 0.5), 0)}  p95 ${fmt(quantile(outsideRequest, 0.95), 0)}`);
   report.compare({ metric: `llm rollouts, ${TASKS} task(s) x ${GROUP_SIZE} episodes a round`, unit: 'completion tokens/s', ours: loopRates, baseline: bareRates, baselineName: 'bare llama.cpp server, same token prompts', higherIsBetter: true });
   report.save();
+  await gatewayBench();
 }
 
 await main();

@@ -71,3 +71,20 @@ test('the TypeScript rule builds the fixture samples the Python learner (llm-lea
     assert.deepEqual(llmTrainingSamples(parsed), samples, name);
   }
 });
+
+test('a drifted turn (re-sent history that parted from what was sampled) parses with where it parted, and starts a new sample', () => {
+  const drifted = { appendedPromptIds: [1, 10, 6], promptLength: 3, extendsPrevious: false, completionIds: [12], drift: { previousTokens: 4, matchingTokens: 2 } };
+  assert.deepEqual(LlmCall.parse({ ...call(0, null).llm, tokens: drifted }).tokens!.drift, { previousTokens: 4, matchingTokens: 2 });
+  assert.equal(LlmCall.parse({ ...call(0, null).llm, tokens: { ...drifted, drift: undefined } }).tokens!.drift, undefined, 'absent where nothing drifted (and on older records)');
+  assert.throws(() => LlmCall.parse({ ...call(0, null).llm, tokens: { ...drifted, drift: { previousTokens: -1, matchingTokens: 0 } } }), /too_small|>=0/);
+  const samples = llmTrainingSamples([
+    call(0, { appendedPromptIds: [1], promptLength: 1, extendsPrevious: false, completionIds: [10] }),
+    call(1, { appendedPromptIds: [5], promptLength: 3, extendsPrevious: true, completionIds: [11] }),
+    call(2, drifted),
+  ]);
+  assert.deepEqual(samples.map((s) => s.stepIndices), [[0, 1], [2]]);
+  assert.deepEqual(samples[1]!.promptIds, [1, 10, 6]);
+  // A record that claims to extend yet says it drifted is not trusted to extend.
+  const contradictory = llmTrainingSamples([call(0, { appendedPromptIds: [1], promptLength: 1, extendsPrevious: false, completionIds: [10] }), call(1, { appendedPromptIds: [5], promptLength: 3, extendsPrevious: true, completionIds: [11], drift: { previousTokens: 2, matchingTokens: 1 } })]);
+  assert.deepEqual(contradictory.map((s) => s.stepIndices), [[0]]);
+});

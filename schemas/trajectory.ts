@@ -27,6 +27,15 @@ export const ToolResult = z.object({
 });
 export type ToolResult = z.infer<typeof ToolResult>;
 
+/** Where a turn's prompt parted from the sequence the previous turn was given and sampled. */
+export const LlmDrift = z.object({
+  /** Tokens of the previous turn's prompt + completion: what this prompt should have started with. */
+  previousTokens: z.number().int().min(0),
+  /** How many of them this prompt does start with (the first drifted token's position). */
+  matchingTokens: z.number().int().min(0),
+});
+export type LlmDrift = z.infer<typeof LlmDrift>;
+
 /**
  * The token ids of one model turn, as the inference engine saw and sampled them (token in, token out).
  * An episode's turns form one growing sequence: a turn that `extendsPrevious` has as its prompt the previous
@@ -44,6 +53,14 @@ export const LlmTokens = z.object({
   extendsPrevious: z.boolean(),
   /** Every sampled token, an end-of-generation token included; `LlmCall.logprobs` has one logprob for each. */
   completionIds: z.array(z.number().int().min(0)),
+  /**
+   * Set when this turn's conversation re-sent earlier turns whose tokens differ from what was sampled (a harness
+   * behind the gateway that rewrote or re-rendered history, or retried a turn): the prompt does not start with the
+   * previous turn's prompt + completion, so it is recorded whole (`extendsPrevious: false`) and the prefix rule
+   * starts a new sample here instead of training on drifted tokens. Absent on records that did not drift, and on
+   * records older than it (an optional property of a closed model: a BACKWARD-compatible addition).
+   */
+  drift: LlmDrift.optional(),
 });
 export type LlmTokens = z.infer<typeof LlmTokens>;
 
@@ -128,7 +145,7 @@ export function llmTrainingSamples(steps: readonly Pick<Step, 'index' | 'llm'>[]
     const tokens = llm?.tokens;
     if (!llm || !tokens) continue;
     const version = llm.policyVersion;
-    const extendsCurrent = current !== null && tokens.extendsPrevious && length + tokens.appendedPromptIds.length === tokens.promptLength;
+    const extendsCurrent = current !== null && tokens.extendsPrevious && !tokens.drift && length + tokens.appendedPromptIds.length === tokens.promptLength;
     if (!extendsCurrent) {
       if (tokens.appendedPromptIds.length !== tokens.promptLength) {
         current = null;

@@ -10,3 +10,4 @@ export {
   type TokenCompletionRequest,
 } from './llama-cpp.js';
 export { servedModelName, servedVersionOf, SglangWeightServer, VllmWeightServer, WEIGHT_SERVER_KINDS, type MergeWeights, type ServedAdapter, type WeightServer, type WeightServerKind } from './weights.js';
+export * from './gateway/index.js';

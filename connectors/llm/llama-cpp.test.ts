@@ -127,3 +127,39 @@ test('the probe waits out a restarting server (refused, then 503) and tells anot
   await new Promise<void>((resolve) => closed.close(() => resolve()));
   await assert.rejects(LlamaCppClient.probe(`http://127.0.0.1:${port}`, null, { retry }), (error: unknown) => error instanceof ConnectionError && /props failed/.test(error.message));
 });
+
+const streamEvents = (res: ServerResponse, events: readonly unknown[]): void => {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  // Split mid-event too: the reader must join what the network cuts.
+  const text = events.map((e) => `data: ${JSON.stringify(e)}\n\n`).join('');
+  res.write(text.slice(0, 7));
+  res.end(text.slice(7));
+};
+
+test('a streamed completion hands out each token\'s text as it comes and returns the ids and their logprobs whole; a 503 before it starts is retried', async () => {
+  requests.length = 0;
+  let calls = 0;
+  answer = (_path, _body, res) =>
+    ++calls === 1
+      ? send(res, { error: 'loading model' }, 503)
+      : streamEvents(res, [
+          { content: 'a', tokens: [5], stop: false, completion_probabilities: [{ id: 5, prob: 0.5 }] },
+          { content: 'b', tokens: [6], stop: false, completion_probabilities: [{ id: 6, prob: 0.25 }] },
+          { content: '', tokens: [0], stop: false, completion_probabilities: [{ id: 0, prob: 1 }] },
+          { content: '', tokens: [], stop: true, model: 'm@v2', stop_type: 'eos' },
+        ]);
+  const pieces: string[] = [];
+  const completion = await client.completeStreaming({ promptIds: [1, 2], sampling }, (text) => pieces.push(text));
+  assert.deepEqual(pieces, ['a', 'b']);
+  assert.deepEqual([completion.content, completion.completionIds, completion.logprobs, completion.finishReason, completion.model, completion.attempts], ['ab', [5, 6, 0], [Math.log(0.5), Math.log(0.25), 0], 'stop', 'm@v2', 2]);
+  assert.equal((requests.at(-1)!.body as { stream?: unknown }).stream, true);
+});
+
+test('a streamed completion whose probabilities do not match its tokens, or that ends without its last event, is refused (never drawn again: its text is out)', async () => {
+  requests.length = 0;
+  answer = (_path, _body, res) => streamEvents(res, [{ content: 'a', tokens: [5], stop: false, completion_probabilities: [] }]);
+  await assert.rejects(client.completeStreaming({ promptIds: [1], sampling }, () => {}), (error: unknown) => error instanceof ChatRequestError && /1 tokens with 0 probabilities/.test(error.message));
+  assert.equal(requests.length, 1);
+  answer = (_path, _body, res) => streamEvents(res, [{ content: 'a', tokens: [5], stop: false, completion_probabilities: [{ id: 5, prob: 0.5 }] }]);
+  await assert.rejects(client.completeStreaming({ promptIds: [1], sampling }, () => {}), (error: unknown) => error instanceof ConnectionError && /before its last event/.test(error.message));
+});

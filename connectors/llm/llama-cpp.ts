@@ -71,11 +71,21 @@ export interface ServerIdentity {
   readonly tokenizer: string;
   readonly slots: number;
   readonly contextTokens: number;
+  /** The chat template renders a `tools` list (llama.cpp's `chat_template_caps.supports_tools`); false where the server does not say. */
+  readonly supportsTools: boolean;
+  /** The end-of-generation token's text (`<|im_end|>`), which a template writes after each reply; null where the server does not say. */
+  readonly eosToken: string | null;
 }
 
 export interface TemplateMessage {
   readonly role: string;
   readonly content: string;
+  /** What templates that render tool calls read (OpenAI's fields, passed through as given). @default none */
+  readonly tool_calls?: readonly unknown[];
+  /** @default none */
+  readonly tool_call_id?: string;
+  /** @default none */
+  readonly name?: string;
 }
 
 interface WireCompletion {
@@ -94,6 +104,8 @@ interface WireProps {
   chat_template?: string;
   total_slots?: number;
   default_generation_settings?: { n_ctx?: number };
+  chat_template_caps?: { supports_tools?: boolean };
+  eos_token?: string;
 }
 
 const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
@@ -158,12 +170,14 @@ export class LlamaCppClient {
       tokenizer: `gguf-sha256:${sha256(`${props.model_path ?? ''}\n${props.model_ftype ?? ''}`).slice(0, 16)}`,
       slots: props.total_slots ?? 1,
       contextTokens: props.default_generation_settings?.n_ctx ?? 0,
+      supportsTools: props.chat_template_caps?.supports_tools === true,
+      eosToken: typeof props.eos_token === 'string' && props.eos_token !== '' ? props.eos_token : null,
     };
   }
 
-  /** The chat template's rendering of `messages`, ending with the assistant's generation prompt. */
-  async applyTemplate(messages: readonly TemplateMessage[], signal?: AbortSignal): Promise<string> {
-    const { value } = await postJson<{ prompt?: unknown }>(`${this.rootUrl}/apply-template`, { messages }, { ...this.post, signal });
+  /** The chat template's rendering of `messages` (and `tools`, where the template lists them), ending with the assistant's generation prompt. */
+  async applyTemplate(messages: readonly TemplateMessage[], signal?: AbortSignal, tools?: readonly unknown[]): Promise<string> {
+    const { value } = await postJson<{ prompt?: unknown }>(`${this.rootUrl}/apply-template`, { messages, ...(tools && tools.length > 0 ? { tools } : {}) }, { ...this.post, signal });
     if (typeof value.prompt !== 'string') throw new ChatRequestError(`${this.rootUrl}/apply-template answered without a prompt`);
     return value.prompt;
   }
@@ -194,33 +208,110 @@ export class LlamaCppClient {
     }
   }
 
+  /**
+   * `complete`, streamed: `onText` gets each sampled token's text as the server sends it. Connecting is retried like
+   * a POST; once text has gone out the completion cannot be drawn again, so an answer whose probabilities do not
+   * match its tokens is a ChatRequestError here.
+   */
+  async completeStreaming(request: TokenCompletionRequest, onText: (text: string) => void, signal?: AbortSignal): Promise<TokenCompletion> {
+    if (request.jsonSchema !== undefined && request.grammar !== undefined) throw new ConfigError('a completion takes a JSON Schema or a grammar, not both');
+    const started = performance.now();
+    const seed = request.sampling.seed;
+    const postSampling = request.sampling.temperature > 0;
+    const url = `${this.rootUrl}/completion`;
+    const attemptSignal = (): AbortSignal => AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]);
+    let attempts = 0;
+    const response = await withRetries(
+      async () => {
+        attempts++;
+        const answer = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...(this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}) },
+          body: JSON.stringify({ ...this.completionBody(request, seed), stream: true }),
+          signal: attemptSignal(),
+        }).catch((error: unknown) => {
+          if (signal?.aborted) throw error;
+          throw new ConnectionError(`POST ${url} failed: ${errorMessage(error)}`, error);
+        });
+        if (answer.status >= 500 || answer.status === 429) throw new ConnectionError(`POST ${url}: HTTP ${answer.status}`);
+        if (!answer.ok || !answer.body) throw new ChatRequestError(`POST ${url}: HTTP ${answer.status} ${(await answer.text()).slice(0, 200)}`);
+        return answer;
+      },
+      this.post.retry,
+      signal ?? new AbortController().signal,
+    );
+    const completionIds: number[] = [];
+    const logprobs: number[] = [];
+    let content = '';
+    let model = 'unknown';
+    let stopType: string | undefined;
+    const decoder = new TextDecoder();
+    let buffered = '';
+    const onEvent = (data: string): void => {
+      let event: WireCompletion & { stop?: boolean };
+      try {
+        event = JSON.parse(data) as WireCompletion & { stop?: boolean };
+      } catch {
+        throw new ChatRequestError(`${url} streamed an event that is not JSON: ${data.slice(0, 200)}`);
+      }
+      const ids = event.tokens ?? [];
+      const probabilities = event.completion_probabilities ?? [];
+      if (probabilities.length !== ids.length || probabilities.some((p, i) => p.id !== ids[i] || typeof (postSampling ? p.prob : p.logprob) !== 'number')) {
+        throw new ChatRequestError(`${url} streamed ${ids.length} tokens with ${probabilities.length} probabilities that do not match them`);
+      }
+      completionIds.push(...ids);
+      logprobs.push(...probabilities.map((p) => (postSampling ? Math.log(p.prob!) : p.logprob!)));
+      if (event.content) {
+        content += event.content;
+        onText(event.content);
+      }
+      if (event.stop) {
+        model = event.model ?? model;
+        stopType = event.stop_type;
+      }
+    };
+    for await (const part of response.body! as unknown as AsyncIterable<Uint8Array>) {
+      buffered += decoder.decode(part, { stream: true });
+      let end: number;
+      while ((end = buffered.indexOf('\n\n')) >= 0) {
+        const event = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        for (const line of event.split('\n')) if (line.startsWith('data: ')) onEvent(line.slice('data: '.length));
+      }
+    }
+    if (stopType === undefined) throw new ConnectionError(`${url}: the stream ended before its last event`);
+    return { model, content, completionIds, logprobs, finishReason: stopType === 'limit' ? 'length' : 'stop', latencyMs: performance.now() - started, attempts, seed };
+  }
+
+  /** `/completion`'s body: the token-array prompt and pure temperature (and top-p) sampling, with one probability per sampled token. */
+  private completionBody(request: TokenCompletionRequest, seed: number): Record<string, unknown> {
+    const postSampling = request.sampling.temperature > 0;
+    return {
+      prompt: request.promptIds,
+      n_predict: request.sampling.maxTokens,
+      temperature: request.sampling.temperature,
+      top_p: request.sampling.topP,
+      seed,
+      // Pure temperature sampling (and top-p where asked): llama.cpp's default top-k 40 and min-p 0.05 would cut the
+      // distribution in ways the learner does not model, whose ratio divides the logits by the temperature alone.
+      top_k: 0,
+      min_p: 0,
+      // One probability per sampled token, after the sampler chain: its probability under logits / temperature,
+      // what the learner's ratio compares with (greedy decoding has none worth recording, so the model's own then).
+      n_probs: 1,
+      post_sampling_probs: postSampling,
+      return_tokens: true,
+      // The slot keeps the previous turn's KV cache: only the appended tokens are evaluated.
+      cache_prompt: true,
+      ...(request.jsonSchema ? { json_schema: request.jsonSchema } : {}),
+      ...(request.grammar ? { grammar: request.grammar } : {}),
+    };
+  }
+
   private async completeOnce(request: TokenCompletionRequest, seed: number, signal?: AbortSignal): Promise<TokenCompletion> {
     const started = performance.now();
     const postSampling = request.sampling.temperature > 0;
-    const { value, attempts } = await postJson<WireCompletion>(
-      `${this.rootUrl}/completion`,
-      {
-        prompt: request.promptIds,
-        n_predict: request.sampling.maxTokens,
-        temperature: request.sampling.temperature,
-        top_p: request.sampling.topP,
-        seed,
-        // Pure temperature sampling (and top-p where asked): llama.cpp's default top-k 40 and min-p 0.05 would cut the
-        // distribution in ways the learner does not model, whose ratio divides the logits by the temperature alone.
-        top_k: 0,
-        min_p: 0,
-        // One probability per sampled token, after the sampler chain: its probability under logits / temperature,
-        // what the learner's ratio compares with (greedy decoding has none worth recording, so the model's own then).
-        n_probs: 1,
-        post_sampling_probs: postSampling,
-        return_tokens: true,
-        // The slot keeps the previous turn's KV cache: only the appended tokens are evaluated.
-        cache_prompt: true,
-        ...(request.jsonSchema ? { json_schema: request.jsonSchema } : {}),
-        ...(request.grammar ? { grammar: request.grammar } : {}),
-      },
-      { ...this.post, signal },
-    );
+    const { value, attempts } = await postJson<WireCompletion>(`${this.rootUrl}/completion`, this.completionBody(request, seed), { ...this.post, signal });
     const completionIds = value.tokens;
     if (!Array.isArray(completionIds) || typeof value.content !== 'string') throw new ChatRequestError(`${this.rootUrl}/completion answered without tokens and content`);
     const probabilities = value.completion_probabilities ?? [];
