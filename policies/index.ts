@@ -15,6 +15,16 @@ const kinds = new Map<string, AnyPolicyKind<unknown>>([
   [onnxRepairKind.policyId, onnxRepairKind],
 ]);
 
+/**
+ * Adds a policy kind under its own id, for a process that brings a kind of its own (bench:loop's trace replay):
+ * the loop, its rollout workers and its learner then find it by id like the built-in ones. An id already taken
+ * is a ConfigError (a kind is never replaced behind the back of a run that uses it).
+ */
+export function registerPolicyKind(kind: AnyPolicyKind<unknown>): void {
+  if (kind.policyId === LLM_POLICY || kinds.has(kind.policyId)) throw new ConfigError(`policy ${kind.policyId} is already registered; a policy kind needs an id of its own`);
+  kinds.set(kind.policyId, kind);
+}
+
 /** What a configurable kind needs: the llm policy's server and sampling settings. */
 export interface PolicySettings {
   /** @default none (then the llm kind cannot be made) */
