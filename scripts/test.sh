@@ -13,8 +13,9 @@ python3 tasks/check_bundle.py tasks/repair-bundle.jsonl || python_status=$?
 # The LLM learner's own tests, in its virtualenv (installed once, cached; `stack python` prints its python).
 llm_learner_python=$(node bin/trialrun.js stack python llm-learner)
 (cd llm-learner && "$llm_learner_python" -m pytest -q -p no:cacheprovider tests) || python_status=$?
-# harbor's virtualenv (installed once, cached): its ATIF models judge `export atif` in test/integration/atif.test.ts.
-node bin/trialrun.js stack python harbor >/dev/null
+# harbor's ATIF models (its package without the runner's dependencies, seconds to install, cached) judge
+# `export atif` in test/integration/atif.test.ts.
+node bin/trialrun.js stack python harbor-models >/dev/null
 
 # The test files are the compiled *.test.ts sources, named one by one: given a folder, node's runner would
 # also run every helper module under test/ as if it were a test.

@@ -65,14 +65,39 @@ export async function findHarborPython(env: NodeJS.ProcessEnv = process.env): Pr
 }
 
 /**
- * The python of `<cacheDir>/harbor-<version>-venv`, installed once; an incomplete one is rebuilt. Its harbor
- * runs the Harbor cross-check, and its ATIF models (`harbor.models.trajectories`) judge `export atif`.
+ * The python of `<cacheDir>/harbor-<version>-venv`, installed once (~5 minutes fresh: its runner's dependencies); an
+ * incomplete one is rebuilt. Its harbor runs the Harbor cross-check (`npm run check:harbor`).
  */
 export async function harborPython(log: StackLog, options: { cacheDir?: string; logFile: string }): Promise<string> {
   const dir = join(options.cacheDir ?? stackPaths().cacheDir, `harbor-${HARBOR_VERSION}-venv`);
   const python = await findHarborPython();
   return cachedVenv(
     { dir, installs: [[`harbor==${HARBOR_VERSION}`]], check: 'import harbor.cli.main, harbor.models.trajectories', what: `harbor ${HARBOR_VERSION} (its runner and ATIF models)` },
+    python,
+    options.logFile,
+    log,
+  );
+}
+
+/** The pydantic harbor's METADATA asks for (`pydantic>=2.12.0`); the ATIF models need nothing else of its dependencies. */
+const HARBOR_PYDANTIC = 'pydantic>=2.12.0';
+
+/**
+ * The python of `<cacheDir>/harbor-models-<version>-venv`: harbor's package without its runner's dependencies, and
+ * pydantic, which is all its ATIF models (`harbor.models.trajectories`, `harbor.utils.trajectory_validator`) import.
+ * Seconds to install where the whole package takes minutes, so the test command can afford harbor's own verdict on
+ * `export atif`.
+ */
+export async function harborModelsPython(log: StackLog, options: { cacheDir?: string; logFile: string }): Promise<string> {
+  const dir = join(options.cacheDir ?? stackPaths().cacheDir, `harbor-models-${HARBOR_VERSION}-venv`);
+  const python = await findHarborPython();
+  return cachedVenv(
+    {
+      dir,
+      installs: [['--no-deps', `harbor==${HARBOR_VERSION}`], [HARBOR_PYDANTIC]],
+      check: 'import harbor.models.trajectories, harbor.utils.trajectory_validator',
+      what: `harbor ${HARBOR_VERSION}'s ATIF models (no runner)`,
+    },
     python,
     options.logFile,
     log,

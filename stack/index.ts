@@ -22,7 +22,7 @@ export { childExit, daemonFiles, freePort, stopChild, type StopChildOptions } fr
 export { s3Component, SEAWEEDFS_VERSION, type S3ServerOptions } from './s3.js';
 export { setupLogFile, stackPaths } from './state.js';
 export { cachedVenv, type CachedVenv } from './venv.js';
-export { composeDockerConfig, COMPOSE_VERSION, findHarborPython, harborCommand, harborPython, HARBOR_VERSION } from './harbor.js';
+export { composeDockerConfig, COMPOSE_VERSION, findHarborPython, harborCommand, harborModelsPython, harborPython, HARBOR_VERSION } from './harbor.js';
 
 export interface StackSelection {
   /** Include the model server (`stack up --llm`, or a command that selects the llm policy). @default false */

@@ -1,4 +1,4 @@
-import { harborPython, MAX_ENGINES, setupLogFile, stackComponents, stackDown, stackPaths, stackStatus, stackUp } from '../../stack/index.js';
+import { harborModelsPython, harborPython, MAX_ENGINES, setupLogFile, stackComponents, stackDown, stackPaths, stackStatus, stackUp } from '../../stack/index.js';
 import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { llmLearnerVenv } from '../llm-learner.js';
@@ -18,8 +18,9 @@ export const stackCommand: Command = {
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
     '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)\n' +
     '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)\n' +
-    '  python harbor       print the python of the harbor package\'s virtualenv (its runner, its ATIF models), installing it once',
-  usage: 'up|down|status|python llm-learner|python harbor',
+    '  python harbor       print the python of the harbor package\'s virtualenv (its runner, its ATIF models), installing it once\n' +
+    '  python harbor-models  the same for harbor\'s ATIF models alone (no runner dependencies: seconds to install)',
+  usage: 'up|down|status|python llm-learner|python harbor|python harbor-models',
   options: { llm: { type: 'boolean', default: false }, s3: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' }, engines: { type: 'string', default: '1' } },
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
@@ -29,8 +30,14 @@ export const stackCommand: Command = {
   },
   async run(values, [action, ...extra]) {
     if (action === 'python') {
-      if (extra.length !== 1 || (extra[0] !== 'llm-learner' && extra[0] !== 'harbor')) throw new ConfigError(`expected stack python llm-learner or stack python harbor, got "stack ${[action, ...extra].join(' ')}"`);
-      const python = extra[0] === 'harbor' ? await harborPython(log, { logFile: setupLogFile(stackPaths().stateDir, 'harbor') }) : await llmLearnerVenv();
+      const venvs: Record<string, () => Promise<string>> = {
+        'llm-learner': llmLearnerVenv,
+        harbor: () => harborPython(log, { logFile: setupLogFile(stackPaths().stateDir, 'harbor') }),
+        'harbor-models': () => harborModelsPython(log, { logFile: setupLogFile(stackPaths().stateDir, 'harbor-models') }),
+      };
+      const install = extra.length === 1 ? venvs[extra[0]!] : undefined;
+      if (!install) throw new ConfigError(`expected stack python ${Object.keys(venvs).join(' | ')}, got "stack ${[action, ...extra].join(' ')}"`);
+      const python = await install();
       process.stdout.write(`${python}\n`);
       return 0;
     }

@@ -12,7 +12,7 @@ import { rescore } from '../../pipelines/jobs/rescore/index.js';
 import { GlobalTable, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { Verifier } from '../../pipelines/verifier/index.js';
 import { llmTrainingSamples, Trajectory, type LlmCall } from '../../schemas/index.js';
-import { harborPython, imageFor } from '../../stack/index.js';
+import { harborModelsPython, imageFor } from '../../stack/index.js';
 import { syntheticReward, syntheticTrajectory, syntheticVerification } from './analytics-fixtures.js';
 import { ensureStack, eventually, freshContext, readAll, tempDir } from './harness.js';
 import { bundledTasks } from './verifier-fixtures.js';
@@ -109,7 +109,7 @@ const cli = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ stdout: str
 
 before(async () => {
   await ensureStack();
-  python = await harborPython((line) => console.log(`# ${line}`), { logFile: join(tempDir('harbor-pip'), 'pip.log') });
+  python = await harborModelsPython((line) => console.log(`# ${line}`), { logFile: join(tempDir('harbor-pip'), 'pip.log') });
   source = await freshContext('atif');
   storeDir = tempDir('atif-store');
   const indices = Array.from({ length: COUNT }, (_, i) => i);
