@@ -72,7 +72,7 @@ ORDER BY run_id;
 -- single-turn tasks have) rewards every step toward passing, and its mean reward is what the learner raises. One
 -- line per run and policy (`policy_id`: the built-in ONNX edit-chooser and an llm policy draw side by side), with a
 -- 95% interval that treats each task's episodes as one cluster (a group of 8 answers to one prompt is not 8
--- independent draws). The held-out evaluations of `trialrun learn` land verdicts but no rewards: their mean
+-- independent draws); a version played on one task only gets the whole range. The held-out evaluations of `trialrun learn` land verdicts but no rewards: their mean
 -- rewards are in the run's report.
 -- @chart
 --   title: Mean reward per policy version (bars are 95% intervals)
@@ -115,8 +115,10 @@ spread AS (
 )
 SELECT run_id || ' / ' || policy_id AS line, run_id, policy_id, policy_version, n::BIGINT AS trajectories, k::BIGINT AS tasks,
        round(mean, 3) AS mean_reward,
-       round(greatest(0, mean - 1.96 * coalesce(se, 0)), 3) AS ci_low,
-       round(least(1, mean + 1.96 * coalesce(se, 0)), 3) AS ci_high
+       -- One task's episodes say nothing of the spread between tasks: its interval is all of [0, 1] (greatest and least
+       -- pass over the NULL), never a false zero width.
+       round(greatest(0, mean - 1.96 * se), 3) AS ci_low,
+       round(least(1, mean + 1.96 * se), 3) AS ci_high
 FROM spread
 ORDER BY run_id, policy_id, policy_version;
 
