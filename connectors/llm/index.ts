@@ -2,7 +2,9 @@ export * from './chat-client.js';
 export {
   LlamaCppClient,
   servedModelPath,
+  tokenCompletionCall,
   type LlamaCppClientOptions,
+  type TokenCallContext,
   type SamplingParams,
   type ServerIdentity,
   type TemplateMessage,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, withRetries, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
+import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, withRetries, type LlmCall, type LlmTokens, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
 import { ChatRequestError, postJson } from './http.js';
+import { servedVersionOf } from './weights.js';
 
 /**
  * llama.cpp's native server API (`/completion` with a token-array prompt, `/tokenize`, `/detokenize`,
@@ -330,6 +331,44 @@ export class LlamaCppClient {
       seed,
     };
   }
+}
+
+/** What a token-exact call record holds beyond the completion itself. */
+export interface TokenCallContext {
+  /** The prompt's tokens as sent: what was appended to the sequence, its length, and whether it extends the previous call. */
+  readonly tokens: Omit<LlmTokens, 'completionIds'>;
+  readonly sampling: SamplingParams;
+  readonly identity: ServerIdentity;
+  /** The reply was sampled under a grammar or JSON Schema. */
+  readonly constrained: boolean;
+  /** The reply as the transcript holds it: a reply whose opening was given includes it. @default completion.content */
+  readonly reply?: string;
+}
+
+/**
+ * The token-exact `LlmCall` record of one completion: the one shape the built-in llm policy and the gateway both
+ * write, so a trajectory's turns read the same whoever drove the model.
+ */
+export function tokenCompletionCall(completion: TokenCompletion, context: TokenCallContext): LlmCall {
+  return {
+    model: completion.model,
+    content: context.reply ?? completion.content,
+    finishReason: completion.finishReason,
+    promptTokens: context.tokens.promptLength,
+    completionTokens: completion.completionIds.length,
+    logprobs: completion.logprobs,
+    latencyMs: completion.latencyMs,
+    attempts: completion.attempts,
+    tokens: { ...context.tokens, completionIds: completion.completionIds },
+    // The seed the reply was drawn with (the server's first answer may have been drawn again with the next).
+    sampling: { ...context.sampling, seed: completion.seed },
+    tokenizer: context.identity.tokenizer,
+    chatTemplateSha256: context.identity.chatTemplateSha256,
+    // The version the server says produced this reply (weight sync names it in the model), not the one asked for.
+    policyVersion: servedVersionOf(completion.model),
+    constrained: context.constrained,
+    invalidReply: null,
+  };
 }
 
 /**

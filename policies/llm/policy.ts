@@ -1,4 +1,4 @@
-import { ChatClient, LlamaCppClient, servedModelName, servedVersionOf, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
+import { ChatClient, LlamaCppClient, servedModelName, servedVersionOf, tokenCompletionCall, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
 import { envToolSpecs, type AgentObservation, type AnyEnvSpec, type ToolSpec } from '../../envs/index.js';
 import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
@@ -214,26 +214,7 @@ export class LlmEpisode implements Policy<AgentObservation> {
     // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.
     this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: reply });
     this.rendered = rendered + reply;
-    const tokens: LlmTokens = { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious, completionIds: completion.completionIds };
-    const llm: LlmCall = {
-      model: completion.model,
-      content: reply,
-      finishReason: completion.finishReason,
-      promptTokens: promptIds.length,
-      completionTokens: completion.completionIds.length,
-      logprobs: completion.logprobs,
-      latencyMs: completion.latencyMs,
-      attempts: completion.attempts,
-      tokens,
-      // The seed the reply was drawn with (the server's first answer may have been drawn again with the next).
-      sampling: { ...sampling, seed: completion.seed },
-      tokenizer: identity.tokenizer,
-      chatTemplateSha256: identity.chatTemplateSha256,
-      // The version the server says produced this reply (weight sync names it in the model), not the one asked for.
-      policyVersion: servedVersionOf(completion.model),
-      constrained,
-      invalidReply: null,
-    };
+    const llm = tokenCompletionCall(completion, { tokens: { appendedPromptIds: appended, promptLength: promptIds.length, extendsPrevious }, sampling, identity, constrained, reply });
     return this.answer(request.freeReply ? freeReplyCall(request.freeReply, reply) : parseToolCallReply(reply, tools), llm, reply, []);
   }
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, Socket, type Server } from 'node:net';
 import { join } from 'node:path';
@@ -12,8 +11,7 @@ import { ConfigError, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, STACK_
 import { LoopWatcher, resolveDashboardOptions } from '../../dashboard/index.js';
 import { s3Component } from '../../stack/index.js';
 import { syntheticReward } from './analytics-fixtures.js';
-import { repoRoot } from '../../cli/paths.js';
-import { ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
+import { ensureStack, eventually, freshContext, readAll, runCli, sendRaw, tempDir, type CliRun } from './harness.js';
 import { killMidFile, POISON, produceTrajectories, rowKeys, sourceOffsets } from './sink-fixtures.js';
 
 /**
@@ -179,18 +177,8 @@ test('on S3: wrong credentials or a missing bucket is one line at start, before 
   assert.ok(!groups.some((group) => group === `${context.names.prefix}analytics-sink`), 'the sink never joined its group');
 });
 
-/** Runs the CLI as a user would; returns its exit code and output. */
-function trialrun(args: readonly string[], env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), ...args], { env: { ...process.env, TRIALRUN_DEBUG: '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-  });
-}
+/** Runs the CLI as a user would, with `env` on top of the test's (unset TRIALRUN_DEBUG: one-line errors). */
+const trialrun = (args: readonly string[], env: Record<string, string> = {}): Promise<CliRun> => runCli(args, { env });
 
 test('on S3: trialrun sql (--data-dir or TRIALRUN_LAKE), compact, export samples and notebook run read the lake from a clean folder', { timeout: 300_000 }, async () => {
   const context = await freshContext('s3-cli');

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -11,34 +10,14 @@ import { createKafka, inTransaction, readRange } from '../../connectors/kafka/in
 import { policyIds } from '../../policies/index.js';
 import type { Reward } from '../../schemas/index.js';
 import { syntheticReward } from './analytics-fixtures.js';
-import { ensureStack, freshContext, tempDir } from './harness.js';
+import { ensureStack, freshContext, runCli, tempDir, type CliRun } from './harness.js';
 
 before(ensureStack, { timeout: 900_000 });
 
-interface Run {
-  readonly code: number | null;
-  readonly stdout: string;
-  readonly stderr: string;
-}
-
-/** `node bin/trialrun.js ...args` as a user runs it, in its own process; settings the test does not give are unset. */
-function trialrun(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<Run> {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of ['TRIALRUN_DATA_DIR', 'TRIALRUN_STATE_DIR', 'TRIALRUN_TOPIC_PREFIX', 'TRIALRUN_DEBUG']) delete env[name];
-  Object.assign(env, options.env);
-  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), ...args], { env, cwd: options.cwd ?? repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
-  const out: Buffer[] = [];
-  const err: Buffer[] = [];
-  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
-  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
-  });
-}
+const trialrun = runCli;
 
 /** One line on stderr, `trialrun <command>: ...`, with no JS stack frame in it. */
-function assertOneLine(run: Run, command: string, message: RegExp): void {
+function assertOneLine(run: CliRun, command: string, message: RegExp): void {
   assert.match(run.stderr, /^[^\n]*\n$/, `one line on stderr, got:\n${run.stderr}`);
   assert.ok(run.stderr.startsWith(`trialrun ${command}: `), run.stderr);
   assert.match(run.stderr, message);

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +7,7 @@ import { catalogTopics, committedPastLastRecord, createKafka, ensureTopics, type
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { prepareTopics, type ProcessorContext } from '../../pipelines/runtime/index.js';
 import { topicNames, type TopicKey, type TopicValue } from '../../schemas/index.js';
+import { repoRoot } from '../../cli/paths.js';
 import { stackUp } from '../../stack/index.js';
 
 /** Brings up whatever the tests need (idempotent; fast when already running). */
@@ -80,4 +82,30 @@ export async function sendRaw(context: ProcessorContext, key: TopicKey, messages
   } finally {
     await producer.disconnect();
   }
+}
+
+/** What a CLI run left: its exit status and its output. */
+export interface CliRun {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * `node bin/trialrun.js ...args` as a user runs it, in its own process: the settings a test's environment may carry
+ * (data and state folders, topic prefix, debug) are unset, then `env` is given.
+ */
+export function runCli(args: readonly string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<CliRun> {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of ['TRIALRUN_DATA_DIR', 'TRIALRUN_STATE_DIR', 'TRIALRUN_TOPIC_PREFIX', 'TRIALRUN_DEBUG']) delete env[name];
+  Object.assign(env, options.env);
+  const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), ...args], { env, cwd: options.cwd ?? repoRoot(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  child.stdout.on('data', (chunk: Buffer) => out.push(chunk));
+  child.stderr.on('data', (chunk: Buffer) => err.push(chunk));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString(), stderr: Buffer.concat(err).toString() }));
+  });
 }

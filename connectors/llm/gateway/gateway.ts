@@ -2,8 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, errorMessage, STACK_LLM_URL, type LlmCall, type RetryOptions } from '../../../schemas/index.js';
-import { LlamaCppClient, type ServerIdentity } from '../llama-cpp.js';
-import { servedVersionOf } from '../weights.js';
+import { LlamaCppClient, tokenCompletionCall, type ServerIdentity } from '../llama-cpp.js';
 import { EpisodeSequence } from './sequence.js';
 import { BadRequest, errorBody, parseChatRequest, parseToolCalls, SSE_DONE, sseEvent, templateMessages, type ChatCompletionRequest, type WireMessage } from './wire.js';
 
@@ -299,24 +298,7 @@ export class LlmGateway {
     const endedWithEos = completion.finishReason === 'stop' && this.eosId !== null && completion.completionIds.at(-1) === this.eosId;
     route.sequence.advance(rendered, promptIds, reply, completion.completionIds, endedWithEos);
     route.tokensUsed += tokens.appendedPromptIds.length + completion.completionIds.length;
-    const call: LlmCall = {
-      model: completion.model,
-      content: reply,
-      finishReason: completion.finishReason,
-      promptTokens: promptIds.length,
-      completionTokens: completion.completionIds.length,
-      logprobs: completion.logprobs,
-      latencyMs: completion.latencyMs,
-      attempts: completion.attempts,
-      tokens: { ...tokens, completionIds: completion.completionIds },
-      sampling: { ...sampling, seed: completion.seed },
-      tokenizer: this.identity.tokenizer,
-      chatTemplateSha256: this.identity.chatTemplateSha256,
-      // The version the server says produced this reply (weight sync names it in the model).
-      policyVersion: servedVersionOf(completion.model),
-      constrained: false,
-      invalidReply: null,
-    };
+    const call = tokenCompletionCall(completion, { tokens, sampling, identity: this.identity, constrained: false });
     route.calls.push(call);
     const toolCalls = completion.finishReason === 'stop' ? parseToolCalls(reply, tools) : null;
     for (const c of toolCalls ?? []) route.sampledByCallId.set(c.id, reply);
