@@ -9,6 +9,13 @@ export interface TransactionRecord {
   readonly value: Buffer | null;
 }
 
+/** A step of a transaction not begun because the transaction was given up on (its deadline passed) meanwhile. */
+class TransactionGivenUpError extends Error {
+  constructor(name: string) {
+    super(`${name}: the transaction was given up on; its next step is not begun`);
+  }
+}
+
 /** The longest a transaction may take before it is given up on (below the brokers' 60 s transaction timeout plus a margin for markers). */
 export const TRANSACTION_DEADLINE_MS = 75_000;
 /** A failed producer's disconnect is waited for this long at most: it may hang on a broker that is gone. */
@@ -59,11 +66,16 @@ export class TransactionalProducer {
     }
     const producer = this.producer;
     if (!producer) throw new Error(`${this.name}: the transactional producer is not connected`);
-    const progress = { committing: false };
+    const progress = { committing: false, givenUp: false };
     try {
       // A client call that never returns (a broker gone mid-request) must not hold the processor for good.
-      await withDeadline(this.run(producer, records, consumer, offsets, progress), this.deadlineMs, () => new TimeoutError(`${this.name}: a transaction`, this.deadlineMs));
+      await withDeadline(this.run(producer, records, consumer, offsets, progress), this.deadlineMs, () => {
+        progress.givenUp = true;
+        return new TimeoutError(`${this.name}: a transaction`, this.deadlineMs);
+      });
     } catch (error) {
+      // The deadline does not stop a step already running, but no step starts after it (the producer is dropped).
+      progress.givenUp = true;
       await this.drop(producer);
       if (progress.committing && (await this.committedAfterAll(consumer.groupId, offsets))) {
         process.stderr.write(`[${this.name}] a transaction's commit failed (${errorMessage(error)}), yet the transaction committed\n`);
@@ -73,9 +85,18 @@ export class TransactionalProducer {
     }
   }
 
-  private async run(producer: KafkaProducer, records: readonly TransactionRecord[], consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], progress: { committing: boolean }): Promise<void> {
+  /**
+   * The transaction's steps. Each checks first that the transaction was not given up on meanwhile: a step begun
+   * on a producer being dropped races its disconnect (with the confluent client, a native call beside the handle's
+   * destruction, issue 46), and nothing it did would count.
+   */
+  private async run(producer: KafkaProducer, records: readonly TransactionRecord[], consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], progress: { committing: boolean; givenUp: boolean }): Promise<void> {
+    const step = (): void => {
+      if (progress.givenUp) throw new TransactionGivenUpError(this.name);
+    };
     const transaction: KafkaTransaction = await producer.transaction();
     try {
+      step();
       const byTopic = new Map<string, Array<{ key: string; value: Buffer | null }>>();
       for (const record of records) {
         const list = byTopic.get(record.topic) ?? [];
@@ -83,8 +104,12 @@ export class TransactionalProducer {
         byTopic.set(record.topic, list);
       }
       if (byTopic.size > 0) await transaction.sendBatch([...byTopic].map(([topic, messages]) => ({ topic, messages })));
+      step();
       await transaction.sendOffsets(consumer, offsets);
+      step();
     } catch (error) {
+      // Given up on: the next producer's registration aborts it; an abort now would race the drop.
+      if (progress.givenUp) throw error;
       await transaction.abort().catch((abortError: unknown) => {
         // Said once per transaction: a consumer's client may log the error only at a level we mute.
         process.stderr.write(`[${this.name}] a transaction could neither commit (${errorMessage(error)}) nor abort (${errorMessage(abortError)})\n`);

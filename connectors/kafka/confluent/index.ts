@@ -199,14 +199,25 @@ const outgoing = (records: OutgoingRecords): KafkaJS.ProducerRecord => ({
 });
 
 /**
- * The binding's native calls in flight on one client handle. librdkafka's transactional calls run on a worker
- * thread with the handle (and, for sendOffsetsToTransaction, the consumer's handle, read with no lock and no
- * check that it is still open); a disconnect deletes the handle under them, and the process dies with SIGSEGV. So a
- * client is disconnected only once its native calls have returned, or, should one never return, not at all (its
- * handle is left open, said on stderr, rather than freed under a running call).
+ * The gate in front of one client handle's native calls. The binding runs librdkafka's transactional calls
+ * (init, begin, send offsets, commit, abort) on libuv's worker threads without the connection lock that its
+ * disconnect takes before destroying the handle, and sendOffsetsToTransaction also reads the consumer's handle with
+ * no check. A handle destroyed under such a call is freed memory in use (SIGSEGV), or a deadlock: librdkafka's
+ * main thread, terminating, waits for the running call to leave the transaction API's condition variable, the call
+ * waits for a reply the main thread no longer sends, and the destroy waits for the main thread (issue 46: seen in
+ * a core's threads, two destroys and two sends of offsets holding all four of libuv's threads for good, after
+ * which every later native call, and every file read, waited behind them).
+ *
+ * So once a disconnect is asked for, no native call may start on the handle (it is refused, retriable: a new
+ * client will do it), and the handle is destroyed only when every call already running has returned; should one
+ * never return, the handle is left open (said on stderr) rather than destroyed under it. The refusal is the
+ * part that was missing before: a call that started after the disconnect was asked for, while it waited for the
+ * calls before (a transaction's send of offsets once its deadline had passed and its records were sent), ran
+ * beside the destroy.
  */
 export class NativeCalls {
   private count = 0;
+  private closing = false;
   private readonly waiting: Array<() => void> = [];
 
   constructor(private readonly what: string) {}
@@ -215,15 +226,39 @@ export class NativeCalls {
     return this.count;
   }
 
-  track<T>(work: Promise<T>): Promise<T> {
+  /** A disconnect was asked for: no native call may start from now on. */
+  get isClosing(): boolean {
+    return this.closing;
+  }
+
+  /** Connected again (a consumer may connect after a disconnect): calls may start. */
+  open(): void {
+    this.closing = false;
+  }
+
+  /** Starts `call` and counts it until it settles, or refuses it (CLIENT_CLOSING) once a disconnect was asked for. */
+  run<T>(call: () => Promise<T>): Promise<T> {
+    if (this.closing) {
+      return Promise.reject(new KafkaError(`kafka (confluent): ${this.what} is disconnecting; no native call may start on its handle`, 'CLIENT_CLOSING', { retriable: true }));
+    }
     this.count++;
+    let work: Promise<T>;
+    try {
+      work = call();
+    } catch (error) {
+      work = Promise.reject(error);
+    }
     return work.finally(() => {
       if (--this.count === 0) for (const resolve of this.waiting.splice(0)) resolve();
     });
   }
 
-  /** Runs `disconnect` once no native call is in flight; false (and `disconnect` not run) if one is still running after `waitMs`. */
+  /**
+   * Refuses every later call, then runs `disconnect` once no native call is in flight; false (and `disconnect` not
+   * run) if one is still running after `waitMs`.
+   */
   async disconnectWhenIdle(disconnect: () => Promise<void>, waitMs = NATIVE_CALL_WAIT_MS): Promise<boolean> {
+    this.closing = true;
     if (this.count > 0) {
       let timer: NodeJS.Timeout | undefined;
       const idle = await Promise.race([
@@ -231,7 +266,7 @@ export class NativeCalls {
         new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(false), waitMs))),
       ]).finally(() => clearTimeout(timer));
       if (!idle) {
-        process.stderr.write(`[kafka] ${this.what}: ${this.count} native call(s) still running after ${waitMs} ms; its handle is left open rather than freed under them\n`);
+        process.stderr.write(`[kafka] ${this.what}: ${this.count} native call(s) still running after ${waitMs} ms; its handle is left open rather than destroyed under them\n`);
         return false;
       }
     }
@@ -258,19 +293,20 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
   const send = async (records: OutgoingRecords): Promise<void> => void (await mapped(producer.send(outgoing(records))));
   const native = new NativeCalls(`producer ${options.transactionalId ?? ''}`.trim());
   return {
-    connect: () => mapped(producer.connect()),
+    // Connecting runs init_transactions on a worker thread: counted like the rest, so a disconnect waits for it.
+    connect: () => native.run(() => mapped(producer.connect())),
     disconnect: async () => void (await native.disconnectWhenIdle(() => producer.disconnect())),
     send,
     sendBatch,
     transaction: async () => {
       // The client's producer is its own transaction: one at a time.
-      await mapped(producer.transaction());
+      await native.run(() => mapped(producer.transaction()));
       const transaction: KafkaTransaction = {
         send,
         sendBatch,
-        sendOffsets: (consumer, offsets) => native.track(sendOffsetsWithMetadata(producer, consumer, offsets, mapped)),
-        commit: () => native.track(mapped(producer.commit())),
-        abort: () => native.track(mapped(producer.abort())),
+        sendOffsets: (consumer, offsets) => native.run(() => sendOffsetsWithMetadata(producer, consumer, offsets, mapped)),
+        commit: () => native.run(() => mapped(producer.commit())),
+        abort: () => native.run(() => mapped(producer.abort())),
       };
       return transaction;
     },
@@ -288,11 +324,11 @@ interface NativeProducer {
  */
 async function sendOffsetsWithMetadata(producer: KafkaJS.Producer, consumer: KafkaConsumer, offsets: readonly TopicPartitionOffset[], mapped: Mapped): Promise<void> {
   if (!(consumer instanceof ConfluentConsumer)) throw new ConfigError('sendOffsets on the confluent client needs a consumer of the same client (its group metadata)');
-  // The native call reads the consumer's handle without a check: never once the consumer is closing.
-  if (consumer.closing) throw new KafkaError('kafka (confluent): the consumer is disconnecting; its group metadata cannot go with the offsets', 'CONSUMER_CLOSING', { retriable: false });
   const native = (producer as unknown as { _getInternalClient(): NativeProducer })._getInternalClient();
   const list = offsets.map(({ topic, partition, offset, metadata }) => ({ topic, partition, offset: Number(offset), ...(metadata ? { metadata } : {}) }));
-  await consumer.nativeCalls.track(
+  // The native call reads the consumer's handle without a check: counted on the consumer's gate too, so the
+  // consumer is not destroyed under it, and refused once the consumer is disconnecting.
+  await consumer.nativeCalls.run(() =>
     mapped(
       new Promise<void>((resolve, reject) =>
         native.sendOffsetsToTransaction(list, consumer.nativeClient(), 30_000, (error) => (error ? reject(asLibrdkafkaError(error)) : resolve())),
@@ -340,8 +376,6 @@ class ConfluentConsumer implements KafkaConsumer {
   private positionTimer: NodeJS.Timeout | undefined;
   /** Producers' sendOffsetsToTransaction calls that read this consumer's native handle. */
   readonly nativeCalls: NativeCalls;
-  /** Set once disconnect() began: no native call may read the handle from then on. */
-  closing = false;
 
   constructor(
     kafka: KafkaJS.Kafka,
@@ -377,13 +411,12 @@ class ConfluentConsumer implements KafkaConsumer {
   }
 
   connect(): Promise<void> {
-    this.closing = false;
+    this.nativeCalls.open();
     return this.mapped(this.consumer.connect());
   }
 
   async disconnect(): Promise<void> {
     clearInterval(this.positionTimer);
-    this.closing = true;
     await this.nativeCalls.disconnectWhenIdle(() => this.consumer.disconnect());
   }
 

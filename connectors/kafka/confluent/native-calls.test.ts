@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { KafkaError, isRetriable } from '../../../schemas/index.js';
 import { NativeCalls } from './index.js';
 
 test('a client is disconnected only once its native calls have returned', async () => {
   const calls = new NativeCalls('test producer');
   let finish!: () => void;
-  const running = calls.track(new Promise<void>((resolve) => (finish = resolve)));
+  const running = calls.run(() => new Promise<void>((resolve) => (finish = resolve)));
   const order: string[] = [] as string[];
   const disconnecting = calls.disconnectWhenIdle(async () => void order.push('disconnect'));
   await new Promise((resolve) => setTimeout(resolve, 20));
@@ -18,14 +19,35 @@ test('a client is disconnected only once its native calls have returned', async 
   assert.equal(calls.inFlight, 0);
 });
 
+test('once a disconnect is asked for, a call that would start is refused (retriable), even in the same tick as the last call returns', async () => {
+  const calls = new NativeCalls('test producer');
+  let finish!: () => void;
+  const started: string[] = [];
+  // What a transaction does: its send of offsets returns, and its commit follows at once.
+  const offsets = calls.run(() => new Promise<void>((resolve) => (finish = resolve)));
+  const commit = offsets.then(() => calls.run(async () => void started.push('commit')));
+  const disconnecting = calls.disconnectWhenIdle(async () => void started.push('disconnect'));
+  finish();
+  await assert.rejects(commit, (error: unknown) => error instanceof KafkaError && error.code === 'CLIENT_CLOSING' && isRetriable(error));
+  assert.equal(await disconnecting, true);
+  assert.deepEqual(started, ['disconnect'], 'the commit never started beside the disconnect');
+  calls.open();
+  await calls.run(async () => void started.push('after reconnect'));
+  assert.deepEqual(started, ['disconnect', 'after reconnect']);
+});
+
 test('a native call that never returns leaves the handle open (never freed under it), and a failed call counts as returned', async () => {
   const calls = new NativeCalls('test consumer');
-  void calls.track(new Promise<void>(() => undefined));
+  void calls.run(() => new Promise<void>(() => undefined));
   let disconnected = false;
   assert.equal(await calls.disconnectWhenIdle(async () => void (disconnected = true), 30), false);
   assert.equal(disconnected, false);
   const failing = new NativeCalls('test producer');
-  await failing.track(Promise.reject(new Error('timed out'))).catch(() => undefined);
+  await failing.run(() => Promise.reject(new Error('timed out'))).catch(() => undefined);
+  await failing.run(() => {
+    throw new Error('thrown before a promise');
+  }).catch(() => undefined);
+  assert.equal(failing.inFlight, 0);
   assert.equal(await failing.disconnectWhenIdle(async () => void (disconnected = true), 30), true);
   assert.equal(disconnected, true);
 });
