@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { before, test } from 'node:test';
+import { KAFKA_CLIENTS, type KafkaClientName } from '../../connectors/kafka/index.js';
 import { prepareTasks, publishTasks } from '../../pipelines/jobs/task-job/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, type Trajectory } from '../../schemas/index.js';
 import { childExit, stopChild } from '../../stack/index.js';
@@ -10,10 +11,10 @@ import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendR
 
 before(ensureStack, { timeout: 900_000 });
 
-/** The verifier as its own process, the way an operator runs it, on the test's topics. */
-function startVerifier(prefix: string): ChildProcess {
+/** The verifier as its own process, the way an operator runs it, on the test's topics, with the test's Kafka client. */
+function startVerifier(prefix: string, client: KafkaClientName): ChildProcess {
   const child = spawn(process.execPath, [join(repoRoot(), 'bin', 'trialrun.js'), 'run', 'verifier', '--instance', '0', '--session-timeout-ms', '10000'], {
-    env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix },
+    env: { ...process.env, TRIALRUN_TOPIC_PREFIX: prefix, TRIALRUN_KAFKA_CLIENT: client },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
   child.stderr!.on('data', (chunk: Buffer) => process.stderr.write(`# verifier: ${chunk.toString()}`));
@@ -21,8 +22,9 @@ function startVerifier(prefix: string): ChildProcess {
 }
 
 
-test('a verifier killed mid-stream and restarted verifies every trajectory exactly once', { timeout: 420_000 }, async () => {
-  const context = await freshContext('crash');
+// Both clients (issue 46): the default must survive what kafkajs survives.
+for (const client of KAFKA_CLIENTS) test(`a verifier killed mid-stream and restarted verifies every trajectory exactly once (${client})`, { timeout: 420_000 }, async () => {
+  const context = await freshContext('crash', { client });
   const tasks = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: tempDir('crash') })).tasks.slice(0, 3);
   await publishTasks(context.kafka, context.serde, context.names, tasks);
 
@@ -46,14 +48,14 @@ test('a verifier killed mid-stream and restarted verifies every trajectory exact
   );
   await sendRaw(context, 'trajectories', await Promise.all(trajectories.map(async (t) => ({ key: t.lineage.taskId, value: await context.serde.encode('trajectories', t) }))));
 
-  let verifier = startVerifier(context.names.prefix);
+  let verifier = startVerifier(context.names.prefix, client);
   await eventually('the first committed verifications', async () => (await readAll(context, 'verifications')).length >= 2, 180_000);
   verifier.kill('SIGKILL');
   await childExit(verifier);
   const beforeRestart = (await readAll(context, 'verifications')).length;
   assert.ok(beforeRestart < trajectories.length, 'the kill landed mid-stream');
 
-  verifier = startVerifier(context.names.prefix);
+  verifier = startVerifier(context.names.prefix, client);
   try {
     await eventually('every trajectory verified', async () => (await readAll(context, 'verifications')).length >= trajectories.length, 240_000);
     // Once the verifier has committed past every trajectory, any duplicate the restart produced is visible.
