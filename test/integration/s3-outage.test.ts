@@ -10,9 +10,9 @@ import { S3BlobStore, sha256Hex, type S3StoreOptions } from '../../connectors/st
 import { PROGRAM_REPAIR_ENV } from '../../envs/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { createLearner } from '../../pipelines/learner/index.js';
-import { createRolloutWorker, type PolicySource } from '../../pipelines/rollout-worker/index.js';
+import { createRolloutWorker, PolicyTracker, type PolicySource } from '../../pipelines/rollout-worker/index.js';
 import type { Policy } from '../../policies/index.js';
-import { FEATURE_NAMES } from '../../policies/index.js';
+import { FEATURE_NAMES, onnxRepairKind } from '../../policies/index.js';
 import { NO_WORKSPACE_EXTRAS, nowIso, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, type Reward, type Task, type Trajectory } from '../../schemas/index.js';
 import { imageFor, s3Component, stackPaths } from '../../stack/index.js';
 import { committedPastEnd, ensureStack, eventually, freshContext, readAll, sendRaw, tempDir } from './harness.js';
@@ -150,6 +150,39 @@ test('a rollout worker with claim-checked trees on S3: waits out a stopped S3 un
     assert.equal((await readAll(context, 'deadLetters')).length, 2);
   } finally {
     await worker.stop();
+    blobs.close();
+    await server.ensure(log);
+  }
+});
+
+test('a rollout worker\'s policy tracker waits out a stopped S3 and then serves the checkpoint published meanwhile', { timeout: 300_000 }, async () => {
+  const context = await freshContext('s3-outage-tracker');
+  const blobs = new S3BlobStore(`s3://trialrun/tracker-${Date.now().toString(36)}`, s3);
+  const store = new BlobCheckpointStore(blobs);
+  const served: number[] = [];
+  const tracker = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store, policyId: onnxRepairKind.policyId, storeRetry: { retries: 300, initialDelayMs: 200, maxDelayMs: 1_000 }, onChange: (version) => served.push(version) });
+  const bytes = onnxRepairKind.encodeParams(onnxRepairKind.initial().params);
+  const publish = async (version: number, artifact: Awaited<ReturnType<typeof store.put>>): Promise<void> => {
+    const value = await context.serde.encode('policyCheckpoints', {
+      policyId: onnxRepairKind.policyId, version, parentVersion: version - 1, featureNames: [...onnxRepairKind.featureNames], weights: [], sha256: artifact.sha256, artifact,
+      metrics: { samples: 0, meanReward: 0, meanAbsAdvantage: 0, gradNorm: 0, staleDropped: 0, extra: {} },
+      lineage: { taskId: 'all', attempt: 0, runId: 's3-outage', policyVersion: version, sandboxImageDigest: null, verifierVersion: null, createdAt: nowIso() },
+    });
+    await sendRaw(context, 'policyCheckpoints', [{ key: onnxRepairKind.policyId, value }]);
+  };
+  try {
+    await publish(1, await store.put(onnxRepairKind.policyId, 1, bytes));
+    await eventually('version 1 served', async () => tracker.current().version === 1, 60_000);
+    const second = await store.put(onnxRepairKind.policyId, 2, bytes);
+    assert.equal(await server.stop(log), 'stopped');
+    await publish(2, second);
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    assert.equal(tracker.current().version, 1, 'still the last version it could load');
+    assert.equal(await server.ensure(log), 'started');
+    await eventually('version 2 served once S3 answers', async () => tracker.current().version === 2, 120_000);
+    assert.deepEqual(served, [1, 2], 'no version skipped');
+  } finally {
+    await tracker.close();
     blobs.close();
     await server.ensure(log);
   }
