@@ -39,6 +39,18 @@ export function lakeLocation(values: OptionValues = {}, env: NodeJS.ProcessEnv =
 /** Help text of every --data-dir option, with the lake it resolves to now. */
 export const dataDirHelp = (): string => `the analytics lake: a folder or s3://bucket/prefix (default: $TRIALRUN_LAKE, else $TRIALRUN_DATA_DIR, else ${dataDir()})`;
 
+/**
+ * Where task jobs put their rejects files (`<jobRunId>.jsonl`): TRIALRUN_REJECTS (a folder or `s3://bucket/prefix`,
+ * checked here), else `rejects` under the data folder.
+ */
+export function rejectsLocation(values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): string {
+  const given = env.TRIALRUN_REJECTS;
+  if (given === undefined || given === '') return join(dataDir(values, env), 'rejects');
+  if (!isS3Url(given)) return resolve(given);
+  parseS3Url(given, 'TRIALRUN_REJECTS');
+  return given;
+}
+
 /** Policy artifacts: a folder under the state folder unless TRIALRUN_CHECKPOINTS names another store. */
 export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_CHECKPOINTS ?? join(stateDir(env), 'checkpoints');
 
@@ -51,12 +63,12 @@ export const treeStore = (env: NodeJS.ProcessEnv = process.env): TreeStore => op
 
 /**
  * Opens every store location the environment names (TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, TRIALRUN_LAKE,
- * TRIALRUN_EXPERIMENTS) and asks each
+ * TRIALRUN_EXPERIMENTS, TRIALRUN_REJECTS) and asks each
  * `s3://` one once whether its bucket answers to these credentials, so that a malformed URL, a missing bucket or
  * refused credentials is one line naming the setting, before anything is consumed. Local folders need no check.
  */
 export async function checkStorageLocations(env: NodeJS.ProcessEnv = process.env): Promise<void> {
-  const locations = [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)], ['TRIALRUN_LAKE', lakeLocation({}, env)], ['TRIALRUN_EXPERIMENTS', env.TRIALRUN_EXPERIMENTS ?? '']] as const;
+  const locations = [['TRIALRUN_CHECKPOINTS', checkpointsLocation(env)], ['TRIALRUN_ARTIFACTS', artifactsLocation(env)], ['TRIALRUN_LAKE', lakeLocation({}, env)], ['TRIALRUN_EXPERIMENTS', env.TRIALRUN_EXPERIMENTS ?? ''], ['TRIALRUN_REJECTS', rejectsLocation({}, env)]] as const;
   for (const [option, location] of locations) {
     if (!isS3Url(location)) continue;
     const store = openBlobStore(location, option, { env });

@@ -68,3 +68,17 @@ test('mapLimit rejects with the first failure and starts no call after it', asyn
   await new Promise((resolve) => setTimeout(resolve, 20));
   assert.deepEqual(started, [0, 1, 2]);
 });
+
+test('mapLimit over many more items than its limit warns of no listener leak', async () => {
+  const warnings: string[] = [];
+  const onWarning = (warning: Error): void => void warnings.push(warning.name);
+  process.on('warning', onWarning);
+  try {
+    const doubled = await mapLimit(Array.from({ length: 100 }, (_, i) => i), 4, async (item) => item * 2);
+    assert.equal(doubled[99], 198);
+    await new Promise((resolve) => setImmediate(resolve));
+  } finally {
+    process.off('warning', onWarning);
+  }
+  assert.deepEqual(warnings.filter((name) => name === 'MaxListenersExceededWarning'), []);
+});

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { ShutdownError } from './errors.js';
 
 /**
@@ -79,6 +80,8 @@ export class Semaphore {
 export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
   const gate = new Semaphore(limit);
   const failed = new AbortController();
+  // Every item still queued waits on this one signal, one listener each: a 100-file tree is 100, not a leak.
+  setMaxListeners(Math.max(10, items.length), failed.signal);
   let first: unknown;
   try {
     return await Promise.all(

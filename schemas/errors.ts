@@ -94,14 +94,15 @@ export class RecordTooLargeError extends TrialrunError {
 }
 
 /**
- * The host a handler runs on cannot do its work: its sandbox engine does not answer (checked after a failure).
+ * The host a handler runs on cannot do its work: its sandbox engine or a blob store it reads and writes (S3) does not
+ * answer (checked after a failure).
  * Not retriable, and never dead-lettered: the record is not at fault. A stream processor that sees it aborts the
  * record's transaction and leaves its consumer group until the host answers again, so that a healthy member of
  * the group takes over its partitions (see StreamProcessor, ProcessorOptions.hostAvailable).
  */
 export class HostUnavailableError extends TrialrunError {
   constructor(what: string, cause?: unknown) {
-    super(`${what}: the host's sandbox engine does not answer`, { cause });
+    super(`${what}: what the host needs (its sandbox engine, its blob stores) does not answer`, { cause });
   }
 }
 

@@ -10,7 +10,7 @@ import { stackFor } from '../stack-for.js';
 import type { Command } from '../command.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkStorageLocations, dataDir, stateDir } from '../paths.js';
+import { bundledTasks, checkStorageLocations, dataDir, rejectsLocation, stateDir } from '../paths.js';
 import { openSandboxPool, SANDBOX_HELP, sandboxBackend } from '../sandbox-backend.js';
 import { loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
@@ -130,7 +130,7 @@ export const learnCommand: Command = {
     const runId = `learn-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
     // The task file needs no service: a file without both kinds of task stops before the stack comes up.
-    const rejectsDir = join(data, 'rejects');
+    const rejectsDir = rejectsLocation();
     const tasks = isWorkspaceJobFile(taskFile) ? await workspaceJobTasks(taskFile, rejectsDir) : (await prepareTasks({ file: taskFile, rejectsDir, jobRunId: runId })).tasks;
     const split = splitTasks(tasks, evalPercent / 100);
     const train = split.train;

@@ -1,5 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { dirname } from 'node:path';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
 import { formatReport, isWorkspaceJob, loadJobFile, readStructuredFile, resolveWorkspaceJob, rowsFileJob, runTaskJob, type TaskJobReport } from '../../pipelines/jobs/task-job/index.js';
@@ -8,7 +7,7 @@ import { ConfigError } from '../../schemas/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, JOB_FILE, stringOption } from '../options.js';
-import { checkStorageLocations, dataDir, treeStore } from '../paths.js';
+import { checkStorageLocations, dataDir, rejectsLocation, treeStore } from '../paths.js';
 import { runWorkspaceJobWithStack } from '../workspace-tasks.js';
 
 /** The report without the task records themselves, for --json. */
@@ -42,7 +41,8 @@ export const tasksCommand: Command = {
     json: 'print the report as JSON',
     analytics: 'analytics store whose rewards give observed pass rates (default: the data folder)',
     out: 'also write the selected tasks as a JSON Lines rows file (with family, split and priority), which `run`, `learn` and\n' +
-      '`verify calibrate` read without deriving again',
+      '`verify calibrate` read without deriving again: a path, or s3://bucket/key (put there when the job ends). Rejects go to\n' +
+      '$TRIALRUN_REJECTS (a folder or s3://bucket/prefix), else rejects/ under the data folder',
   },
   async run(values, [action, file, ...extra]) {
     if (action !== 'publish' || !file || extra.length > 0) throw new ConfigError('usage: trialrun tasks publish <job.yaml | rows.jsonl> [--dry-run] [--json]');
@@ -56,11 +56,12 @@ export const tasksCommand: Command = {
       await checkStorageLocations();
       const context = dryRun ? undefined : await processorContext();
       if (context) await prepareTopics(context);
-      const report = await runWorkspaceJobWithStack({ job, rejectsDir: join(dataDir(), 'rejects'), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
+      const report = await runWorkspaceJobWithStack({ job, rejectsDir: rejectsLocation(), trees: treeStore(), dryRun, context, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
       process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
       return 0;
     }
     const job = JOB_FILE.test(path) ? loadJobFile(path) : rowsFileJob(path);
+    await checkStorageLocations();
     const analyticsDir = stringOption(values, 'analytics') ?? dataDir();
     const context = dryRun ? undefined : await processorContext();
     if (context) await prepareTopics(context);
@@ -68,7 +69,8 @@ export const tasksCommand: Command = {
     try {
       const report = await runTaskJob({
         job,
-        rejectsDir: join(dataDir(), 'rejects'),
+        rejectsDir: rejectsLocation(),
+        rowsFile: out,
         analyticsDir,
         dryRun,
         context,
@@ -76,11 +78,7 @@ export const tasksCommand: Command = {
         imageFor,
         onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`),
       });
-      if (out) {
-        mkdirSync(dirname(resolve(out)), { recursive: true });
-        writeFileSync(out, report.rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
-        process.stderr.write(`[tasks] wrote ${report.rows.length} task row(s) to ${out}\n`);
-      }
+      if (out) process.stderr.write(`[tasks] wrote ${report.taskCount} task row(s) to ${out}\n`);
       process.stdout.write(`${values.json ? reportJson(report) : formatReport(report)}\n`);
       return 0;
     } finally {

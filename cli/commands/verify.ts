@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { checkRange, readTopic } from '../../connectors/kafka/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { loadJobFile, rowsFileJob, runTaskJob } from '../../pipelines/jobs/task-job/index.js';
@@ -13,7 +12,7 @@ import { imageFor } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { processorContext } from '../context.js';
 import { existingFile, intOption, JOB_FILE, outputFile, positionOption, requiredInt, stringOption } from '../options.js';
-import { dataDir, treeStore } from '../paths.js';
+import { rejectsLocation, treeStore } from '../paths.js';
 import { isWorkspaceJobFile, workspaceJobTasks } from '../workspace-tasks.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 
@@ -40,9 +39,9 @@ function formatCalibration(report: CalibrationReport): string {
 /** Tasks from a job file or rows file (the task job, dry run), else every task on the tasks topic. */
 async function loadTasks(file: string | undefined, pool: DockerSandboxPool): Promise<Task[]> {
   if (file !== undefined) {
-    if (isWorkspaceJobFile(file)) return [...(await workspaceJobTasks(file, join(dataDir(), 'rejects'), 'job file', pool))];
+    if (isWorkspaceJobFile(file)) return [...(await workspaceJobTasks(file, rejectsLocation(), 'job file', pool))];
     const job = JOB_FILE.test(file) ? loadJobFile(file) : rowsFileJob(file);
-    const report = await runTaskJob({ job, rejectsDir: join(dataDir(), 'rejects'), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
+    const report = await runTaskJob({ job, rejectsDir: rejectsLocation(), dryRun: true, pool, imageFor, onProgress: (line) => void process.stderr.write(`[tasks] ${line}\n`) });
     return [...report.tasks];
   }
   const context = await processorContext(['tasks']);

@@ -11,6 +11,8 @@ export interface TreeStore {
   put(tree: FileTree): Promise<TreeRef>;
   /** Reads the tree, checking every blob and the manifest against their digests. */
   get(ref: TreeRef): Promise<FileTree>;
+  /** Resolves while the store answers; a ConfigError naming what is wrong when it does not (BlobStore.check). */
+  check(): Promise<void>;
 }
 
 const HEX = /^sha256:([0-9a-f]{64})$/;
@@ -24,6 +26,10 @@ const CONCURRENCY = 16;
  */
 export class BlobTreeStore implements TreeStore {
   constructor(readonly blobs: BlobStore) {}
+
+  check(): Promise<void> {
+    return this.blobs.check();
+  }
 
   async put(tree: FileTree): Promise<TreeRef> {
     const manifest: Record<string, string> = {};

@@ -30,6 +30,8 @@ export interface CheckpointStore {
   get(artifact: CheckpointArtifact): Promise<Buffer>;
   /** The stored versions; their format is null, since only the checkpoint record says what the bytes are. */
   list(policyId: string): Promise<Array<{ version: number; artifact: CheckpointArtifact }>>;
+  /** Resolves while the store answers; a ConfigError naming what is wrong when it does not (BlobStore.check). */
+  check(): Promise<void>;
 }
 
 /** `<policy>/v<N>-<sha256>.bin`, what this store and the Python LLM learner write. */
@@ -38,6 +40,10 @@ const ARTIFACT_KEY = /^v(\d+)-([0-9a-f]{64})\.bin$/;
 /** Checkpoints as `<policyId>/v<version>-<sha256>.bin` in a BlobStore, each created once (a conditional create). */
 export class BlobCheckpointStore implements CheckpointStore {
   constructor(readonly blobs: BlobStore) {}
+
+  check(): Promise<void> {
+    return this.blobs.check();
+  }
 
   async put(policyId: string, version: number, data: Buffer, format: string | null = null): Promise<CheckpointArtifact> {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(policyId)) throw new ConfigError(`policy id "${policyId}" is not usable as a folder name`);

@@ -5,3 +5,4 @@ export { ensureS3Bucket } from './s3/bucket.js';
 export { storageFailure } from './s3/errors.js';
 export { resolveS3StoreOptions, type ResolvedS3StoreOptions, type S3StoreOptions } from './s3/options.js';
 export { openBlobStore } from './open.js';
+export { locationChild, outputFile, type OutputFile } from './output-file.js';

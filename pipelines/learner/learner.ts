@@ -2,7 +2,7 @@ import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
 import { nowIso, oneOf, wholeNumber, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
 import { failureAdvantage } from '../reward/index.js';
-import { StateStore, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, storeAnswers, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 
 export interface LearnerOptions extends MembershipOptions {
   runId: string;
@@ -82,7 +82,10 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId: options.instanceId },
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId: options.instanceId,
+      // A checkpoint that cannot be published while its store (S3) does not answer is not the sample's fault: the
+      // transaction (its trainer state included) is aborted and redone once the store answers, nothing dead-lettered.
+      hostAvailable: storeAnswers(options.store) },
     async ({ record }) => {
       const id = record.value.trajectoryId;
       const sample = { ...(pending.get(id) ?? {}) };

@@ -3,7 +3,7 @@ import type { KafkaPort, TopicReader } from '../../connectors/kafka/index.js';
 import { readTopic } from '../../connectors/kafka/index.js';
 import type { TopicSerde } from '../../connectors/registry/index.js';
 import { LINEAR_REPAIR_POLICY, policyKind, type AnyPolicyKind, type Policy, type PolicySettings } from '../../policies/index.js';
-import { errorMessage, type PolicyCheckpoint, type TopicNames } from '../../schemas/index.js';
+import { errorMessage, resolveRetryOptions, withRetries, type PolicyCheckpoint, type ResolvedRetryOptions, type RetryOptions, type TopicNames } from '../../schemas/index.js';
 
 export interface PolicyTrackerOptions {
   store: CheckpointStore;
@@ -13,6 +13,12 @@ export interface PolicyTrackerOptions {
   settings?: PolicySettings;
   /** Called when the served version changes (for logs and the reload-latency benchmark). @default none */
   onChange?: (version: number, checkpoint: PolicyCheckpoint | null) => void;
+  /**
+   * Backoff for an artifact the store cannot give right now (S3 unreachable, a 5xx: retriable errors only), so an
+   * outage delays a version instead of skipping it. A missing or changed artifact is not retried: that checkpoint is
+   * ignored. @default { retries: 720, initialDelayMs: 1000, maxDelayMs: 5000 } (about an hour)
+   */
+  storeRetry?: RetryOptions;
 }
 
 /**
@@ -26,13 +32,18 @@ export class PolicyTracker {
   private readonly readers: TopicReader[] = [];
   /** Records of both topics are taken one at a time, in arrival order, as weight sync takes them. */
   private taking: Promise<void> = Promise.resolve();
+  /** Aborted by close(): ends the waits for a store that does not answer. */
+  private readonly closing = new AbortController();
+  private readonly storeRetry: ResolvedRetryOptions;
 
   private constructor(
     private readonly options: PolicyTrackerOptions,
     /** The kind served: its id, and the environments it serves. */
     readonly kind: AnyPolicyKind<unknown>,
     private newest: Policy<unknown>,
-  ) {}
+  ) {
+    this.storeRetry = resolveRetryOptions({ retries: 720, initialDelayMs: 1000, maxDelayMs: 5000, ...options.storeRetry });
+  }
 
   static async follow(kafka: KafkaPort, serde: TopicSerde, names: TopicNames, options: PolicyTrackerOptions): Promise<PolicyTracker> {
     const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY, options.settings);
@@ -58,6 +69,7 @@ export class PolicyTracker {
   }
 
   async close(): Promise<void> {
+    this.closing.abort();
     await Promise.all(this.readers.map((reader) => reader.stop()));
   }
 
@@ -88,7 +100,7 @@ export class PolicyTracker {
   private async load(checkpoint: PolicyCheckpoint): Promise<Policy<unknown>> {
     const artifact = checkCheckpoint(checkpoint);
     if (artifact === null) return this.kind.load(this.kind.initial().params, 0);
-    const bytes = await this.options.store.get(artifact);
+    const bytes = await withRetries(() => this.options.store.get(artifact), this.storeRetry, this.closing.signal);
     return this.kind.load(this.kind.decodeParams(bytes), checkpoint.version);
   }
 }

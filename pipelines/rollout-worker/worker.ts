@@ -3,7 +3,7 @@ import type { SandboxPool } from '../../connectors/sandbox/index.js';
 import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
 import { ConfigError, mapLimit, nowIso, wholeNumber, type Trajectory } from '../../schemas/index.js';
-import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
+import { allAnswer, SANDBOX_RETRY, storeAnswers, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
 import { runEpisode } from './episode.js';
 
 /** Where a worker gets its policy between episodes (a PolicyTracker following the checkpoint topic), and what it serves. */
@@ -118,8 +118,9 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       timeoutMs: options.timeoutMs ?? 600_000,
       accept: options.accept,
       sessionTimeoutMs: options.sessionTimeoutMs,
-      // A task failing on a host whose engine is down is handed to the group's other workers.
-      hostAvailable: options.pool.reachable?.bind(options.pool),
+      // A task failing on a host whose engine is down is handed to the group's other workers; one failing while the
+      // tree store (S3) does not answer waits, uncommitted, until it does: neither is the task's fault.
+      hostAvailable: allAnswer(options.pool.reachable?.bind(options.pool), options.trees && storeAnswers(options.trees)),
     },
     async ({ record, signal }) => {
       // Refusals here are ConfigErrors (not retriable): the task becomes a dead letter that says why.

@@ -27,7 +27,7 @@ test('a failure on a host whose engine does not answer becomes a HostUnavailable
     assert.ok(error instanceof HostUnavailableError);
     assert.equal(error.cause, lost);
     assert.equal(isRetriable(error), false);
-    assert.match(error.message, /rollout-worker failed \(sandbox x is gone: its stream closed\): the host's sandbox engine does not answer/);
+    assert.match(error.message, /rollout-worker failed \(sandbox x is gone: its stream closed\): what the host needs \(its sandbox engine, its blob stores\) does not answer/);
     return true;
   });
   assert.equal(down.asked, 1);

@@ -1,4 +1,18 @@
 import { errorMessage, HostUnavailableError, ShutdownError } from '../../schemas/index.js';
+
+/** A probe for ProcessorOptions.hostAvailable: true while every given probe answers true (probes left undefined are skipped). */
+export function allAnswer(...probes: ReadonlyArray<(() => Promise<boolean>) | undefined>): (() => Promise<boolean>) | undefined {
+  const given = probes.filter((probe): probe is () => Promise<boolean> => probe !== undefined);
+  if (given.length === 0) return undefined;
+  return async () => (await Promise.all(given.map((probe) => probe()))).every(Boolean);
+}
+
+/**
+ * A probe of a blob store (a checkpoint or tree store; S3 behind them): one request, true when it answers. A local
+ * folder always answers. Asked after a failed try, it tells an S3 outage (the record is not at fault: its transaction
+ * is aborted, nothing is dead-lettered) from a bad record (a missing object, a digest mismatch: dead-lettered).
+ */
+export const storeAnswers = (store: { check(): Promise<void> }): (() => Promise<boolean>) => () => store.check().then(() => true, () => false);
 import type { Middleware } from './types.js';
 
 /**

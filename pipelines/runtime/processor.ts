@@ -59,8 +59,8 @@ export interface ProcessorOptions<K extends TopicKey> extends MembershipOptions 
    */
   accept?: Accept<K>;
   /**
-   * Whether the host's engine answers (SandboxPool.reachable), asked after a failed try of a record. When it does
-   * not, the record's transaction is aborted and this instance leaves its group, so the group's healthy members
+   * Whether what the host needs answers (its sandbox engine: SandboxPool.reachable; its blob stores: `allAnswer` and
+   * `storeAnswers`), asked after a failed try of a record. When it does not (S3 stopped, say), the record's transaction is aborted and this instance leaves its group, so the group's healthy members
    * take its partitions; it probes with `hostProbe` backoff and rejoins once the host answers. @default none: a
    * failure is always the record's (retried, then dead-lettered)
    */
@@ -478,7 +478,7 @@ export class StreamProcessor<K extends TopicKey> {
     // Aborted now, synchronously: the batch loop must not start another record on this host.
     this.activation.abort();
     const probe = async (): Promise<void> => {
-      if (!(await this.options.hostAvailable!())) throw new ConnectionError(`${what}: the host's engine still does not answer`);
+      if (!(await this.options.hostAvailable!())) throw new ConnectionError(`${what}: what the host needs still does not answer`);
     };
     this.rejoining = (async () => {
       // Once the batch handler has returned: the client seeks back to its unhandled records then, while connected.

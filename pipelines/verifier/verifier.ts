@@ -19,7 +19,7 @@ import {
   type VerificationSpec,
   type WorkspaceExtras,
 } from '../../schemas/index.js';
-import { SANDBOX_RETRY, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
+import { allAnswer, SANDBOX_RETRY, storeAnswers, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
 import { isTestModule, plantCanaries } from './canary.js';
 import { gradedIds, hostOnlyFiles, judgeGraded, runGradedCheck, type GradedCheck, type GradeRun } from './grading.js';
 import { describeCollectError, judge, RunnerResult, summariseFlags, withOutput, type Judgement, type RunnerFailure } from './judge.js';
@@ -523,7 +523,7 @@ export function createVerifierProcessor(context: ProcessorContext, options: Veri
   const verifier = new Verifier(verifierOptions);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs, hostAvailable: verifier.options.pool.reachable?.bind(verifier.options.pool) },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs, hostAvailable: allAnswer(verifier.options.pool.reachable?.bind(verifier.options.pool), verifier.options.trees ? storeAnswers(verifier.options.trees) : undefined) },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];

@@ -7,6 +7,7 @@ import type { SandboxPool } from '../../../connectors/sandbox/index.js';
 import { ConfigError, wholeNumber, type Task } from '../../../schemas/index.js';
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { BucketCounts } from './difficulty.js';
+import { jobOutputs } from './outputs.js';
 import { brokerBoundedPublish, publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
@@ -17,7 +18,7 @@ export type { DerivationReport, DuplicateRecord, KindSurvival, StageReport } fro
 export interface TaskJobOptions {
   /** The checked job (`loadJobFile` or `resolveJob`). */
   job: ResolvedJob;
-  /** Folder for the rejects file `<rejectsDir>/<jobRunId>.jsonl`. */
+  /** Where the rejects file `<rejectsDir>/<jobRunId>.jsonl` goes: a folder, or `s3://bucket/prefix` (put there when the job ends). */
   rejectsDir: string;
   /** Analytics store (Parquet folders) whose rewards give observed pass rates. @default none: every task starts cold */
   analyticsDir?: string;
@@ -39,9 +40,9 @@ export interface TaskJobOptions {
    * publishing sends the batch from memory in one transaction. @default true
    */
   keepTasks?: boolean;
-  /** Write each selected task as a JSON line to this file as it is built. @default none */
+  /** Write each selected task as a JSON line to this file (a path, or `s3://bucket/key`, put when the job ends) as it is built. @default none */
   tasksFile?: string;
-  /** Write each selected task's repair row (a rows file that reproduces the tasks) to this file as it is built. @default none */
+  /** Write each selected task's repair row (a rows file that reproduces the tasks) to this file (a path or `s3://bucket/key`) as it is built. @default none */
   rowsFile?: string;
   /** Folder for the job's spill files (the valid rows' text, their signatures), removed when the job ends. @default the system's temporary folder */
   tempDir?: string;
@@ -74,6 +75,7 @@ export interface TaskJobReport {
   readonly deferred: number;
   /** Null on a dry run. */
   readonly publish: { readonly topic: string; readonly added: number; readonly updated: number; readonly unchanged: number } | null;
+  /** Where the rejects went: a path, or the object's URI. */
   readonly rejectsFile: string;
   /** How many tasks the job selected (published, or would publish on a dry run). */
   readonly taskCount: number;
@@ -108,7 +110,13 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
   const keepTasks = options.keepTasks ?? true;
   if (!keepTasks && !dryRun) throw new ConfigError('TaskJobOptions.keepTasks: false needs dryRun: publishing sends the selected tasks from memory in one transaction');
   const jobRunId = options.jobRunId ?? randomUUID();
-  const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
+  const outputs = jobOutputs(options.rejectsDir, jobRunId, { tasksFile: options.tasksFile, rowsFile: options.rowsFile });
+  // An s3:// destination that does not answer stops the job before it reads a row, not after it did all the work.
+  await outputs.check().catch((error: unknown) => {
+    outputs.close();
+    throw error;
+  });
+  const rejects = new RejectsFile(outputs.rejects.path);
   const run: JobRun = { job, jobRunId, rejects, progress: options.onProgress ?? (() => undefined), stages: [] };
   const workDir = mkdtempSync(join(options.tempDir ?? tmpdir(), 'trialrun-task-job-'));
   let validated: ValidatedRows | undefined;
@@ -133,9 +141,10 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       derived = job.mapping.kind === 'repair' ? spilledTaskRows(validated, kept) : taskRowsOf([]);
     }
     const plan = await planTasks(run, derived, options.analyticsDir);
-    const { tasks, rows, count } = buildTasks(run, derived, plan, datasetHash, { keep: keepTasks, tasksFile: options.tasksFile, rowsFile: options.rowsFile });
+    const { tasks, rows, count } = buildTasks(run, derived, plan, datasetHash, { keep: keepTasks, tasksFile: outputs.tasks?.path, rowsFile: outputs.rows?.path, tasksDestination: outputs.tasks?.destination });
     const publish = dryRun ? null : await publishStage(run, options.context!, tasks);
     rejects.close();
+    await outputs.publish();
     return {
       jobRunId,
       dataset: spec.name,
@@ -154,7 +163,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       parked: plan.estimates.filter((estimate) => estimate.parked).length,
       deferred: plan.deferred.length,
       publish,
-      rejectsFile: rejects.path,
+      rejectsFile: outputs.rejects.destination,
       taskCount: count,
       tasks,
       rows,
@@ -162,6 +171,7 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
     };
   } finally {
     rejects.close();
+    outputs.close();
     validated?.close();
     rmSync(workDir, { recursive: true, force: true });
   }

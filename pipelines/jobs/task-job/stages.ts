@@ -634,7 +634,7 @@ export function buildTasks(run: JobRun, tasksToBuild: TaskRows, plan: Curriculum
     tasksFile?.close();
     rowsFile?.close();
   }
-  if (output.tasksFile !== undefined) build.notes.push(`tasks written to ${output.tasksFile}`);
+  if (output.tasksFile !== undefined) build.notes.push(`tasks written to ${output.tasksDestination ?? output.tasksFile}`);
   run.stages.push(build.end(count));
   return { tasks, rows, count };
 }
@@ -647,4 +647,6 @@ export interface TaskOutput {
   readonly tasksFile?: string;
   /** Write each task's repair row (family, split, priority included) as a JSON line here as it is built. */
   readonly rowsFile?: string;
+  /** Where tasksFile ends up, for the report (an object it is put to when the job ends). @default tasksFile */
+  readonly tasksDestination?: string;
 }

@@ -11,6 +11,7 @@ import { ConfigError, describeIssues, errorMessage, nowIso, Task, VerificationSp
 import type { ProcessorContext } from '../../runtime/index.js';
 import type { StageReport, TaskJobReport } from './job.js';
 import { GenerateSource, generatedTasks } from './generate/index.js';
+import { jobOutputs } from './outputs.js';
 import { applySolveScript, readHarborFolder, requireRewardFile, type HarborFolder, type HarborHooks } from './harbor.js';
 import { brokerBoundedPublish, publishNewTasks } from './publish.js';
 import { PublishSettings } from './spec.js';
@@ -117,7 +118,7 @@ export function readStructuredFile(path: string, what: string): unknown {
 
 export interface WorkspaceJobOptions {
   job: ResolvedWorkspaceJob;
-  /** Folder for the rejects file `<rejectsDir>/<jobRunId>.jsonl`. */
+  /** Where the rejects file `<rejectsDir>/<jobRunId>.jsonl` goes: a folder, or `s3://bucket/prefix` (put there when the job ends). */
   rejectsDir: string;
   /** Where trees above the job's threshold go. */
   trees: TreeStore;
@@ -147,7 +148,12 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
   const spec = { ...options.job.spec, publish: await brokerBoundedPublish(options.job.spec.publish, dryRun ? undefined : options.context) };
   const jobRunId = options.jobRunId ?? randomUUID();
   const progress = options.onProgress ?? (() => undefined);
-  const rejects = new RejectsFile(join(options.rejectsDir, `${jobRunId}.jsonl`));
+  const outputs = jobOutputs(options.rejectsDir, jobRunId);
+  await outputs.check().catch((error: unknown) => {
+    outputs.close();
+    throw error;
+  });
+  const rejects = new RejectsFile(outputs.rejects.path);
   const stages: StageReport[] = [];
   const env = ENVIRONMENTS.get(spec.env);
   if (spec.format === 'harbor' && !options.harbor) throw new ConfigError('a job with format harbor needs WorkspaceJobOptions.harbor (image building and solve.sh sandboxes)');
@@ -247,6 +253,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       publish = { topic: context.names.name('tasks'), ...published };
     }
     rejects.close();
+    await outputs.publish();
     return {
       jobRunId,
       dataset: spec.name,
@@ -265,7 +272,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       parked: 0,
       deferred: 0,
       publish,
-      rejectsFile: rejects.path,
+      rejectsFile: outputs.rejects.destination,
       taskCount: tasks.length,
       tasks,
       rows: [],
@@ -273,6 +280,7 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
     };
   } finally {
     rejects.close();
+    outputs.close();
     await sweRows.close();
   }
 }
