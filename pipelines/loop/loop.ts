@@ -9,7 +9,7 @@ import { publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
 import { createWeightSync, serveBaseModel } from '../weight-sync/index.js';
 import { committedPastInputs } from './external-learner.js';
-import { resolveLoop, type LoopOptions, type LoopProgress } from './options.js';
+import { resolveLoop, type LoopOptions, type LoopProgress, type ResolvedLoop } from './options.js';
 import { summarizeLoop, type LoopSummary } from './summary.js';
 
 export type { LoopOptions, LoopProgress } from './options.js';
@@ -61,20 +61,12 @@ async function balancedGroups(groups: readonly LoopGroup[], signal: AbortSignal,
 }
 
 /**
- * The whole loop in one process: publish tasks, roll them out, verify, reward, learn, and land
- * everything in Parquet; returns once every trajectory is rewarded and in the analytics store.
+ * Builds every processor of the loop (none started yet) over the run's task table and policy tracker: rollout
+ * workers that take only the tasks this run publishes and wait on the in-flight bound, verifiers, reward, the
+ * learner when the policy trains here, the sink, and weight sync when a server is given.
  */
-export async function runLoop(context: ProcessorContext, options: LoopOptions): Promise<LoopSummary> {
-  const started = performance.now();
-  const resolved = await resolveLoop(options);
-  const { runId, groupSize, settings, policyId, tasks, envIds, trainable, external, schedule, batchSize, concurrentEpisodes, rolloutWorkers, tasksPerWorker, maxInFlight } = resolved;
-  await prepareTopics(context);
-  let epochs = 0;
-  /** Tasks published so far (all epochs), and where the synchronous schedule's next batch starts in `tasks`. */
-  let published = 0;
-  let cursor = 0;
-  const expected = (): number => published * groupSize;
-
+async function buildProcessors(context: ProcessorContext, options: LoopOptions, resolved: ResolvedLoop, onServed: (version: number) => void) {
+  const { runId, groupSize, settings, policyId, envIds, trainable, batchSize, concurrentEpisodes, rolloutWorkers, tasksPerWorker, maxInFlight } = resolved;
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
@@ -90,8 +82,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   // the tasks it publishes (past the ends below) and the records its lineage names.
   // The trajectories' partitions are read with them: the balanced start below waits for the verifiers to split them.
   const ends = await topicEnds(context, ['tasks', 'trajectories']);
-  const ownTasksFrom = ends.tasks;
-  const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
+  const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ends.tasks.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
     createRolloutWorkerLanes(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, lanes: tasksPerWorker, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
@@ -105,8 +96,27 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, epochs: options.epochs, maxStaleness: options.maxStaleness, accept: ownRecord })
     : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
+  const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId, onServed }) : null;
+  return { tasksTable, policies, committed, rolledOut, verifiersDeadLettered, ends, workers, verifiers, reward, learner, sink, weightSync };
+}
+
+/**
+ * The whole loop in one process: publish tasks, roll them out, verify, reward, learn, and land
+ * everything in Parquet; returns once every trajectory is rewarded and in the analytics store.
+ */
+export async function runLoop(context: ProcessorContext, options: LoopOptions): Promise<LoopSummary> {
+  const started = performance.now();
+  const resolved = await resolveLoop(options);
+  const { runId, groupSize, policyId, tasks, external, schedule, batchSize } = resolved;
+  await prepareTopics(context);
+  let epochs = 0;
+  /** Tasks published so far (all epochs), and where the synchronous schedule's next batch starts in `tasks`. */
+  let published = 0;
+  let cursor = 0;
+  const expected = (): number => published * groupSize;
+
   let servedVersion = 0;
-  const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId, onServed: (version) => void (servedVersion = version) }) : null;
+  const { tasksTable, policies, committed, rolledOut, verifiersDeadLettered, ends, workers, verifiers, reward, learner, sink, weightSync } = await buildProcessors(context, options, resolved, (version) => void (servedVersion = version));
   /**
    * The external learner's part of the end condition: it has committed past every input (checked again only when
    * a count moved: each check reads both topics), the sink landed its checkpoints, and weight sync serves the newest.
@@ -219,7 +229,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
     versionAtStart = policies.current().version;
     const unsplit = await balancedGroups(
       [
-        { name: 'rollout-worker', members: workers, topic: context.names.name('tasks'), partitions: ownTasksFrom.size },
+        { name: 'rollout-worker', members: workers, topic: context.names.name('tasks'), partitions: ends.tasks.size },
         { name: 'verifier', members: verifiers, topic: context.names.name('trajectories'), partitions: ends.trajectories.size },
       ],
       signal,
