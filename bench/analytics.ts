@@ -24,6 +24,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import '../envs/index.js';
 import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, ParquetWriter, readLedger, recordLinesOf, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
@@ -44,11 +45,7 @@ const { values } = parseArgs({
     'writer-threads': { type: 'string', default: '1' },
   },
 });
-const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs' | 'writer-threads', min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs' | 'writer-threads', min: number): number => requiredInt(values, name, min);
 const SINK_RECORDS = count('sink-records', 0);
 const TRAJECTORIES_N = count('trajectories', 0);
 const STEPS = count('steps', 1);

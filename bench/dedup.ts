@@ -27,6 +27,7 @@ import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { deduplicateColumns } from '../pipelines/jobs/task-job/dedup.js';
 import { DedupColumns } from '../pipelines/jobs/task-job/columns.js';
 import { RowFingerprinter, resolveJob, runTaskJob, MinHasher } from '../pipelines/jobs/task-job/index.js';
@@ -49,11 +50,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
   },
 });
-const whole = (name: 'rows' | 'rounds' | 'shards' | 'workers', min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+const whole = (name: 'rows' | 'rounds' | 'shards' | 'workers', min: number): number => requiredInt(values, name, min);
 const ROWS = whole('rows', 1000);
 const ROUNDS = whole('rounds', 3);
 const SHARDS = whole('shards', 1);

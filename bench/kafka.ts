@@ -19,6 +19,7 @@
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { createKafka, ensureTopics, KAFKA_CLIENTS, type KafkaClientName, type KafkaPort } from '../connectors/kafka/index.js';
 import { BenchReport, median } from './harness.js';
 
@@ -32,11 +33,7 @@ const { values } = parseArgs({
     'small-records': { type: 'string', default: '5000' },
   },
 });
-const whole = (name: keyof typeof values, min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+const whole = (name: keyof typeof values, min: number): number => requiredInt(values, name, min);
 const RECORDS = whole('records', 1000);
 const BYTES = whole('bytes', 1);
 const ROUNDS = whole('rounds', 3);

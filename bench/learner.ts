@@ -12,6 +12,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import {
   freshAdamState,
   initialParams,
@@ -47,8 +48,7 @@ const { values: args } = parseArgs({
   },
 });
 const runtime: OnnxRuntimeOptions = { executionProviders: args.providers.split(','), intraOpThreads: Number(args.threads) };
-const RUNS = Number(args.runs);
-if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a whole number >= 1, got ${args.runs}`);
+const RUNS = requiredInt(args, 'runs', 1);
 if (RUNS < 3) throw new Error(`--runs must be at least 3 (rounds interleave both sides), got ${RUNS}`);
 const BATCH_SAMPLES = [16, 64, 256];
 const report = new BenchReport('learner', `npm run bench:learner -- --providers ${args.providers} --threads ${args.threads} --runs ${RUNS} --hidden ${args.hidden}`);

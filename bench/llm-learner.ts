@@ -14,6 +14,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { llmLearnerArgs, llmLearnerLaunch, llmLearnerVenv, llmServerRoot, servedGguf } from '../cli/llm-learner.js';
 import { repoRoot } from '../cli/paths.js';
 import { stackComponents, stackUp } from '../stack/index.js';
@@ -29,11 +30,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '3' },
   },
 });
-const wholeNumber = (name: keyof typeof args, min: number): number => {
-  const value = Number(args[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${args[name]}`);
-  return value;
-};
+const wholeNumber = (name: keyof typeof args, min: number): number => requiredInt(args, name, min);
 const BATCH = wholeNumber('batch', 1);
 const MAX_TOKENS = wholeNumber('max-tokens', 1);
 const THREADS = wholeNumber('threads', 1);

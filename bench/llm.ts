@@ -30,6 +30,7 @@
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import '../envs/index.js';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
@@ -55,11 +56,7 @@ const { values } = parseArgs({
     'gateway-only': { type: 'boolean', default: false },
   },
 });
-const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens' | 'gateway-rounds' | 'gateway-turns', min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens' | 'gateway-rounds' | 'gateway-turns', min: number): number => requiredInt(values, name, min);
 const ROUNDS = count('rounds', 3);
 const TASKS = count('tasks', 1);
 const GROUP_SIZE = count('group-size', 1);

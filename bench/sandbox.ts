@@ -17,6 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { DockerSandboxPool, ensureDebianProgram, ProcessSandboxPool, type AgentSandboxPool, type PoolOptions, type Sandbox } from '../connectors/sandbox/index.js';
@@ -39,11 +40,7 @@ const BACKENDS = values.backends.split(',').map((name) => {
   if (name !== 'docker' && name !== 'process') throw new Error(`--backends takes docker and/or process, got ${name}`);
   return name;
 });
-const positive = (name: 'samples' | 'cycles' | 'runs' | 'rounds'): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < 1) throw new Error(`--${name} must be a whole number >= 1, got ${values[name]}`);
-  return value;
-};
+const positive = (name: 'samples' | 'cycles' | 'runs' | 'rounds'): number => requiredInt(values, name);
 const SAMPLES = positive('samples');
 const CYCLES = positive('cycles');
 const RUNS = positive('runs');

@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
@@ -53,11 +54,7 @@ const { values } = parseArgs({
     'check-threads': { type: 'string' },
   },
 });
-const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => requiredInt(values, name, min);
 const ROWS = count('rows', 1000);
 const SMALL = count('small', 1000);
 const PUBLISH = Math.min(count('publish', 0), ROWS);

@@ -16,6 +16,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { requiredInt } from '../cli/options.js';
 import { promisify } from 'node:util';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore, LORA_SAFETENSORS_FORMAT } from '../connectors/checkpoints/index.js';
@@ -28,8 +29,7 @@ import { BenchReport, interleave } from './harness.js';
 
 const run = promisify(execFile);
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, adapter: { type: 'string' } } });
-const ROUNDS = Number(values.rounds);
-if (!Number.isInteger(ROUNDS) || ROUNDS < 3) throw new Error(`--rounds must be a whole number >= 3, got ${values.rounds}`);
+const ROUNDS = requiredInt(values, 'rounds', 3);
 
 /** The same safetensors file with `policy_version` (and `parent_version`) set to `version` in its metadata. */
 function withVersion(bytes: Buffer, version: number): Buffer {

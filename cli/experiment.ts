@@ -10,7 +10,7 @@ import { runLoop, type LoopOptions, type LoopSummary } from '../pipelines/loop/i
 import { serveBaseModel } from '../pipelines/weight-sync/index.js';
 import type { AnyPolicyKind, Decoding, ResolvedLlmPolicyOptions } from '../policies/index.js';
 import { openBlobStore } from '../connectors/storage/index.js';
-import { ConfigError, isS3Url, topicNames, type Task } from '../schemas/index.js';
+import { ConfigError, isS3Url, topicNames, wholeNumber, type Task } from '../schemas/index.js';
 import { imageFor, llmThreadShare } from '../stack/index.js';
 import { endProgress, printProgress, progressLine } from './progress.js';
 
@@ -159,8 +159,7 @@ export async function runExperiment(options: ExperimentOptions): Promise<Experim
   const seed = options.seed ?? runId;
   const decoding = options.decoding ?? 'greedy';
   const tailAverage = checkTailAverage(options.tailAverage ?? 0.5);
-  const evalServerThreads = options.evalServerThreads ?? llmThreadShare();
-  if (!Number.isSafeInteger(evalServerThreads) || evalServerThreads < 1) throw new ConfigError(`ExperimentOptions.evalServerThreads must be a whole number >= 1, got ${evalServerThreads}`);
+  const evalServerThreads = wholeNumber('ExperimentOptions.evalServerThreads', options.evalServerThreads ?? llmThreadShare(), { min: 1 });
   const label = options.label ? `${options.label} ` : '';
   const names = topicNames(options.topicPrefix ?? `${runId}.`);
   const context = { kafka: options.kafka, serde: new TopicSerde(names), names };

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { ObservablePool, MetricsRegistry } from '../pipelines/runtime/index.js';
 import { defaultRegistry } from '../pipelines/runtime/index.js';
-import { ConfigError } from '../schemas/index.js';
+import { ConfigError, requireOption } from '../schemas/index.js';
 
 export const DEFAULT_DASHBOARD_PORT = 8321;
 
@@ -39,9 +39,9 @@ export function resolveDashboardOptions(options: DashboardOptions): ResolvedDash
   const host = options.host ?? '127.0.0.1';
   if (isIP(host) === 0 && !HOST_NAME.test(host)) throw new ConfigError(`DashboardOptions.host: "${host}" is neither an IP address nor a host name`);
   const port = options.port ?? DEFAULT_DASHBOARD_PORT;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`DashboardOptions.port must be a whole number in [0, 65535] (0: any free port), got ${port}`);
+  requireOption(Number.isSafeInteger(port) && port >= 0 && port <= 65535, 'DashboardOptions.port', 'a whole number in [0, 65535] (0: any free port)', port);
   const refreshMs = options.refreshMs ?? 2000;
-  if (!Number.isInteger(refreshMs) || refreshMs < 100) throw new ConfigError(`DashboardOptions.refreshMs must be a whole number of at least 100 ms, got ${refreshMs}`);
+  requireOption(Number.isSafeInteger(refreshMs) && refreshMs >= 100, 'DashboardOptions.refreshMs', 'a whole number of at least 100 ms', refreshMs);
   if (options.runId !== undefined && options.runId.trim() === '') throw new ConfigError('DashboardOptions.runId is empty; leave it out to follow the newest run');
   return {
     dataDir: options.dataDir,

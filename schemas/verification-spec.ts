@@ -106,8 +106,15 @@ export const RewardSpec = z.object({
 });
 export type RewardSpec = z.infer<typeof RewardSpec>;
 
+/** Every check kind a spec may name (each run by a verification kind in pipelines/verifier/kinds/). */
+const CHECKS = [TestsVerification, ScriptVerification, OutputVerification] as const;
+
+/** The names of the check kinds, as a Verification records which one decided (`Verification.checkKind`). */
+export const CheckKind = z.enum(CHECKS.map((check) => check.shape.kind.value) as [(typeof CHECKS)[number]['shape']['kind']['value'], ...(typeof CHECKS)[number]['shape']['kind']['value'][]]);
+export type CheckKind = z.infer<typeof CheckKind>;
+
 export const VerificationSpec = z.object({
-  check: z.discriminatedUnion('kind', [TestsVerification, ScriptVerification, OutputVerification]),
+  check: z.discriminatedUnion('kind', CHECKS),
   /** @default { shape: 'binary', turnPenalty: 0 } */
   reward: RewardSpec.optional(),
 });

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Lineage } from './lineage.js';
+import { CheckKind } from './verification-spec.js';
 
 export const TestOutcome = z.enum(['passed', 'failed', 'error', 'skipped', 'missing']);
 export type TestOutcome = z.infer<typeof TestOutcome>;
@@ -124,7 +125,7 @@ export const Verification = z.object({
    */
   unwritten: z.object({ count: z.number().int().min(1), paths: z.array(z.string()).max(20) }).nullable().optional(),
   /** The verification kind that decided (`tests`, `script`, `output`); absent means `tests`. */
-  checkKind: z.enum(['tests', 'script', 'output']).optional(),
+  checkKind: CheckKind.optional(),
   /** Set on verifications written by `trialrun verify rescore`: the re-scoring run that wrote them. */
   rescoreId: z.string().nullable().optional(),
   lineage: Lineage,

@@ -19,6 +19,12 @@ export interface QueryResult {
 
 export { sqlString };
 
+/**
+ * Values bound to a query's `$name` placeholders by DuckDB itself: a value is never spliced into the query's text,
+ * so no quoting is written by hand for it.
+ */
+export type QueryParams = Readonly<Record<string, string | number | boolean | null>>;
+
 // One row per step, with the trajectory's identity beside it.
 /**
  * 95% Wilson score interval of a pass rate `p` over `n` trials (z = 1.96): it stays inside [0, 1] and is honest
@@ -174,8 +180,9 @@ export class AnalyticsCatalog {
     return new AnalyticsCatalog(instance, connection, files);
   }
 
-  async query(sql: string): Promise<QueryResult> {
-    const reader = await this.connection.runAndReadAll(sql);
+  /** Runs one statement; `params` are bound to its `$name` placeholders. */
+  async query(sql: string, params?: QueryParams): Promise<QueryResult> {
+    const reader = await this.connection.runAndReadAll(sql, params === undefined ? undefined : { ...params });
     return { columns: reader.columnNames(), types: reader.columnTypes().map(String), rows: reader.getRowsJson() };
   }
 

@@ -1,4 +1,5 @@
-export { AnalyticsCatalog, readParquetSql, sqlString, type CatalogOptions, type QueryResult } from './catalog.js';
+export { AnalyticsCatalog, readParquetSql, sqlString, type CatalogOptions, type QueryParams, type QueryResult } from './catalog.js';
+export { RUN_SUMMARY_QUERIES, summarizeRun, type RunSummary } from './run-summary.js';
 export { compactStore, planMerges, type CompactOptions, type CompactTableReport } from './compact.js';
 export * from './layout.js';
 export { JsonRowEncoder, ParquetWriter, RecordLines, recordLinesOf, writeFileAtomically, writeParquetRows, type ParquetMetadata, type ParquetWriterOptions, type ValueColumn } from './parquet.js';

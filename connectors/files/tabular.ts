@@ -3,6 +3,7 @@ import { extname, resolve } from 'node:path';
 import { createGunzip, gunzipSync } from 'node:zlib';
 import { DuckDBInstance, JSDuckDBValueConverter, type DuckDBConnection, type DuckDBDataChunk } from '@duckdb/node-api';
 import { ConfigError, errorMessage, wholeNumber } from '../../schemas/index.js';
+import { sqlString } from '../analytics/index.js';
 import { MAX_ROW_DEPTH, measureRow } from './shape.js';
 
 export const SOURCE_FORMATS = ['jsonl', 'json', 'csv', 'parquet'] as const;
@@ -62,7 +63,6 @@ export function formatOf(file: string): SourceFormat {
   return match[1];
 }
 
-const sqlString = (text: string): string => `'${text.replaceAll("'", "''")}'`;
 const GLOB_CHARS = /[*?[{]/;
 const MIB = 1024 * 1024;
 

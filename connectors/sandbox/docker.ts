@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { PassThrough, type Duplex } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Docker from 'dockerode';
-import { ConfigError, SandboxError, Semaphore, errorMessage, resolveRetryOptions, withRetries } from '../../schemas/index.js';
+import { ConfigError, errorMessage, resolveRetryOptions, SandboxError, Semaphore, wholeNumber, withRetries } from '../../schemas/index.js';
 import { AgentChannel } from './agent-channel.js';
 import type { SandboxHandle } from './agent-sandbox.js';
 import { CappedBuffer } from './output.js';
@@ -369,10 +369,7 @@ export function reapDockerSandboxes(docker: Docker = new Docker(), options: { al
 export class DockerSandboxPool extends AgentSandboxPool {
   constructor(options: DockerPoolOptions = {}) {
     const resolved = resolvePoolOptions(options, 'DockerPoolOptions');
-    const engineConcurrency = options.engineConcurrency ?? 4;
-    if (!Number.isInteger(engineConcurrency) || engineConcurrency < 1) {
-      throw new ConfigError(`DockerPoolOptions.engineConcurrency must be a whole number >= 1, got ${engineConcurrency}`);
-    }
+    const engineConcurrency = wholeNumber('DockerPoolOptions.engineConcurrency', options.engineConcurrency ?? 4, { min: 1 });
     const startTimeoutMs = options.startTimeoutMs ?? 30_000;
     if (!Number.isFinite(startTimeoutMs) || startTimeoutMs < 1000) throw new ConfigError(`DockerPoolOptions.startTimeoutMs must be at least 1000, got ${startTimeoutMs}`);
     const user = options.user ?? '1000:1000';

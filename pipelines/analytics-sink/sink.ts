@@ -2,7 +2,7 @@ import { bucketOf, dataFileMetadata, openLake, ParquetWriter, recordLinesOf, tab
 import type { S3StoreOptions } from '../../connectors/storage/index.js';
 import { parseContract } from '../../connectors/registry/index.js';
 import type { IncomingMessage, KafkaAdmin, KafkaConsumer, KafkaProducer } from '../../connectors/kafka/index.js';
-import { ConfigError, errorMessage, isRetriable, ShutdownError, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
+import { ConfigError, errorMessage, isRetriable, ShutdownError, wholeNumber, type DeadLetter, type Lineage, type TopicKey } from '../../schemas/index.js';
 import {
   compose,
   rejoinAfterCrash,
@@ -80,9 +80,7 @@ function resolveSinkOptions(options: AnalyticsSinkOptions): ResolvedSinkOptions 
   };
   if (resolved.topics.length === 0) throw new ConfigError('AnalyticsSinkOptions.topics: at least one topic is required');
   for (const topic of resolved.topics) if (!tableForTopic(topic)) throw new ConfigError(`AnalyticsSinkOptions.topics: no analytics table is fed by ${topic}`);
-  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes', 'writerThreads'] as const) {
-    if (!Number.isInteger(resolved[name]) || resolved[name] < 1) throw new ConfigError(`AnalyticsSinkOptions.${name} must be a whole number >= 1, got ${resolved[name]}`);
-  }
+  for (const name of ['rollBytes', 'rollAgeMs', 'maxBufferedBytes', 'writerThreads'] as const) wholeNumber(`AnalyticsSinkOptions.${name}`, resolved[name], { min: 1 });
   if (resolved.maxBufferedBytes < resolved.rollBytes) {
     throw new ConfigError(`AnalyticsSinkOptions.maxBufferedBytes (${resolved.maxBufferedBytes}) must be at least rollBytes (${resolved.rollBytes})`);
   }

@@ -2,7 +2,7 @@ export { typed } from './codec.js';
 export { deadLetter, toDeadLetter } from './dead-letter.js';
 export { GlobalTable } from './global-table.js';
 export { allAnswer, storeAnswers } from './host.js';
-export { countRetries, Counter, defaultRegistry, Gauge, Histogram, LATENCY_BUCKETS_SECONDS, metrics, MetricsRegistry, ProcessorMetrics, observeSandboxPool, type Collector, type HistogramState, type Labels, type ObservablePool, type ProcessorLabels } from './metrics.js';
+export { countRetries, Counter, defaultRegistry, Gauge, Histogram, LATENCY_BUCKETS_SECONDS, metrics, MetricsRegistry, ProcessorMetrics, observeSandboxPool, type Collector, type HistogramState, type Labels, type ObservablePool, type ProcessorLabels } from './metrics/index.js';
 export { DEFAULT_SESSION_TIMEOUT_MS, resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
 export { prepareTopics, StreamProcessor, type ProcessorContext, type ProcessorOptions } from './processor.js';
 export { CRASH_REJOIN_DELAY_MS, rejoinAfterCrash, type RejoinSteps } from './rejoin.js';

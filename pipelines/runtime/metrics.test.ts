@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ConnectionError } from '../../schemas/index.js';
 import { parsePrometheusText, sampleValue } from '../../test/fixtures/prometheus.js';
-import { countRetries, metrics, MetricsRegistry, observeSandboxPool, ProcessorMetrics } from './metrics.js';
+import { countRetries, metrics, MetricsRegistry, observeSandboxPool, ProcessorMetrics } from './metrics/index.js';
 import { retry } from './retry.js';
 import { compose, type RawHandler, type RawRecord } from './types.js';
 

@@ -7,7 +7,7 @@ import { deadLetter, encodeDeadLetter } from './dead-letter.js';
 import { boundedOutputs, RecordLimits } from './record-limits.js';
 import { hostGuard } from './host.js';
 import { resolveMembership, type MembershipOptions, type ResolvedMembership } from './membership.js';
-import { countRetries, metrics, ProcessorMetrics } from './metrics.js';
+import { countRetries, metrics, ProcessorMetrics } from './metrics/index.js';
 import { byPriority, decodeProgress, encodeHandled, freshestProgress, isHandled, MAX_REORDERED, nextToCommit, type PartitionProgress } from './priority.js';
 import { ProcessorLease } from './lease.js';
 import { rejoinAfterCrash } from './rejoin.js';

@@ -1,4 +1,4 @@
-import { ConfigError, resolveRetryOptions, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL, type ResolvedRetryOptions, type RetryOptions } from '../../../schemas/index.js';
+import { ConfigError, requireOption, resolveRetryOptions, STACK_S3_ACCESS_KEY_ID, STACK_S3_SECRET_ACCESS_KEY, STACK_S3_URL, wholeNumber, type ResolvedRetryOptions, type RetryOptions } from '../../../schemas/index.js';
 
 const MIB = 1024 * 1024;
 
@@ -88,11 +88,11 @@ export function resolveS3StoreOptions(options: S3StoreOptions = {}): ResolvedS3S
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
     retry: resolveRetryOptions(options.retry),
   };
-  if (!Number.isInteger(resolved.partBytes) || resolved.partBytes < 5 * MIB) throw new ConfigError(`S3StoreOptions.partBytes must be a whole number of bytes >= 5 MiB (S3's smallest part), got ${resolved.partBytes}`);
+  requireOption(Number.isSafeInteger(resolved.partBytes) && resolved.partBytes >= 5 * MIB, 'S3StoreOptions.partBytes', "a whole number of bytes >= 5 MiB (S3's smallest part)", resolved.partBytes);
   if (!Number.isInteger(resolved.multipartThresholdBytes) || resolved.multipartThresholdBytes < resolved.partBytes) {
     throw new ConfigError(`S3StoreOptions.multipartThresholdBytes (${resolved.multipartThresholdBytes}) must be at least partBytes (${resolved.partBytes})`);
   }
-  if (!Number.isInteger(resolved.partConcurrency) || resolved.partConcurrency < 1) throw new ConfigError(`S3StoreOptions.partConcurrency must be a whole number >= 1, got ${resolved.partConcurrency}`);
+  wholeNumber('S3StoreOptions.partConcurrency', resolved.partConcurrency, { min: 1 });
   if (!(resolved.requestTimeoutMs > 0)) throw new ConfigError(`S3StoreOptions.requestTimeoutMs must be > 0, got ${resolved.requestTimeoutMs}`);
   return resolved;
 }

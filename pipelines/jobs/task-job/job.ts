@@ -11,9 +11,9 @@ import { jobOutputs } from './outputs.js';
 import { brokerBoundedPublish, publishNewTasks } from './publish.js';
 import type { RepairTaskRow } from './rows.js';
 import { resolveJob, type ResolvedJob } from './spec.js';
-import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, spilledTaskRows, taskRowsOf, ValidatedRows, type DerivationReport, type DuplicateRecord, type JobRun, type StageReport, type TaskRows } from './stages.js';
+import { buildTasks, convertTests, dedupRows, deriveTasks, planTasks, readSources, spilledTaskRows, taskRowsOf, ValidatedRows, type DerivationReport, type DuplicateRecord, type JobRun, type StageReport, type TaskRows } from './stages/index.js';
 
-export type { DerivationReport, DuplicateRecord, KindSurvival, StageReport } from './stages.js';
+export type { DerivationReport, DuplicateRecord, KindSurvival, StageReport } from './stages/index.js';
 
 export interface TaskJobOptions {
   /** The checked job (`loadJobFile` or `resolveJob`). */

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import type { ExecResult } from '../../connectors/sandbox/index.js';
-import { gradedIds, hostOnlyFiles, judgeGraded, readReward, type GradedCheck } from './grading.js';
-import { RunnerResult } from './judge.js';
+import type { ExecResult } from '../../../connectors/sandbox/index.js';
+import { gradedIds, hostOnlyFiles, judgeGraded, readReward, type GradedCheck } from './index.js';
+import { RunnerResult } from '../judge.js';
 
 const setup = RunnerResult.parse({ undumpable: true });
 const exec = (fields: Partial<ExecResult> = {}): ExecResult => ({ status: 'exited', exitCode: 0, stdout: '', stderr: '', truncated: false, durationMs: 5, ...fields });
