@@ -3,8 +3,7 @@
  * its probe and its weight server. Shared here: the HTTP calls (http.ts), the WeightServer contract
  * (weight-server.ts) and the probe order (server-kinds.ts). docs/llm.md says how to add a kind.
  */
-export { ChatRequestError, getJson, getJsonOrNull, postForText, postJson, type GetOptions, type PostOptions } from './http.js';
-export { HttpWeightServer, type HttpWeightServerOptions } from './http-weight-server.js';
+export { ChatRequestError } from './http.js';
 export { servedModelName, servedVersionOf, WEIGHT_SERVER_KINDS, type ServedAdapter, type WeightServer, type WeightServerKind } from './weight-server.js';
 export { CHAT_SERVER_KINDS, probeServerKind, type ChatServerKind } from './server-kinds.js';
 export * from './llama-cpp/index.js';
