@@ -11,15 +11,11 @@
  */
 import { execFile } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
-import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { pipeline } from 'node:stream/promises';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { IncompatibleAdapterError } from '../connectors/checkpoints/index.js';
-import { servedModelName, servedModelPath, servedVersionOf, type MergeWeights, type ServedAdapter, type WeightServer } from '../connectors/llm/index.js';
-import { checkoutFile, ConfigError, ConnectionError, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
+import { LlamaCppWeightServer, type LlamaCppLaunch, type LocalLlamaCppServer, type MergeWeights, type WeightServer } from '../connectors/llm/index.js';
+import { checkoutFile, ConfigError, STACK_LLM_MODEL, STACK_LLM_URL } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { llmLearnerPython } from './llm-learner.js';
 import { daemonFiles, httpAnswers, runningDaemon, startDaemon, stopDaemon, waitForHttp } from './process.js';
@@ -62,13 +58,6 @@ export interface LlmServerOptions {
  */
 export const llmThreadShare = (): number => Math.max(1, Math.floor(availableParallelism() / 2));
 
-/** How a started llama.cpp server is launched: its model name and the LoRA adapter it applies (weight sync). */
-interface Launch {
-  readonly alias: string;
-  readonly lora: string | null;
-  readonly threads: number;
-}
-
 interface LlmServer {
   readonly url: string;
   readonly external: boolean;
@@ -78,7 +67,7 @@ interface LlmServer {
   readonly marker: string;
   readonly model: string;
   /** Starts the server (it must not run) and waits until it answers. */
-  start(log: StackLog, launch: Launch): Promise<void>;
+  start(log: StackLog, launch: LlamaCppLaunch): Promise<void>;
 }
 
 function llmServer(options: LlmServerOptions): LlmServer {
@@ -153,12 +142,6 @@ export function llmComponent(options: LlmServerOptions = {}): StackComponent {
 
 const execFileAsync = promisify(execFile);
 
-async function sha256File(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  await pipeline(createReadStream(path), hash);
-  return hash.digest('hex');
-}
-
 /** The converter's refusal (exit status 2, `refused: ...` on stderr): the adapter does not fit this model. */
 const CONVERTER_REFUSED = 2;
 
@@ -170,107 +153,34 @@ export interface LlamaCppWeightServerOptions extends LlmServerOptions {
 }
 
 /**
- * Weight sync for the llama.cpp server the stack started: each version's adapter is converted to a GGUF
- * LoRA (llm-learner's gguf_lora, which checks the base GGUF's sha256 first) and the server is restarted
- * with `--lora <file>` and `--alias <model>@v<N>`, since llama.cpp applies only adapters loaded at start.
- * Replies then name the version in their `model` field. Only a server this state folder started is
- * restarted (its pid file and marker prove it); any other is refused.
+ * Weight sync for the llama.cpp server the stack started (connectors/llm LlamaCppWeightServer), given what only the
+ * stack knows: how that server stops and starts (its daemon, marked with this state folder, so only a server this
+ * state folder started is restarted) and how an adapter becomes a GGUF LoRA (llm-learner's gguf_lora, which checks
+ * the base GGUF's sha256 first, in the LLM learner's virtualenv).
  */
 export function llamaCppWeightServer(options: LlamaCppWeightServerOptions = {}): WeightServer {
   const server = llmServer(options);
   if (server.external) throw new ConfigError(`weight sync restarts a llama.cpp server the stack started; ${server.url} is another's (LLM_BASE_URL / --llm-url)`);
-  const root = server.url.replace(/\/v1$/, '');
-  const workDir = resolve(options.workDir ?? join(server.paths.stateDir, 'weight-sync', server.daemon));
-  let baseModel: Promise<{ path: string; sha256: string }> | null = null;
-  // The GGUF the server loads, as it reports it; hashed once.
-  const base = (): Promise<{ path: string; sha256: string }> => {
-    baseModel ??= (async () => {
-      const path = await servedModelPath(root);
-      if (path === null) throw new ConnectionError(`GET ${root}/props: no model_path`);
-      return { path, sha256: await sha256File(path) };
-    })().catch((error: unknown) => {
-      baseModel = null;
-      throw error;
-    });
-    return baseModel;
-  };
-  const servedVersion = async (signal?: AbortSignal): Promise<number | null> => {
-    try {
-      const response = await fetch(`${server.url}/models`, { signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(10_000)]) });
-      const listed = (await response.json()) as { data?: Array<{ id?: unknown }> };
-      const id = response.ok ? listed.data?.[0]?.id : undefined;
-      return typeof id === 'string' ? servedVersionOf(id) : null;
-    } catch {
-      return null;
-    }
-  };
-
   const log: StackLog = (line) => process.stderr.write(`[weight-sync] ${line}\n`);
-  // Threads of every start from here on (useThreads changes them); null until this object knows what the running
-  // server was started with (the stack's `ensure` may have started it before).
-  let threads = options.threads ?? llmThreadShare();
-  let runningThreads: number | null = null;
-  // What this object last launched: a restart on other threads relaunches the same weights.
-  let launched: { version: number; lora: string | null } | null = null;
-  const restart = async (version: number, lora: string | null, signal: AbortSignal): Promise<void> => {
-    if ((await stopDaemon(server.paths.stateDir, server.daemon, { match: server.marker })) !== 'stopped' && (await servedVersion()) !== null) {
-      throw new ConfigError(`the model server at ${server.url} was not started by the stack of ${server.paths.stateDir}: weight sync restarts only its own`);
-    }
-    await server.start(log, { alias: servedModelName(server.model, version), lora, threads });
-    launched = { version, lora };
-    runningThreads = threads;
-    const serving = await servedVersion(signal);
-    if (serving !== version) throw new ConnectionError(`the restarted model server at ${server.url} serves v${serving ?? '?'}, not v${version}`);
-  };
-
-  return {
-    kind: 'llama.cpp',
-    baseSha256: async () => (await base()).sha256,
-    servedVersion,
-    async useThreads(count: number, signal: AbortSignal) {
-      if (!Number.isSafeInteger(count) || count < 1) throw new ConfigError(`useThreads: threads must be a whole number >= 1, got ${count}`);
-      threads = count;
-      if (runningThreads === count) return;
-      if (launched === null) {
-        // Started by someone else of this stack (its `ensure`, an earlier process): the version it serves names
-        // the adapter, which is kept beside the others while it is served.
-        const version = await servedVersion(signal);
-        if (version === null) throw new ConnectionError(`the model server at ${server.url} does not answer: cannot restart it on ${count} threads`);
-        const lora = version === 0 ? null : join(workDir, `v${version}.gguf`);
-        if (lora !== null && !(await readdir(workDir).catch(() => [] as string[])).includes(`v${version}.gguf`)) {
-          throw new ConfigError(`the model server at ${server.url} serves v${version}, whose adapter is not in ${workDir}: serve it again before changing its threads`);
-        }
-        launched = { version, lora };
-      }
-      await restart(launched.version, launched.lora, signal);
-    },
-    async serve(adapter: ServedAdapter | null, signal: AbortSignal) {
-      const { path: baseGguf } = await base();
-      let lora: string | null = null;
-      if (adapter) {
-        await mkdir(workDir, { recursive: true });
-        const artifact = join(workDir, `v${adapter.version}.safetensors`);
-        lora = join(workDir, `v${adapter.version}.gguf`);
-        await writeFile(artifact, adapter.bytes);
-        const python = options.converterPython ?? (await llmLearnerPython(log, { cacheDir: server.paths.cacheDir, logFile: server.logFile }));
-        try {
-          await execFileAsync(python, ['-m', 'trialrun_llm_learner.gguf_lora', '--adapter', artifact, '--base', baseGguf, '--out', lora], { cwd: checkoutFile('llm-learner'), signal, maxBuffer: 1 << 20 });
-        } catch (error) {
-          const { code, stderr } = error as { code?: unknown; stderr?: string };
-          const reason = (stderr ?? '').trim().split('\n').pop() ?? '';
-          if (code === CONVERTER_REFUSED) throw new IncompatibleAdapterError(`v${adapter.version}: ${reason.replace(/^refused: /, '')}`);
-          throw new Error(`converting v${adapter.version} to a GGUF LoRA failed: ${reason || String(error)}`);
-        } finally {
-          await rm(artifact, { force: true });
-        }
-      }
-      await restart(adapter?.version ?? 0, lora, signal);
-      // Only the adapter being served is kept (a rollback converts its artifact again).
-      for (const file of await readdir(workDir).catch(() => [] as string[])) {
-        if (/^v\d+\.gguf$/.test(file) && join(workDir, file) !== lora) await rm(join(workDir, file), { force: true });
+  const local: LocalLlamaCppServer = {
+    url: server.url,
+    model: server.model,
+    owner: `the stack of ${server.paths.stateDir}`,
+    stop: () => stopDaemon(server.paths.stateDir, server.daemon, { match: server.marker }),
+    start: (launch) => server.start(log, launch),
+    async convertAdapter({ version, artifact, baseGguf, out }, signal) {
+      const python = options.converterPython ?? (await llmLearnerPython(log, { cacheDir: server.paths.cacheDir, logFile: server.logFile }));
+      try {
+        await execFileAsync(python, ['-m', 'trialrun_llm_learner.gguf_lora', '--adapter', artifact, '--base', baseGguf, '--out', out], { cwd: checkoutFile('llm-learner'), signal, maxBuffer: 1 << 20 });
+      } catch (error) {
+        const { code, stderr } = error as { code?: unknown; stderr?: string };
+        const reason = (stderr ?? '').trim().split('\n').pop() ?? '';
+        if (code === CONVERTER_REFUSED) throw new IncompatibleAdapterError(`v${version}: ${reason.replace(/^refused: /, '')}`);
+        throw new Error(`converting v${version} to a GGUF LoRA failed: ${reason || String(error)}`);
       }
     },
   };
+  return new LlamaCppWeightServer({ server: local, workDir: options.workDir ?? join(server.paths.stateDir, 'weight-sync', server.daemon), threads: options.threads ?? llmThreadShare() });
 }
 
 /**

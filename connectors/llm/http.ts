@@ -34,6 +34,44 @@ export function postJson<T>(url: string, body: unknown, options: PostOptions): P
   });
 }
 
+export interface GetOptions {
+  /** @default none */
+  readonly apiKey?: string | null;
+  /** Budget for the one attempt (a GET here is a probe or a status read, never retried inside). */
+  readonly timeoutMs: number;
+  /** @default never aborted */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * GETs JSON from a model server, one attempt within `timeoutMs`: the one raw GET of connectors/llm. An unreachable
+ * server or a 5xx (llama.cpp loading) is a ConnectionError, a timeout a TimeoutError (both retriable: callers that
+ * wait for a server pass it to withRetries), a 4xx or an answer that is not JSON a ChatRequestError (another
+ * kind of server, or the wrong path). An abort by `signal` is rethrown as it came.
+ */
+export async function getJson<T>(url: string, options: GetOptions): Promise<T> {
+  const signal = options.signal ?? new AbortController().signal;
+  let response: Response;
+  try {
+    response = await fetch(url, { headers: options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}, signal: AbortSignal.any([signal, AbortSignal.timeout(options.timeoutMs)]) });
+  } catch (error) {
+    if (signal.aborted) throw error;
+    if (error instanceof DOMException && error.name === 'TimeoutError') throw new TimeoutError(`GET ${url}`, options.timeoutMs);
+    throw new ConnectionError(`GET ${url} failed: ${errorMessage(error)}`, error);
+  }
+  if (response.status >= 500) throw new ConnectionError(`GET ${url}: HTTP ${response.status}`);
+  if (!response.ok) throw new ChatRequestError(`GET ${url}: HTTP ${response.status}`);
+  const text = await response.text();
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    throw new ChatRequestError(`GET ${url} answered no JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+/** getJson where any failure means "no answer" (status reads: a server restarting or gone reports nothing). */
+export const getJsonOrNull = <T>(url: string, options: GetOptions): Promise<T | null> => getJson<T>(url, options).catch(() => null);
+
 /** postJson for endpoints that answer in plain text (vLLM's LoRA endpoints), with the same retries. */
 export function postForText(url: string, body: unknown, options: PostOptions): Promise<{ value: string; attempts: number }> {
   return post(url, body, options, (text) => text);

@@ -8,7 +8,9 @@ import { join } from 'node:path';
 import { after, before, beforeEach, test } from 'node:test';
 import type { LoraArtifactInfo } from '../checkpoints/index.js';
 import { ChatRequestError } from './http.js';
-import { servedModelName, servedVersionOf, SglangWeightServer, VllmWeightServer, type ServedAdapter } from './weights.js';
+import { SglangWeightServer } from './sglang/index.js';
+import { VllmWeightServer } from './vllm/index.js';
+import { servedModelName, servedVersionOf, type ServedAdapter } from './weight-server.js';
 
 /** A stand-in server that records every request and answers as vLLM or SGLang do (their documented APIs). */
 const requests: Array<{ method: string; url: string; body: Record<string, unknown> | null }> = [];

@@ -1,8 +1,9 @@
+import { CHAT_SERVER_KINDS, type ChatServerKind } from '../../connectors/llm/index.js';
 import { ConfigError, STACK_LLM_MODEL, STACK_LLM_URL, wholeNumber } from '../../schemas/index.js';
 
-/** The model server kinds the llm policy speaks to (see docs/llm.md for what each supports). */
-export const LLM_SERVER_KINDS = ['auto', 'llama.cpp', 'vllm', 'openai'] as const;
-export type LlmServerKind = (typeof LLM_SERVER_KINDS)[number];
+/** The model server kinds the llm policy speaks to (connectors/llm's, probed in their order by 'auto'; docs/llm.md says what each supports). */
+export const LLM_SERVER_KINDS: readonly LlmServerKind[] = ['auto', ...CHAT_SERVER_KINDS];
+export type LlmServerKind = 'auto' | ChatServerKind;
 
 /**
  * How the model acts. 'agent': it calls any of the environment's tools, every turn. 'repair-script'

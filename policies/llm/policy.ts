@@ -1,4 +1,4 @@
-import { ChatClient, LlamaCppClient, servedModelName, servedVersionOf, tokenCompletionCall, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
+import { ChatClient, LlamaCppClient, probeServerKind, servedVersionOf, tokenCompletionCall, vllmChatClient, type ChatMessage, type SamplingParams, type ServerIdentity, type TemplateMessage, type ToolCallRequest } from '../../connectors/llm/index.js';
 import { envToolSpecs, type AgentObservation, type AnyEnvSpec, type ToolSpec } from '../../envs/index.js';
 import type { LlmCall, LlmTokens, ToolCall, ToolResult } from '../../schemas/index.js';
 import type { Action, Policy } from '../types.js';
@@ -17,40 +17,23 @@ type Backend =
 /** The server's root for its native endpoints: the OpenAI base URL without its trailing /v1. */
 const rootOf = (baseUrl: string): string => baseUrl.replace(/\/v1$/, '');
 
-async function answersVllmVersion(rootUrl: string, apiKey: string | null): Promise<boolean> {
-  try {
-    const response = await fetch(`${rootUrl}/version`, { headers: apiKey ? { authorization: `Bearer ${apiKey}` } : {}, signal: AbortSignal.timeout(5_000) });
-    return response.ok && typeof ((await response.json()) as { version?: unknown }).version === 'string';
-  } catch {
-    return false;
-  }
-}
-
 async function connect(options: ResolvedLlmPolicyOptions, version: number): Promise<Backend> {
   const root = rootOf(options.baseUrl);
-  let kind = options.server;
-  if (kind === 'auto') {
-    if (await LlamaCppClient.probe(root, options.apiKey)) kind = 'llama.cpp';
-    else kind = (await answersVllmVersion(root, options.apiKey)) ? 'vllm' : 'openai';
-  }
+  const kind = options.server === 'auto' ? await probeServerKind(root, options.apiKey) : options.server;
   if (kind === 'llama.cpp') {
     const client = new LlamaCppClient({ rootUrl: root, apiKey: options.apiKey, timeoutMs: options.requestTimeoutMs });
     return { kind, client, identity: await client.identity() };
   }
-  const client = new ChatClient({
+  const chat = {
     baseUrl: options.baseUrl,
-    // vLLM serves each synced version as a LoRA adapter of that name (weight sync); other servers serve one model.
-    model: kind === 'vllm' ? servedModelName(options.model, version) : options.model,
+    model: options.model,
     apiKey: options.apiKey ?? undefined,
     timeoutMs: options.requestTimeoutMs,
     temperature: options.temperature,
     topP: options.topP,
     maxTokens: options.maxTokensPerTurn,
-    returnTokenIds: kind === 'vllm',
-    // vLLM constrains sampling to a call of one of the tools when one is required.
-    toolChoice: kind === 'vllm' && options.constrained ? 'required' : 'auto',
-  });
-  return { kind, client };
+  };
+  return { kind, client: kind === 'vllm' ? vllmChatClient(chat, version, options.constrained) : new ChatClient(chat) };
 }
 
 /** What an episode's actor takes from its environment's spec: the tools and what the model is told. */

@@ -2,7 +2,7 @@ import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ConfigError, errorMessage, STACK_LLM_URL, type LlmCall, type RetryOptions } from '../../../schemas/index.js';
-import { LlamaCppClient, tokenCompletionCall, type ServerIdentity } from '../llama-cpp.js';
+import { LlamaCppClient, tokenCompletionCall, type ServerIdentity } from '../llama-cpp/index.js';
 import { EpisodeSequence } from './sequence.js';
 import { BadRequest, errorBody, parseChatRequest, parseToolCalls, SSE_DONE, sseEvent, templateMessages, type ChatCompletionRequest, type WireMessage } from './wire.js';
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import type { TemplateMessage } from '../llama-cpp.js';
+import type { TemplateMessage } from '../llama-cpp/index.js';
 
 /**
  * OpenAI's chat-completions wire format as the gateway reads and writes it: the request's fields (checked, each

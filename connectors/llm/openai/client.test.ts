@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { ChatClient, ChatRequestError } from './chat-client.js';
+import { ChatClient, ChatRequestError } from './client.js';
 
 type Handler = (body: Record<string, unknown>, res: ServerResponse) => void;
 let handler: Handler;

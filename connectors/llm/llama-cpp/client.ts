@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, withRetries, type LlmCall, type LlmTokens, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
-import { ChatRequestError, postJson } from './http.js';
-import { servedVersionOf } from './weights.js';
+import { ConfigError, ConnectionError, errorMessage, resolveRetryOptions, withRetries, type LlmCall, type LlmTokens, type ResolvedRetryOptions, type RetryOptions } from '../../../schemas/index.js';
+import { ChatRequestError, getJson, postJson } from '../http.js';
+import { servedVersionOf } from '../weight-server.js';
 
 /**
  * llama.cpp's native server API (`/completion` with a token-array prompt, `/tokenize`, `/detokenize`,
@@ -145,21 +145,7 @@ export class LlamaCppClient {
 
   /** `/props`, retried like the POSTs: a server that weight sync restarts refuses connections, then answers 503 while it loads. */
   private props(signal?: AbortSignal): Promise<WireProps> {
-    return withRetries(
-      async () => {
-        const response = await fetch(`${this.rootUrl}/props`, { headers: this.post.apiKey ? { authorization: `Bearer ${this.post.apiKey}` } : {}, signal: AbortSignal.any([signal ?? new AbortController().signal, AbortSignal.timeout(this.post.timeoutMs)]) }).catch((error: unknown) => {
-          if (signal?.aborted) throw error;
-          throw new ConnectionError(`GET ${this.rootUrl}/props failed: ${errorMessage(error)}`, error);
-        });
-        if (response.status >= 500) throw new ConnectionError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
-        if (!response.ok) throw new ChatRequestError(`GET ${this.rootUrl}/props: HTTP ${response.status}`);
-        return (await response.json().catch(() => {
-          throw new ChatRequestError(`GET ${this.rootUrl}/props answered no JSON`);
-        })) as WireProps;
-      },
-      this.post.retry,
-      signal ?? new AbortController().signal,
-    );
+    return withRetries(() => getJson<WireProps>(`${this.rootUrl}/props`, { apiKey: this.post.apiKey, timeoutMs: this.post.timeoutMs, signal }), this.post.retry, signal ?? new AbortController().signal);
   }
 
   async identity(signal?: AbortSignal): Promise<ServerIdentity> {
@@ -373,14 +359,16 @@ export function tokenCompletionCall(completion: TokenCompletion, context: TokenC
 
 /**
  * The GGUF file a llama.cpp server loads, as its `/props` reports it (`model_path`); null when the server
- * answers without one (not llama.cpp). An unreachable server or an HTTP error is a ConnectionError.
+ * answers without one (not llama.cpp: no such field, no /props, or no JSON there). An unreachable server or a 5xx is
+ * a ConnectionError.
  */
 export async function servedModelPath(rootUrl: string): Promise<string | null> {
   const root = rootUrl.replace(/\/+$/, '');
-  const response = await fetch(`${root}/props`, { signal: AbortSignal.timeout(10_000) }).catch((error: unknown) => {
-    throw new ConnectionError(`GET ${root}/props failed: ${errorMessage(error)}`, error);
-  });
-  if (!response.ok) throw new ConnectionError(`GET ${root}/props: HTTP ${response.status}`);
-  const props = (await response.json().catch(() => ({}))) as { model_path?: unknown };
-  return typeof props.model_path === 'string' ? props.model_path : null;
+  try {
+    const props = await getJson<{ model_path?: unknown }>(`${root}/props`, { timeoutMs: 10_000 });
+    return typeof props.model_path === 'string' ? props.model_path : null;
+  } catch (error) {
+    if (error instanceof ChatRequestError) return null;
+    throw error;
+  }
 }

@@ -1,7 +1,7 @@
-import { ConfigError, resolveRetryOptions, wholeNumber, type ResolvedRetryOptions, type RetryOptions } from '../../schemas/index.js';
-import { ChatRequestError, postJson } from './http.js';
+import { ConfigError, resolveRetryOptions, wholeNumber, type ResolvedRetryOptions, type RetryOptions } from '../../../schemas/index.js';
+import { ChatRequestError, postJson } from '../http.js';
 
-export { ChatRequestError } from './http.js';
+export { ChatRequestError } from '../http.js';
 
 export interface ChatClientOptions {
   /** OpenAI-compatible base URL (vLLM, SGLang and hosted APIs serve `/chat/completions` under it). @default env OPENAI_BASE_URL, else 'http://localhost:8000/v1' */

@@ -2,9 +2,9 @@ import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
-import { ConnectionError } from '../../schemas/index.js';
-import { ChatRequestError } from './http.js';
-import { LlamaCppClient } from './llama-cpp.js';
+import { ConnectionError } from '../../../schemas/index.js';
+import { ChatRequestError } from '../http.js';
+import { LlamaCppClient } from './client.js';
 
 /** A stand-in for llama.cpp's native endpoints, answering what each test sets. */
 let answer: (path: string, body: Record<string, unknown>, res: ServerResponse) => void;
