@@ -6,7 +6,7 @@ import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import type { WeightServer } from '../../connectors/llm/index.js';
 import { settledTopicOffsets } from '../../connectors/kafka/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { ENVIRONMENTS } from '../../envs/index.js';
+import { ENVIRONMENTS, type AgentProgramDeps } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyKindFor, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ConfigError, TOPICS, type Task, type TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
@@ -24,6 +24,8 @@ export interface LoopOptions {
   taskFile?: string;
   /** Tasks already prepared by a data job. @default the valid rows of `taskFile` */
   tasks?: readonly Task[];
+  /** The agent program of environments whose agent is one (agent-command/v1), for every rollout worker. @default none */
+  agentProgram?: AgentProgramDeps;
   /** Where Parquet files and rejects go. */
   dataDir: string;
   pool: SandboxPool;
@@ -297,7 +299,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ownTasksFrom.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorkerLanes(context, { runId, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, lanes: tasksPerWorker, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
+    createRolloutWorkerLanes(context, { runId, agentProgram: options.agentProgram, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, lanes: tasksPerWorker, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
   ).flat();
   const verifiers = Array.from({ length: verifierCount }, (_, i) =>
     createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), ...(options.referenceRuns === undefined ? {} : { referenceRuns: options.referenceRuns }), accept: ownRecord }),
