@@ -69,7 +69,6 @@ export function demoAgent(values: OptionValues): { readonly command: string; rea
   const command = stringOption(values, 'agent-command');
   if (named !== undefined && command !== undefined) throw new ConfigError('--agent and --agent-command each choose the agent program; give one');
   if (named !== undefined) return DEMO_AGENTS[choiceOption(values, 'agent', Object.keys(DEMO_AGENTS))]!;
-  if (command !== undefined && command.trim() === '') throw new ConfigError('--agent-command must be a command, got an empty one');
   return command === undefined ? null : { command, image: null };
 }
 
