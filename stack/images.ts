@@ -20,7 +20,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
  * Builds have no network, except that of a Dockerfile recipe holding `packages.txt` (Debian packages its
  * Dockerfile installs with apt), which reaches the host's network for the Debian mirror. A recipe holding
  * `requirements.txt` gets those Python packages as wheels, downloaded on the host with pip into the cache
- * (`<cache>/wheels/<recipe>-<hash>`, once) and put in its build context's `wheels/`; its build stays offline.
+ * (`<cache>/wheels/<recipe>-<hash of requirements.txt>`, once) and put in its build context's `wheels/`; its build stays offline.
  * Task images (a Harbor task's `environment/` folder) are Dockerfile recipes outside this folder whose parent
  * must be one of these recipes (`taskImagePlan`): nothing can be pulled, so `FROM ubuntu` is refused.
  */
@@ -262,7 +262,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
         if (await exists(tag)) continue;
         const started = Date.now();
         if (recipe.kind === 'rootfs') await importRootfs(docker, recipe, tag, rootfsCacheDir, setupLog, log);
-        else await buildDockerfile(docker, recipe, tag, buildargs, setupLog, log, undefined, await recipeWheels(recipe, tag, wheelsCacheDir, setupLog, log));
+        else await buildDockerfile(docker, recipe, tag, buildargs, setupLog, log, undefined, await recipeWheels(recipe, wheelsCacheDir, setupLog, log));
         log(`built ${tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
         built = true;
       }
@@ -335,7 +335,12 @@ async function buildDockerfile(
     context,
     { t: tag, buildargs, rm: true, forcerm: true, networkmode: recipe.network ? 'host' : 'none', version: '1' },
   );
-  await followJsonStream(stream, setupLog, stepFailed);
+  try {
+    await followJsonStream(stream, setupLog, stepFailed);
+  } finally {
+    // The staged copy of recipe and wheels is only the context of this build.
+    if (wheelsDir !== null) rmSync(context.context, { recursive: true, force: true });
+  }
   const [repo] = splitTag(tag);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
@@ -362,13 +367,14 @@ async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, 
 }
 
 /**
- * The wheels of a recipe's requirements.txt, downloaded once per recipe hash into the cache (null for a recipe
+ * The wheels of a recipe's requirements.txt, downloaded once per requirements file into the cache (null for a recipe
  * without one). pip resolves them for the images' interpreter, binary wheels only, so the build installs offline.
  */
-async function recipeWheels(recipe: Recipe, tag: string, cacheDir: string, setupLog: string, log: StackLog): Promise<string | null> {
+async function recipeWheels(recipe: Recipe, cacheDir: string, setupLog: string, log: StackLog): Promise<string | null> {
   const requirements = join(recipe.dir, REQUIREMENTS_FILE);
   if (!existsSync(requirements)) return null;
-  const dir = join(ensureDir(cacheDir), `${recipe.name}-${splitTag(tag)[1]}`);
+  // Keyed by the requirements alone: a change elsewhere in the recipe or its parents rebuilds the image, not the download.
+  const dir = join(ensureDir(cacheDir), `${recipe.name}-${createHash('sha256').update(readFileSync(requirements)).digest('hex').slice(0, 12)}`);
   const complete = join(dir, '.complete');
   if (existsSync(complete)) return dir;
   log(`downloading the wheels of ${requirements} into ${dir}`);
