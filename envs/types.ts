@@ -1,6 +1,7 @@
 import type { z } from 'zod';
+import type { EpisodeBudget, LlmGateway } from '../connectors/llm/index.js';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
-import { ConfigError, describeIssues, type FileTree, type Task, type ToolCall, type ToolResult, type VerificationSpec, type WorkspaceExtras } from '../schemas/index.js';
+import { ConfigError, describeIssues, type FileTree, type LlmCall, type Task, type ToolCall, type ToolResult, type VerificationSpec, type WorkspaceExtras } from '../schemas/index.js';
 import { toolSpecs, type ToolDef, type ToolSpec } from './tools.js';
 
 /** One transition, Gymnasium-style: what the tool returned, what the agent now sees, and whether it is over. */
@@ -19,6 +20,8 @@ export interface EnvStep<Obs> {
   readonly finalExtras?: WorkspaceExtras;
   /** Time this step spent in the sandbox. */
   readonly sandboxMs: number;
+  /** The model call this step records, where the environment's agent is a program (EnvSpec.agentProgram). */
+  readonly llm?: LlmCall;
 }
 
 /** Environments expose only init, step and close. */
@@ -50,6 +53,20 @@ export interface EnvDeps {
   readonly imageFor: (recipe: string) => string;
   /** Episode length cap in tool calls. */
   readonly maxTurns: number;
+  /**
+   * For an environment whose agent is a program (EnvSpec.agentProgram): the command it runs in the sandbox and the
+   * model gateway that opens each episode's route. @default none: the program's turn tool fails saying so
+   */
+  readonly agentProgram?: AgentProgramDeps;
+}
+
+/** The agent program of an episode: a command run in the task's sandbox, its model behind one gateway route. */
+export interface AgentProgramDeps {
+  /** Run with `bash -c` in /workspace. */
+  readonly command: string;
+  readonly gateway: Pick<LlmGateway, 'open' | 'url' | 'identity'>;
+  /** What one episode may spend at the gateway; its calls are capped at the turn cap. @default resolveEpisodeBudget's */
+  readonly budget?: EpisodeBudget;
 }
 
 /**
@@ -73,6 +90,12 @@ export interface EnvSpec<Obs extends AgentObservation = AgentObservation> {
    * only action), so a language model answers in prose or code rather than with a tool call. @default replies are tool calls
    */
   readonly freeReply?: { readonly tool: string; readonly argument: string };
+  /**
+   * Set when the environment's agent is a program it runs itself (a harness in the sandbox, talking to the model
+   * through the gateway): the rollout worker asks no policy, it steps the environment with `turnTool`, and each
+   * step's model call is the one the environment reports (EnvStep.llm). @default the policy acts
+   */
+  readonly agentProgram?: { readonly turnTool: string };
   /** For language-model agents: the system prompt, and the first user message for an episode. */
   readonly prompt: { readonly instructions: string; opening(observation: Obs): string };
   create(deps: EnvDeps): Environment<Obs>;

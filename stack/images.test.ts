@@ -27,7 +27,7 @@ test('a task image FROM a trialrun recipe is tagged by its folder and its parent
 });
 
 test('a task image FROM anything but a trialrun recipe is refused, naming the images it may use', () => {
-  const allowed = /one of the trialrun images \(trialrun\/base, trialrun\/ops, trialrun\/python-repair\), since nothing can be pulled here/;
+  const allowed = /one of the trialrun images \(trialrun\/base, trialrun\/mini-swe-agent, trialrun\/ops, trialrun\/python-repair\), since nothing can be pulled here/;
   const refused: Array<[string, RegExp]> = [
     ['FROM ubuntu:22.04\nRUN true\n', /`FROM ubuntu:22\.04` does not name a trialrun image through an ARG/],
     ['ARG BASE=python:3.12\nFROM ${BASE}\n', /`FROM \$\{BASE\}` does not name a trialrun image through an ARG/],

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { appendFileSync, createReadStream, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, cpSync, createReadStream, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import type Docker from 'dockerode';
@@ -18,13 +18,19 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
  * Tags are `trialrun/<name>:<12 hex>` over the recipe's files and its parents' tags: an unchanged recipe is
  * never rebuilt, a changed one always is.
  * Builds have no network, except that of a Dockerfile recipe holding `packages.txt` (Debian packages its
- * Dockerfile installs with apt), which reaches the host's network for the Debian mirror.
+ * Dockerfile installs with apt), which reaches the host's network for the Debian mirror. A recipe holding
+ * `requirements.txt` gets those Python packages as wheels, downloaded on the host with pip into the cache
+ * (`<cache>/wheels/<recipe>-<hash of requirements.txt>`, once) and put in its build context's `wheels/`; its build stays offline.
  * Task images (a Harbor task's `environment/` folder) are Dockerfile recipes outside this folder whose parent
  * must be one of these recipes (`taskImagePlan`): nothing can be pulled, so `FROM ubuntu` is refused.
  */
 
 const ROOTFS_SCRIPT = 'build-rootfs.sh';
 const PACKAGES_FILE = 'packages.txt';
+/** A Dockerfile recipe's Python packages: downloaded as wheels on the host, handed to its build in `wheels/`. */
+const REQUIREMENTS_FILE = 'requirements.txt';
+/** The sandbox images' interpreter (Debian bookworm's python3) and platforms, for which wheels are downloaded. */
+const IMAGE_PYTHON = ['--python-version', '3.11', '--implementation', 'cp', '--platform', 'manylinux_2_28_x86_64', '--platform', 'manylinux_2_17_x86_64', '--platform', 'manylinux2014_x86_64', '--platform', 'linux_x86_64'];
 const PARENT_ARG = /^ARG\s+([A-Za-z_]\w*)=["']?trialrun\/([a-z0-9][a-z0-9._-]*?)(?::latest)?["']?\s*$/;
 // Docker supplies a default PATH at run time, but `docker build` RUN steps and `exec` want it in the image too.
 const ROOTFS_IMAGE_CHANGES = ['ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin', 'ENV LANG=C.UTF-8'];
@@ -219,6 +225,7 @@ function readDockerfileRecipe(name: string, dir: string): Recipe {
 export function imagesComponent(options: ImagesOptions = {}): StackComponent {
   const recipesDir = options.recipesDir ?? checkoutFile('sandbox-images');
   const rootfsCacheDir = options.rootfsCacheDir ?? join(stackPaths().cacheDir, 'rootfs');
+  const wheelsCacheDir = join(stackPaths().cacheDir, 'wheels');
   const docker = options.docker ?? dockerClient();
   const setupLog = options.setupLog ?? setupLogFile(stackPaths().stateDir, 'sandbox-images');
 
@@ -255,7 +262,7 @@ export function imagesComponent(options: ImagesOptions = {}): StackComponent {
         if (await exists(tag)) continue;
         const started = Date.now();
         if (recipe.kind === 'rootfs') await importRootfs(docker, recipe, tag, rootfsCacheDir, setupLog, log);
-        else await buildDockerfile(docker, recipe, tag, buildargs, setupLog, log);
+        else await buildDockerfile(docker, recipe, tag, buildargs, setupLog, log, undefined, await recipeWheels(recipe, wheelsCacheDir, setupLog, log));
         log(`built ${tag} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
         built = true;
       }
@@ -316,16 +323,24 @@ async function buildDockerfile(
   setupLog: string,
   log: StackLog,
   stepFailed: (message: string) => Error = (message) => new SandboxError(message),
+  wheelsDir: string | null = null,
 ): Promise<void> {
   log(`building ${tag} from ${recipe.dir}`);
+  // The context is the recipe's files, and its wheels (downloaded on the host) under wheels/: a tar of both.
+  const context = wheelsDir === null ? { context: recipe.dir, src: recipeFiles(recipe.dir) } : contextWithWheels(recipe.dir, wheelsDir);
   // version '1' is the classic builder: Debian's engine may have no BuildKit, and the recipes need nothing from it.
   // No network, unless the recipe installs Debian packages (packages.txt): dockerd runs without a bridge, so
   // such a build shares the host's network, which reaches the mirror the base was bootstrapped from.
   const stream = await docker.buildImage(
-    { context: recipe.dir, src: recipeFiles(recipe.dir) },
+    context,
     { t: tag, buildargs, rm: true, forcerm: true, networkmode: recipe.network ? 'host' : 'none', version: '1' },
   );
-  await followJsonStream(stream, setupLog, stepFailed);
+  try {
+    await followJsonStream(stream, setupLog, stepFailed);
+  } finally {
+    // The staged copy of recipe and wheels is only the context of this build.
+    if (wheelsDir !== null) rmSync(context.context, { recursive: true, force: true });
+  }
   const [repo] = splitTag(tag);
   await docker.getImage(tag).tag({ repo, tag: 'latest' });
 }
@@ -349,6 +364,32 @@ async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, 
       if (text !== '') log(text);
     }
   }
+}
+
+/**
+ * The wheels of a recipe's requirements.txt, downloaded once per requirements file into the cache (null for a recipe
+ * without one). pip resolves them for the images' interpreter, binary wheels only, so the build installs offline.
+ */
+async function recipeWheels(recipe: Recipe, cacheDir: string, setupLog: string, log: StackLog): Promise<string | null> {
+  const requirements = join(recipe.dir, REQUIREMENTS_FILE);
+  if (!existsSync(requirements)) return null;
+  // Keyed by the requirements alone: a change elsewhere in the recipe or its parents rebuilds the image, not the download.
+  const dir = join(ensureDir(cacheDir), `${recipe.name}-${createHash('sha256').update(readFileSync(requirements)).digest('hex').slice(0, 12)}`);
+  const complete = join(dir, '.complete');
+  if (existsSync(complete)) return dir;
+  log(`downloading the wheels of ${requirements} into ${dir}`);
+  await runCommand('python3', ['-m', 'pip', 'download', '--disable-pip-version-check', '--only-binary=:all:', ...IMAGE_PYTHON, '--dest', dir, '-r', requirements], { logFile: setupLog });
+  writeFileSync(complete, '');
+  return dir;
+}
+
+/** A build context of the recipe's files and `wheelsDir`'s wheels under wheels/, as dockerode takes one: a folder and its files. */
+function contextWithWheels(recipeDir: string, wheelsDir: string): { context: string; src: string[] } {
+  const staged = `${wheelsDir}.context`;
+  rmSync(staged, { recursive: true, force: true });
+  cpSync(recipeDir, staged, { recursive: true });
+  cpSync(wheelsDir, join(staged, 'wheels'), { recursive: true, filter: (path) => !path.endsWith('.complete') });
+  return { context: staged, src: recipeFiles(staged) };
 }
 
 function splitTag(tag: string): [repo: string, tag: string] {

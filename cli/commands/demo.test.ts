@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import test from 'node:test';
 import { ConfigError } from '../../schemas/index.js';
-import { DEMO_EXPERIMENT, DEMO_LLM_EXPERIMENT, resolveDemoSettings } from './demo.js';
+import { AGENT_COMMAND_ENV } from '../../envs/index.js';
+import { DEMO_EXPERIMENT, DEMO_LLM_EXPERIMENT, demoAgent, resolveDemoSettings } from './demo.js';
 
 test('the default demo is an experiment: onnx-repair, process sandboxes, the HumanEval-derived tasks, its own defaults', () => {
   const settings = resolveDemoSettings({ env: 'program-repair/v1', workers: '2', verifiers: '2' });
@@ -32,4 +33,16 @@ test('demo --policy llm is the single-turn experiment: python-expressions, one r
   const tuned = resolveDemoSettings({ policy: 'llm', workers: '1', verifiers: '1', 'top-p': '0.9', minutes: '3', sandbox: 'docker' });
   assert.deepEqual([tuned.llm?.topP, tuned.experiment?.minutes, tuned.sandbox], [0.9, 3, 'docker']);
   assert.equal(resolveDemoSettings({ workers: '1', verifiers: '1' }).envId, 'program-repair/v1');
+});
+
+test('--agent and --agent-command choose agent-command/v1 over the workspace job with the llm policy; one of them, and a known agent', () => {
+  const named = resolveDemoSettings({ agent: 'mini-swe-agent', workers: '1', verifiers: '1' });
+  assert.deepEqual([named.envId, named.policyId, named.experiment, named.sandbox], [AGENT_COMMAND_ENV, 'llm', undefined, 'docker']);
+  assert.match(named.workspaceJob!, /tasks\/workspace-mini\/job\.yaml$/);
+  assert.deepEqual(demoAgent({ agent: 'mini-swe-agent' }), { command: 'run-mini-swe-agent', image: 'mini-swe-agent' });
+  assert.deepEqual(demoAgent({ 'agent-command': 'python3 my_agent.py' }), { command: 'python3 my_agent.py', image: null });
+  assert.equal(demoAgent({}), null);
+  assert.throws(() => demoAgent({ agent: 'mini-swe-agent', 'agent-command': 'x' }), (error: unknown) => error instanceof ConfigError && /give one/.test(error.message));
+  assert.throws(() => demoAgent({ agent: 'openhands' }), (error: unknown) => error instanceof ConfigError && /mini-swe-agent/.test(error.message));
+  assert.throws(() => demoAgent({ 'agent-command': '  ' }), (error: unknown) => error instanceof ConfigError && /--agent-command needs a value/.test(error.message));
 });

@@ -4,7 +4,8 @@ import { LocalCheckpointStore } from '../../connectors/checkpoints/index.js';
 import { createKafka } from '../../connectors/kafka/index.js';
 import { TopicSerde } from '../../connectors/registry/index.js';
 import { startDashboard, type Dashboard } from '../../dashboard/index.js';
-import { ENVIRONMENTS, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV } from '../../envs/index.js';
+import { LlmGateway } from '../../connectors/llm/index.js';
+import { AGENT_COMMAND_ENV, ENVIRONMENTS, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV } from '../../envs/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { runLoop, type LoopOptions, type LoopSummary } from '../../pipelines/loop/index.js';
 import { prepareTopics } from '../../pipelines/runtime/index.js';
@@ -54,11 +55,26 @@ const DEMO_DEFAULTS: Record<string, { readonly tasks: (() => string) | null; rea
   [PROGRAM_REPAIR_ENV]: { tasks: null, policy: ONNX_REPAIR_POLICY },
   [WORKSPACE_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml'), policy: LLM_POLICY },
   [SINGLE_TURN_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'single-turn', 'python-expressions.yaml'), policy: LLM_POLICY },
+  [AGENT_COMMAND_ENV]: { tasks: () => join(repoRoot(), 'tasks', 'workspace-mini', 'job.yaml'), policy: LLM_POLICY },
 };
+
+/** Agent programs `--agent` names: the command, and the sandbox image recipe it is installed in. */
+export const DEMO_AGENTS: Record<string, { readonly command: string; readonly image: string }> = {
+  'mini-swe-agent': { command: 'run-mini-swe-agent', image: 'mini-swe-agent' },
+};
+
+/** The agent program of `--agent` or `--agent-command` (not both); null when neither is given. */
+export function demoAgent(values: OptionValues): { readonly command: string; readonly image: string | null } | null {
+  const named = stringOption(values, 'agent');
+  const command = stringOption(values, 'agent-command');
+  if (named !== undefined && command !== undefined) throw new ConfigError('--agent and --agent-command each choose the agent program; give one');
+  if (named !== undefined) return DEMO_AGENTS[choiceOption(values, 'agent', Object.keys(DEMO_AGENTS))]!;
+  return command === undefined ? null : { command, image: null };
+}
 
 /** The environment a demo runs: --env, else single-turn/v1 for the llm policy (the experiment it learns in), else program repair. */
 const demoEnv = (values: OptionValues): string =>
-  values.env === undefined ? (values.policy === LLM_POLICY ? SINGLE_TURN_ENV : PROGRAM_REPAIR_ENV) : choiceOption(values, 'env', Object.keys(DEMO_DEFAULTS));
+  demoAgent(values) !== null ? AGENT_COMMAND_ENV : values.env === undefined ? (values.policy === LLM_POLICY ? SINGLE_TURN_ENV : PROGRAM_REPAIR_ENV) : choiceOption(values, 'env', Object.keys(DEMO_DEFAULTS));
 
 /**
  * The llm policy's experiment on single-turn tasks, scaled to end within about 25 minutes on this 2-core machine: 64
@@ -171,6 +187,8 @@ export const demoCommand: Command = {
     dashboard: { type: 'boolean' },
     env: { type: 'string' },
     policy: { type: 'string' },
+    agent: { type: 'string' },
+    'agent-command': { type: 'string' },
     ...LLM_OPTIONS,
   },
   help: {
@@ -190,6 +208,8 @@ export const demoCommand: Command = {
     verifiers: 'verifier instances',
     sandbox: SANDBOX_HELP,
     dashboard: 'serve the live dashboard of this run alongside (http://127.0.0.1:8321/; see trialrun dashboard --help)',
+    agent: `an agent program in each task's sandbox instead of a policy acting (agent-command/v1 over the workspace job, its model the llm policy's server behind the gateway): ${Object.keys(DEMO_AGENTS).join(', ')}`,
+    'agent-command': 'any other agent program: a bash command run in /workspace, given OPENAI_BASE_URL / OPENAI_API_KEY (its episode\'s gateway route), TRIALRUN_TASK, TRIALRUN_MODEL and TRIALRUN_MAX_TURNS',
     policy: `policy kind: ${policyIds().join(', ')}; default onnx-repair for program-repair/v1, llm for workspace/v1 (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     ...LLM_HELP,
   },
@@ -201,7 +221,11 @@ export const demoCommand: Command = {
     await checkStorageLocations();
     const pool = openSandboxPool(sandbox);
     // After stack up: a Harbor job builds its task images FROM the sandbox images and runs solve.sh in sandboxes.
-    const tasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
+    const agent = demoAgent(values);
+    const jobTasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
+    // With an agent program the workspace tasks run in agent-command/v1, in the program's image where it names one.
+    const tasks = agent && jobTasks ? jobTasks.map((task) => ({ ...task, envId: AGENT_COMMAND_ENV, ...(agent.image ? { image: agent.image } : {}) })) : jobTasks;
+    const gateway = agent && settings.llm ? await LlmGateway.start({ baseUrl: settings.llm.baseUrl, upstreamApiKey: settings.llm.apiKey, defaultMaxTokens: settings.llm.maxTokensPerTurn }) : null;
     let dashboard: Dashboard | null = null;
     // Ctrl-C stops the processors and releases every sandbox instead of leaving containers behind.
     const interrupt = new AbortController();
@@ -276,6 +300,7 @@ export const demoCommand: Command = {
         // install 5.7 GB unasked): the learner on the demo's topics and checkpoint folder.
         ...(settings.llm && llmLearnerInstalled() ? { externalLearner: await loopLlmLearner({ runId, topicPrefix: context.names.prefix, checkpoints: checkpointsLocation(), batchSize: settings.batchSize, policy: settings.llm, extraArgs: [] }) } : {}),
         tasks,
+        ...(agent && gateway ? { agentProgram: { command: agent.command, gateway } } : {}),
         trees: treeStore(),
         pool,
         imageFor,
@@ -295,6 +320,7 @@ export const demoCommand: Command = {
       process.off('SIGINT', stop);
       process.off('SIGTERM', stop);
       await dashboard?.close();
+      await gateway?.stop();
       await pool.close();
     }
   },

@@ -2,7 +2,7 @@ import type { Readable, Writable } from 'node:stream';
 import { SandboxError, WorkspaceFileError, errorMessage, type WorkspaceRefusal } from '../../schemas/index.js';
 
 /** The protocol version spoken by sandbox-images/python-repair/agent/agent.py (its docstring describes it). */
-export const AGENT_PROTOCOL = 3;
+export const AGENT_PROTOCOL = 4;
 
 /** An answer line longer than this is not something our agent writes: the channel is treated as broken. */
 const MAX_LINE_BYTES = 256 * 1024 * 1024;
@@ -23,6 +23,16 @@ interface AgentMessage {
   refused?: string;
 }
 
+/** What the agent tells unasked: a forwarded connection opened, carried bytes, or ended (agent.py's `listen`). */
+export interface AgentEvent {
+  readonly event: 'conn-open' | 'conn-data' | 'conn-end';
+  readonly conn: number;
+  readonly listener?: number;
+  /** base64 of the bytes, on conn-data. */
+  readonly data?: string;
+}
+const AGENT_EVENTS: ReadonlySet<string> = new Set(['conn-open', 'conn-data', 'conn-end']);
+
 const REFUSALS: ReadonlySet<string> = new Set<WorkspaceRefusal>(['bad-path', 'bad-content', 'missing', 'directory', 'not-a-file', 'too-large', 'not-utf8', 'no-space', 'denied', 'io']);
 
 /**
@@ -41,6 +51,7 @@ export class AgentChannel {
   private markReady!: () => void;
   private failReady!: (error: Error) => void;
   private holder: string | null = null;
+  private readonly eventListeners = new Set<(event: AgentEvent) => void>();
 
   constructor(
     private readonly input: Writable,
@@ -79,6 +90,12 @@ export class AgentChannel {
   onClose(listener: (error: SandboxError) => void): void {
     if (this.closedBy) listener(this.closedBy);
     else this.closeListeners.push(listener);
+  }
+
+  /** Hears every event the agent sends unasked; returns the call that stops hearing them. */
+  onEvent(listener: (event: AgentEvent) => void): () => void {
+    this.eventListeners.add(listener);
+    return () => this.eventListeners.delete(listener);
   }
 
   /** Sends one request; `id` names it for a later `cancel`. */
@@ -133,6 +150,10 @@ export class AgentChannel {
         return;
       }
       this.markReady();
+      return;
+    }
+    if (typeof message.event === 'string' && AGENT_EVENTS.has(message.event) && typeof (message as { conn?: unknown }).conn === 'number') {
+      for (const listener of this.eventListeners) listener(message as unknown as AgentEvent);
       return;
     }
     const pending = typeof message.id === 'number' ? this.pending.get(message.id) : undefined;

@@ -1,10 +1,12 @@
 import { ConfigError, pathFromBytes, SandboxError, wholeNumber, WorkspaceFileError, type FileTree, type WorkspaceSymlink } from '../../schemas/index.js';
-import type { AgentChannel } from './agent-channel.js';
+import type { Duplex } from 'node:stream';
+import type { AgentChannel, AgentEvent } from './agent-channel.js';
 import {
   resolveExecOptions,
   WORKSPACE,
   type ExecOptions,
   type ExecResult,
+  type LoopbackForward,
   type ReadOptions,
   type Sandbox,
   type SkippedEntry,
@@ -129,6 +131,55 @@ export class AgentSandbox implements Sandbox {
     this.assertHeld();
     const raw = await this.handle.channel.request<AgentSnapshot>('snapshot', { dir, maxFileBytes, maxBytes, skipDirs: options.skipDirs ?? [] }).result;
     return fromAgentSnapshot(raw);
+  }
+
+  async forward(connect: () => Duplex): Promise<LoopbackForward> {
+    this.assertHeld();
+    const { channel } = this.handle;
+    const { listener, port } = await channel.request<{ listener: number; port: number }>('listen', {}).result;
+    const sockets = new Map<number, Duplex>();
+    let connections = 0;
+    let closed = false;
+    // Requests whose answers nobody waits for: a connection that is gone is the agent's to ignore.
+    const tell = (op: 'conn-send' | 'conn-close', conn: number, data?: Buffer): void =>
+      void channel.request(op, { conn, ...(data ? { data: data.toString('base64') } : {}) }).result.catch(() => undefined);
+    const stop = channel.onEvent((event: AgentEvent) => {
+      if (event.event === 'conn-open') {
+        if (event.listener !== listener) return;
+        if (closed) return tell('conn-close', event.conn);
+        connections++;
+        const socket = connect();
+        sockets.set(event.conn, socket);
+        socket.on('data', (data: Buffer) => tell('conn-send', event.conn, data));
+        socket.on('end', () => tell('conn-close', event.conn));
+        socket.on('error', () => undefined);
+        socket.on('close', () => {
+          if (sockets.delete(event.conn)) tell('conn-close', event.conn);
+        });
+        return;
+      }
+      const socket = sockets.get(event.conn);
+      if (!socket) return;
+      if (event.event === 'conn-data') socket.write(Buffer.from(event.data ?? '', 'base64'));
+      else socket.end();
+    });
+    const close = (): void => {
+      closed = true;
+      stop();
+      for (const [conn, socket] of sockets) {
+        sockets.delete(conn);
+        socket.destroy();
+        tell('conn-close', conn);
+      }
+    };
+    channel.onClose(close);
+    return {
+      port,
+      get connections() {
+        return connections;
+      },
+      close,
+    };
   }
 
   async release(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import { ConfigError, finiteNumber, wholeNumber, type FileTree, type WorkspaceExtras } from '../../schemas/index.js';
 
 /** Resource limits of one sandbox. */
@@ -223,10 +224,26 @@ export interface Sandbox {
   /** Lists and reads a whole tree (by default /workspace), whatever its names hold. */
   snapshot(options?: SnapshotOptions): Promise<WorkspaceSnapshot>;
   /**
+   * Opens a TCP port on the sandbox's own loopback (127.0.0.1 inside it) whose every connection is carried over
+   * the executor's channel to the sandbox agent to a socket `connect` opens on the host: the one way out of a
+   * sandbox that has no network, to the one endpoint the caller chose. Carrying ends with the sandbox or `close`.
+   */
+  forward(connect: () => Duplex): Promise<LoopbackForward>;
+  /**
    * Hands the sandbox back. It is never reused: it is destroyed with everything in it, in the background
    * (`SandboxPool.close` waits for that); commands still running get a retriable error.
    */
   release(): Promise<void>;
+}
+
+/** A loopback port of a sandbox carried to one host endpoint (Sandbox.forward). */
+export interface LoopbackForward {
+  /** The port inside the sandbox (on 127.0.0.1). */
+  readonly port: number;
+  /** Connections carried so far. */
+  readonly connections: number;
+  /** Ends every carried connection; later ones are closed as they open. */
+  close(): void;
 }
 
 export interface AcquireOptions {

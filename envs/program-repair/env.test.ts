@@ -25,6 +25,9 @@ function fakeSandbox(answers: { exec?: (command: readonly string[]) => Promise<E
     readFiles: async () => ({}),
     readFile: answers.readFile ?? (async () => ''),
     snapshot: async () => answers.snapshot ?? { files: {}, extras: { escapedPaths: [], symlinks: [] }, skipped: [] },
+    forward: async () => {
+      throw new Error('no forwarding in this test');
+    },
     release: async () => undefined,
   };
 }

@@ -21,6 +21,9 @@ function fakeSandbox(exec: (command: readonly string[]) => ExecResult = () => ex
     readFiles: async () => ({}),
     readFile: async (path) => files.get(path) ?? Promise.reject(new WorkspaceFileError(`no such file: ${path}`, 'missing')),
     snapshot: async (): Promise<WorkspaceSnapshot> => ({ files: Object.fromEntries(files), extras: { escapedPaths: [], symlinks: [] }, skipped: [] }),
+    forward: async () => {
+      throw new Error('no forwarding in this test');
+    },
     release: async () => undefined,
   };
   return { sandbox, files, commands };

@@ -53,11 +53,11 @@ export interface WorkspaceObservation extends AgentObservation {
  * snapshot of the whole workspace, so whatever bash wrote reaches the verifier like any other write.
  */
 export class WorkspaceEnv implements Environment<WorkspaceObservation> {
-  private sandbox: Sandbox | null = null;
-  private state: WorkspaceObservation | null = null;
+  protected sandbox: Sandbox | null = null;
+  protected state: WorkspaceObservation | null = null;
 
   constructor(
-    private readonly deps: EnvDeps,
+    protected readonly deps: EnvDeps,
     private readonly defaultImage: string,
   ) {}
 
@@ -146,20 +146,20 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
   }
 
   /** The whole workspace as it is now: every name read as bytes, symlinks as symlinks, what cannot be carried listed. */
-  private async finalWorkspace(): Promise<FinalWorkspace> {
+  protected async finalWorkspace(): Promise<FinalWorkspace> {
     const snapshot = await this.sandbox!.snapshot({ maxFileBytes: MAX_WORKSPACE_FILE_BYTES, skipDirs: SNAPSHOT_SKIP_DIRS });
     return { files: snapshot.files, extras: snapshot.extras, skipped: snapshot.skipped.map((entry) => `${JSON.stringify(entry.path)}: ${entry.reason}`) };
   }
 }
 
-interface FinalWorkspace {
+export interface FinalWorkspace {
   readonly files: FileTree;
   readonly extras: WorkspaceExtras;
   readonly skipped: readonly string[];
 }
 
 /** A bash run as the agent reads it: stdout, stderr, and how it ended. Only a clean exit 0 is ok. */
-function commandResult(exec: ExecResult, seconds: number): ToolResult {
+export function commandResult(exec: ExecResult, seconds: number): ToolResult {
   const streams = [exec.stdout, exec.stderr && `[stderr]\n${exec.stderr}`].filter(Boolean).join(exec.stdout.endsWith('\n') || !exec.stdout ? '' : '\n');
   const ending =
     exec.status === 'timeout'

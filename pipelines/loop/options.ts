@@ -4,7 +4,7 @@ import type { TreeStore } from '../../connectors/artifacts/index.js';
 import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
 import type { WeightServer } from '../../connectors/llm/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { ENVIRONMENTS } from '../../envs/index.js';
+import { ENVIRONMENTS, type AgentProgramDeps } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyKindFor, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ConfigError, requireOption, wholeNumber, type Task } from '../../schemas/index.js';
 import { prepareTasks } from '../jobs/task-job/index.js';
@@ -15,6 +15,8 @@ export interface LoopOptions {
   taskFile?: string;
   /** Tasks already prepared by a data job. @default the valid rows of `taskFile` */
   tasks?: readonly Task[];
+  /** The agent program of environments whose agent is one (agent-command/v1), for every rollout worker. @default none */
+  agentProgram?: AgentProgramDeps;
   /** Where Parquet files and rejects go. */
   dataDir: string;
   pool: SandboxPool;

@@ -23,7 +23,9 @@ export async function runEpisode<Obs>(
 ): Promise<EpisodeResult> {
   const started = performance.now();
   const steps: Step[] = [];
-  const actor = policy.startEpisode?.(spec) ?? policy;
+  // An environment whose agent is a program runs it itself: no policy acts, each step is the program's next model call.
+  const program = spec.agentProgram;
+  const actor = program ? policy : (policy.startEpisode?.(spec) ?? policy);
   let sandboxMs = 0;
   try {
     let observation: Obs = await init();
@@ -32,7 +34,7 @@ export async function runEpisode<Obs>(
       signal.throwIfAborted();
       const stepStarted = performance.now();
       const startedAt = nowIso();
-      const { action, decision, llm, invalid } = await actor.act(observation, random, signal);
+      const { action, decision, llm, invalid } = program ? { action: { name: program.turnTool, arguments: {} }, decision: null, llm: undefined, invalid: undefined } : await actor.act(observation, random, signal);
       if (invalid !== undefined) {
         // An invalid reply is a failed turn of its own: recorded, never given to the environment.
         steps.push({ index: steps.length, observation: env.describe(observation), toolCall: action, toolResult: { ok: false, output: invalid, truncated: false, exitCode: null }, decision, llm: llm ?? null, startedAt, durationMs: performance.now() - stepStarted, sandboxMs: 0 });
@@ -46,7 +48,7 @@ export async function runEpisode<Obs>(
         toolCall: action,
         toolResult: transition.result,
         decision,
-        llm: llm ?? null,
+        llm: transition.llm ?? llm ?? null,
         startedAt,
         durationMs: performance.now() - stepStarted,
         sandboxMs: transition.sandboxMs,

@@ -1,6 +1,6 @@
 import { inlineTreeBytes, resolveStoredTrees, type TreeStore } from '../../connectors/artifacts/index.js';
 import type { SandboxPool } from '../../connectors/sandbox/index.js';
-import { checkTaskPayload, ENVIRONMENTS, type Environment, type EnvRegistry } from '../../envs/index.js';
+import { checkTaskPayload, ENVIRONMENTS, type AgentProgramDeps, type Environment, type EnvRegistry } from '../../envs/index.js';
 import { checkPairing, seededRandom, type Policy, type ResolvedLlmPolicyOptions, type ServedEnvs } from '../../policies/index.js';
 import { ConfigError, mapLimit, nowIso, wholeNumber, type Trajectory } from '../../schemas/index.js';
 import { allAnswer, SANDBOX_RETRY, storeAnswers, StreamProcessor, type Accept, type MembershipOptions, type Output, type ProcessorContext, type RetryOptions } from '../runtime/index.js';
@@ -50,6 +50,12 @@ export interface RolloutWorkerOptions extends MembershipOptions {
    * stored trees is a dead letter saying so, and every final tree is inline
    */
   trees?: TreeStore;
+  /**
+   * The agent program for environments whose agent is a program (agent-command/v1): its command and the gateway
+   * that opens each episode's route. A task of such an environment without it is a dead letter saying so.
+   * @default none
+   */
+  agentProgram?: AgentProgramDeps;
   /** Final trees larger than this as the record would carry them (their JSON: names and contents, UTF-8 bytes) go to `trees` as a claim check. @default 262144 (256 KiB) */
   storeTreesAboveBytes?: number;
 }
@@ -126,6 +132,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       // Refusals here are ConfigErrors (not retriable): the task becomes a dead letter that says why.
       const spec = environments.get(record.value.envId);
       checkPairing(options.policies.kind, spec.id);
+      if (spec.agentProgram && !options.agentProgram) throw new ConfigError(`environment ${spec.id} runs an agent program, and this rollout worker has none: give it one (demo --agent mini-swe-agent, or --agent-command <cmd>)`);
       const task = await resolveStoredTrees(record.value, options.trees ?? null);
       checkTaskPayload(spec, task);
       await options.admit?.(signal);
@@ -136,7 +143,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
         Array.from({ length: groupSize }, (_, attempt) => attempt),
         concurrency,
         async (attempt): Promise<Output> => {
-          const env: Environment<unknown> = spec.create({ pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns });
+          const env: Environment<unknown> = spec.create({ pool: options.pool, runId: options.runId, imageFor: options.imageFor, maxTurns, agentProgram: options.agentProgram });
           const trajectoryId = `${groupId}/${attempt}`;
           const episode = await runEpisode(spec, env, () => env.init(task, signal), policy, seededRandom(trajectoryId), signal);
           // A large final tree travels as a claim check; its blobs are shared with the task's own tree.

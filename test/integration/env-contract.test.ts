@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DockerSandboxPool, type Sandbox, type SandboxPool } from '../../connectors/sandbox/index.js';
-import { ENVIRONMENTS, envToolSpecs, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV, type AnyEnvSpec, type EnvDeps, type Environment } from '../../envs/index.js';
+import { AGENT_COMMAND_ENV, ENVIRONMENTS, envToolSpecs, PROGRAM_REPAIR_ENV, SINGLE_TURN_ENV, WORKSPACE_ENV, type AnyEnvSpec, type EnvDeps, type Environment } from '../../envs/index.js';
 import type { FileTree, Task, ToolCall } from '../../schemas/index.js';
 import { imageFor } from '../../stack/index.js';
 import { ensureStack } from './harness.js';
@@ -37,6 +37,16 @@ const CASES: Record<string, EnvCase> = {
     },
   },
   [WORKSPACE_ENV]: {
+    task: async () => (await workspaceMiniTasks())[0]!,
+    workspace: {
+      write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
+      bash: (command) => ({ name: 'bash', arguments: { command } }),
+      harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
+      finalOf: (snapshot) => snapshot,
+    },
+  },
+  // Its workspace tools are the workspace's; its agent program (agent_turn) is tested with a gateway in agent-command.test.ts.
+  [AGENT_COMMAND_ENV]: {
     task: async () => (await workspaceMiniTasks())[0]!,
     workspace: {
       write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ConfigError, errorMessage, STACK_LLM_URL, type LlmCall, type RetryOptions } from '../../../schemas/index.js';
 import { LlamaCppClient, tokenCompletionCall, type ServerIdentity } from '../llama-cpp/index.js';
 import { EpisodeSequence } from './sequence.js';
-import { BadRequest, errorBody, parseChatRequest, parseToolCalls, SSE_DONE, sseEvent, templateMessages, type ChatCompletionRequest, type WireMessage } from './wire.js';
+import { BadRequest, errorBody, messageText, parseChatRequest, parseToolCalls, SSE_DONE, sseEvent, templateMessages, type ChatCompletionRequest, type WireMessage } from './wire.js';
 
 /**
  * An OpenAI-compatible door to the model server for agent harnesses that run unchanged, one route per episode with
@@ -76,6 +76,17 @@ export function resolveEpisodeBudget(budget: EpisodeBudget = {}): ResolvedEpisod
   return resolved;
 }
 
+/** What a route tells its opener as the episode goes (an environment whose agent is a program steps on these). */
+export interface RouteEvents {
+  /**
+   * A call was answered and recorded: its record, and the text the harness sent since the model's previous reply
+   * (the messages after the request's last assistant message: what the agent made of that reply). @default none
+   */
+  onCall?: (call: LlmCall, sentSinceReply: string) => void;
+  /** A call was refused because the episode's budget is spent (HTTP 429): what was spent. @default none */
+  onBudgetSpent?: (what: string) => void;
+}
+
 /** An episode's way in: what its agent is given (OPENAI_BASE_URL / OPENAI_API_KEY), and its records when it ends. */
 export interface GatewayRoute {
   readonly episodeId: string;
@@ -113,6 +124,7 @@ interface Route {
   readonly calls: LlmCall[];
   /** The text each reply the gateway sent as tool calls was sampled as, by call id (to render it back verbatim). */
   readonly sampledByCallId: Map<string, string>;
+  readonly events: RouteEvents;
   tokensUsed: number;
   callsStarted: number;
   /** Calls of one episode run one at a time, in arrival order: the sequence is one line. */
@@ -160,7 +172,7 @@ export class LlmGateway {
   }
 
   /** Opens an episode's route with its own key and budget. */
-  open(budget: EpisodeBudget = {}): GatewayRoute {
+  open(budget: EpisodeBudget = {}, events: RouteEvents = {}): GatewayRoute {
     const id = randomBytes(9).toString('base64url');
     const apiKey = `tr-${randomBytes(24).toString('base64url')}`;
     const route: Route = {
@@ -171,6 +183,7 @@ export class LlmGateway {
       sequence: new EpisodeSequence(this.client, this.identity.eosToken),
       calls: [],
       sampledByCallId: new Map(),
+      events,
       tokensUsed: 0,
       callsStarted: 0,
       queue: Promise.resolve(),
@@ -250,7 +263,10 @@ export class LlmGateway {
   }
 
   private complete(route: Route, request: ChatCompletionRequest, res: ServerResponse): Promise<void> {
-    const run = route.queue.then(() => this.completeInOrder(route, request, res));
+    const run = route.queue.then(() => this.completeInOrder(route, request, res)).catch((error: unknown) => {
+      if (error instanceof GatewayRefusal && error.code === 'episode_budget_exhausted') route.events.onBudgetSpent?.(error.message);
+      throw error;
+    });
     route.queue = run.catch(() => {});
     return run;
   }
@@ -300,6 +316,7 @@ export class LlmGateway {
     route.tokensUsed += tokens.appendedPromptIds.length + completion.completionIds.length;
     const call = tokenCompletionCall(completion, { tokens, sampling, identity: this.identity, constrained: false });
     route.calls.push(call);
+    route.events.onCall?.(call, sentSinceReply(request.messages));
     const toolCalls = completion.finishReason === 'stop' ? parseToolCalls(reply, tools) : null;
     for (const c of toolCalls ?? []) route.sampledByCallId.set(c.id, reply);
     const finishReason = toolCalls ? 'tool_calls' : completion.finishReason;
@@ -367,6 +384,16 @@ function sampledText(route: Route, message: WireMessage): string | null {
   if (ids.length === 0) return null;
   const texts = new Set(ids.map((id) => route.sampledByCallId.get(id)));
   return texts.size === 1 ? ([...texts][0] ?? null) : null;
+}
+
+/** The text of a request's messages after its last assistant message (all of them on a first call). */
+function sentSinceReply(messages: readonly WireMessage[]): string {
+  let last = messages.length - 1;
+  while (last >= 0 && messages[last]!.role !== 'assistant') last--;
+  return messages
+    .slice(last + 1)
+    .map((message, index) => messageText(message, last + 1 + index))
+    .join('\n\n');
 }
 
 const budgetRefusal = (what: string): GatewayRefusal => new GatewayRefusal(429, `the episode's budget is spent: ${what}`, 'insufficient_quota', 'episode_budget_exhausted');

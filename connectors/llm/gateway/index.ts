@@ -1,1 +1,1 @@
-export { LlmGateway, resolveEpisodeBudget, resolveLlmGatewayOptions, type EpisodeBudget, type GatewayRoute, type LlmGatewayOptions, type ResolvedEpisodeBudget, type ResolvedLlmGatewayOptions } from './gateway.js';
+export { LlmGateway, resolveEpisodeBudget, resolveLlmGatewayOptions, type EpisodeBudget, type GatewayRoute, type LlmGatewayOptions, type ResolvedEpisodeBudget, type ResolvedLlmGatewayOptions, type RouteEvents } from './gateway.js';

@@ -13,6 +13,9 @@ function fakePool(batches: string[][]): SandboxPool {
     readFiles: async () => ({}),
     readFile: async () => '',
     snapshot: async () => assert.fail('derivation never snapshots a workspace'),
+    forward: async () => {
+      throw new Error('no forwarding in this test');
+    },
     release: async () => undefined,
     exec: async (_command: readonly string[], options?: ExecOptions): Promise<ExecResult> => {
       const request = JSON.parse(String(options?.stdin)) as { problems: Array<{ key: string }> };

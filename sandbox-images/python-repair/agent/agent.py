@@ -12,7 +12,12 @@ Protocol: one JSON object per line. The executor writes requests to our stdin, w
   -> {"id": 4, "op": "read", "dir": "/workspace", "paths": ["a.py"], "maxBytes": 16777216}
   -> {"id": 5, "op": "snapshot", "dir": "/workspace", "maxFileBytes": 1048576, "maxBytes": 67108864,
       "skipDirs": ["__pycache__"]}
-  <- {"event": "ready", "protocol": 3, "pid": 1}   (PROTOCOL: an executor that speaks another refuses the sandbox)
+  -> {"id": 6, "op": "listen"}                        <- {"id": 6, "ok": true, "result": {"listener": 1, "port": 41234}}
+  -> {"id": 7, "op": "conn-send", "conn": 3, "data": "<base64>"}
+  -> {"id": 8, "op": "conn-close", "conn": 3}
+  <- {"event": "conn-open", "listener": 1, "conn": 3}   <- {"event": "conn-data", "conn": 3, "data": "<base64>"}
+  <- {"event": "conn-end", "conn": 3}
+  <- {"event": "ready", "protocol": 4, "pid": 1}   (PROTOCOL: an executor that speaks another refuses the sandbox)
   <- {"id": 1, "ok": true, "result": {...}}   or   {"id": 1, "ok": false, "error": "..."}
   <- {"id": 3, "ok": false, "error": "path must be relative to the workspace: /etc/x is absolute", "refused": "bad-path"}
 
@@ -28,6 +33,11 @@ An exec with `preload` whose argv is `python3 -m module ...` or `python3 script.
 interpreter (see Zygote) that imported those modules once, instead of starting a fresh python3: on a small
 machine `import pytest` costs 0.3 s of CPU, more than the test run it serves. Everything else is the same:
 its own process, shepherd, session, pipes, environment and folder, killed with its subtree.
+
+`listen` opens a TCP port on the sandbox's own loopback (the sandbox has no other network); each connection to
+it is announced with `conn-open`, its bytes travel as `conn-data` events one way and `conn-send` requests the
+other, and either side ends it (`conn-end`, `conn-close`). The executor decides where a connection goes (an
+episode's model gateway route): code in the sandbox can reach that one endpoint and nothing else.
 
 Standard library only: the agent must run on any image that has a python3.
 """
@@ -49,7 +59,7 @@ import stat
 import sys
 import time
 
-PROTOCOL = 3
+PROTOCOL = 4
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 # cgroup v2 exposes memory.events, v1 memory.oom_control; both count OOM kills in the sandbox's cgroup.
@@ -619,6 +629,116 @@ class Exec:
             self.close_fd(name)
 
 
+# Bytes a forwarded connection may hold unsent towards the sandbox before it is cut (the executor sends
+# without waiting; a reader in the sandbox that never reads must not grow the agent without bound).
+MAX_CONN_BUFFER = 64 * 1024 * 1024
+
+
+class Forwarded:
+    """One connection to a loopback port of the sandbox, carried over the executor's channel."""
+
+    def __init__(self, agent, conn_id, sock):
+        self.agent = agent
+        self.id = conn_id
+        self.sock = sock
+        self.out = bytearray()
+        self.closing = False
+        self.reading = True
+        sock.setblocking(False)
+        agent.selector.register(sock, selectors.EVENT_READ, self.on_event)
+
+    def on_event(self):
+        # One registration serves both directions: the selector reports readiness, each side tries.
+        if self.out:
+            self.flush()
+        if self.reading and self.id in self.agent.conns:
+            self.read()
+
+    def read(self):
+        try:
+            data = self.sock.recv(READ_CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b''
+        if data:
+            self.agent.send({'event': 'conn-data', 'conn': self.id, 'data': base64.b64encode(data).decode()})
+            return
+        self.reading = False
+        self.agent.send({'event': 'conn-end', 'conn': self.id})
+        self.update()
+
+    def write(self, data):
+        if len(self.out) + len(data) > MAX_CONN_BUFFER:
+            self.close(tell=True)
+            return
+        self.out += data
+        self.flush()
+
+    def flush(self):
+        try:
+            while self.out:
+                sent = self.sock.send(self.out)
+                del self.out[:sent]
+        except (BlockingIOError, InterruptedError):
+            pass
+        except OSError:
+            self.close(tell=True)
+            return
+        if not self.out and self.closing:
+            self.close()
+            return
+        self.update()
+
+    def end(self):
+        self.closing = True
+        self.flush()
+
+    def update(self):
+        if self.id not in self.agent.conns:
+            return
+        events = (selectors.EVENT_READ if self.reading else 0) | (selectors.EVENT_WRITE if self.out else 0)
+        registered = self.sock.fileno() in self.agent.selector.get_map()
+        if events and registered:
+            self.agent.selector.modify(self.sock, events, self.on_event)
+        elif events:
+            self.agent.selector.register(self.sock, events, self.on_event)
+        elif registered:
+            self.agent.selector.unregister(self.sock)
+
+    def close(self, tell=False):
+        if self.agent.conns.pop(self.id, None) is None:
+            return
+        if self.sock.fileno() in self.agent.selector.get_map():
+            self.agent.selector.unregister(self.sock)
+        self.sock.close()
+        if tell:
+            self.agent.send({'event': 'conn-end', 'conn': self.id})
+
+
+def listen_loopback(agent):
+    """A TCP port on 127.0.0.1 inside the sandbox whose connections are announced to the executor."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(('127.0.0.1', 0))
+    sock.listen(64)
+    sock.setblocking(False)
+    agent.next_conn += 1
+    listener_id = agent.next_conn
+
+    def accept():
+        try:
+            conn, _ = sock.accept()
+        except (BlockingIOError, InterruptedError):
+            return
+        agent.next_conn += 1
+        agent.conns[agent.next_conn] = Forwarded(agent, agent.next_conn, conn)
+        agent.send({'event': 'conn-open', 'listener': listener_id, 'conn': agent.next_conn})
+
+    agent.selector.register(sock, selectors.EVENT_READ, accept)
+    return {'listener': listener_id, 'port': sock.getsockname()[1]}
+
+
 class Refused(Exception):
     """A file request turned down for what it asks (a bad path, a missing file, a full disk): the caller's
     mistake, not a broken sandbox. Answered with `reason`, one word the executor maps to its own error class."""
@@ -841,6 +961,8 @@ class Agent:
         self.by_shepherd = {}
         self.by_main = {}
         self.zygotes = {}
+        self.conns = {}
+        self.next_conn = 0
         self.requests = bytearray()
         self.input_closed = False
         self.base_env = {k: v for k, v in os.environ.items() if not k.startswith('TRIALRUN_AGENT_')}
@@ -916,6 +1038,15 @@ class Agent:
                 result = read_files(request)
             elif op == 'snapshot':
                 result = snapshot(request)
+            elif op == 'listen':
+                result = listen_loopback(self)
+            elif op in ('conn-send', 'conn-close'):
+                conn = self.conns.get(request.get('conn'))
+                if conn is not None and op == 'conn-send':
+                    conn.write(base64.b64decode(request.get('data', '')))
+                elif conn is not None:
+                    conn.end()
+                result = {'open': conn is not None}
             else:
                 raise ValueError('unknown op %r' % (op,))
             self.send({'id': request_id, 'ok': True, 'result': result})

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 
@@ -230,3 +231,44 @@ def test_a_warm_exec_whose_zygote_was_stopped_times_out_and_the_next_one_runs(ro
     assert first['exitCode'] == 0 and 'usage' in first['stdout']
     assert stuck['status'] == 'timeout'
     assert {**after, 'durationMs': 0} == {**first, 'durationMs': 0}
+
+
+def test_a_loopback_connection_is_carried_both_ways_over_the_channel():
+    """listen, then a client in the 'sandbox' connects: its bytes come out as conn-data events, conn-send bytes
+    reach it, and each side's end is told to the other."""
+    process = subprocess.Popen([sys.executable, '-I', '-S', agent.__file__], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+
+    def request(message):
+        process.stdin.write((json.dumps(message) + '\n').encode())
+        process.stdin.flush()
+
+    def message():
+        return json.loads(process.stdout.readline())
+
+    assert message()['event'] == 'ready'
+    request({'id': 1, 'op': 'listen'})
+    listened = message()
+    assert listened['ok'] and listened['result']['port'] > 0
+    client = socket.create_connection(('127.0.0.1', listened['result']['port']), timeout=10)
+    opened = message()
+    assert opened == {'event': 'conn-open', 'listener': listened['result']['listener'], 'conn': opened['conn']}
+    conn = opened['conn']
+    client.sendall(b'GET / HTTP/1.1\r\n\r\n')
+    received = b''
+    while received != b'GET / HTTP/1.1\r\n\r\n':
+        data = message()
+        assert data['event'] == 'conn-data' and data['conn'] == conn
+        received += base64.b64decode(data['data'])
+    request({'id': 2, 'op': 'conn-send', 'conn': conn, 'data': base64.b64encode(b'HTTP/1.1 200 OK\r\n\r\n').decode()})
+    assert message() == {'id': 2, 'ok': True, 'result': {'open': True}}
+    assert client.recv(100) == b'HTTP/1.1 200 OK\r\n\r\n'
+    client.shutdown(socket.SHUT_WR)
+    assert message() == {'event': 'conn-end', 'conn': conn}
+    request({'id': 3, 'op': 'conn-close', 'conn': conn})
+    assert message() == {'id': 3, 'ok': True, 'result': {'open': True}}
+    assert client.recv(100) == b''
+    request({'id': 4, 'op': 'conn-send', 'conn': conn, 'data': ''})
+    assert message() == {'id': 4, 'ok': True, 'result': {'open': False}}
+    client.close()
+    process.stdin.close()
+    assert process.wait(timeout=30) == 0

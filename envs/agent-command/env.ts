@@ -1,0 +1,186 @@
+import { connect } from 'node:net';
+import { resolveEpisodeBudget, type GatewayRoute } from '../../connectors/llm/index.js';
+import type { ExecResult, LoopbackForward, Sandbox } from '../../connectors/sandbox/index.js';
+import type { LlmCall, Task, ToolCall, ToolResult } from '../../schemas/index.js';
+import { tool, toolResults } from '../tools.js';
+import type { AgentProgramDeps, EnvDeps, EnvStep } from '../types.js';
+import { commandResult, WORKSPACE_TOOL_DEFS, WorkspaceEnv, type FinalWorkspace, type WorkspaceObservation } from '../workspace/index.js';
+
+export const AGENT_COMMAND_ENV = 'agent-command/v1';
+/** The one tool the rollout worker steps the environment with. */
+export const AGENT_TURN = 'agent_turn';
+/** Characters of the program's output and of what it sent the model that a step keeps. */
+const MAX_OBSERVED_OUTPUT = 16_000;
+const { ok, fail, clip } = toolResults(MAX_OBSERVED_OUTPUT);
+
+export const AGENT_COMMAND_TOOL_DEFS = [
+  ...WORKSPACE_TOOL_DEFS,
+  tool(AGENT_TURN, "Let the agent program work until its next model call is answered, or until it exits: the step records that call (the previous one's follow-up is what the program sent the model next).", {}),
+] as const;
+
+/** What the agent program did since the last step. */
+type ProgramEvent = { readonly kind: 'call'; readonly call: LlmCall; readonly sentSinceReply: string } | { readonly kind: 'exit'; readonly exec: ExecResult } | { readonly kind: 'budget'; readonly what: string };
+
+/**
+ * A workspace whose agent is a program run in the task's sandbox (a harness such as mini-swe-agent), given the
+ * episode's own gateway route as OPENAI_BASE_URL / OPENAI_API_KEY. The sandbox has no network: the route is a loopback
+ * port inside it that the executor carries to the gateway (Sandbox.forward), and the key opens only this episode's
+ * route. Each `agent_turn` step is one model call, recorded token-exact by the gateway, whose result is what the
+ * program sent the model next; the episode ends when the program exits (terminated) or the turn cap, the gateway
+ * budget or its wall time runs out (truncated, the program killed). The final files are the workspace snapshot.
+ * The workspace tools stay available to a caller that wants to look inside.
+ */
+export class AgentCommandEnv extends WorkspaceEnv {
+  private program: RunningProgram | null = null;
+
+  constructor(deps: EnvDeps, defaultImage: string) {
+    super(deps, defaultImage);
+  }
+
+  override async init(task: Task): Promise<WorkspaceObservation> {
+    const observation = await super.init(task);
+    if (this.deps.agentProgram) this.program = await RunningProgram.start(this.sandbox!, task, this.deps.agentProgram, this.deps.maxTurns);
+    return observation;
+  }
+
+  override async step(action: ToolCall, signal?: AbortSignal): Promise<EnvStep<WorkspaceObservation>> {
+    if (action?.name !== AGENT_TURN) return super.step(action, signal);
+    const state = this.state;
+    if (!state) throw new Error('AgentCommandEnv.step called before init');
+    const started = performance.now();
+    const turn = state.turn + 1;
+    const capped = turn >= state.maxTurns;
+    const next = (observation: WorkspaceObservation, result: ToolResult, done: boolean, truncated: boolean, llm: LlmCall | undefined, final: FinalWorkspace | null): EnvStep<WorkspaceObservation> => {
+      this.state = observation;
+      return { observation, result, done, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started, ...(llm ? { llm } : {}) };
+    };
+    const observationWith = (result: ToolResult): WorkspaceObservation => ({ ...state, turn, lastTool: AGENT_TURN, lastResult: result });
+    const program = this.program;
+    if (!program) {
+      const result = fail(`${AGENT_COMMAND_ENV} runs no agent program here: the rollout worker starts one with --agent or --agent-command`);
+      const final = capped ? await this.finalWorkspace() : null;
+      return next(observationWith(result), result, capped, capped, undefined, final);
+    }
+    // The turn this step records: the first call, unless the program ended before making one.
+    const call = program.pending ?? (await program.nextCallOrEnd(signal));
+    if (call.kind === 'call' && !capped) {
+      const after = await program.nextCallOrEnd(signal);
+      if (after.kind === 'call') {
+        program.pending = after;
+        const result = ok(clip(after.sentSinceReply));
+        return next(observationWith(result), result, false, false, call.call, null);
+      }
+      return this.end(program, after, call.call, observationWith, next);
+    }
+    return this.end(program, call.kind === 'call' ? { kind: 'budget', what: `the turn cap (${state.maxTurns})` } : call, call.kind === 'call' ? call.call : undefined, observationWith, next);
+  }
+
+  private async end(
+    program: RunningProgram,
+    how: ProgramEvent,
+    llm: LlmCall | undefined,
+    observationWith: (result: ToolResult) => WorkspaceObservation,
+    next: (observation: WorkspaceObservation, result: ToolResult, done: boolean, truncated: boolean, llm: LlmCall | undefined, final: FinalWorkspace) => EnvStep<WorkspaceObservation>,
+  ): Promise<EnvStep<WorkspaceObservation>> {
+    program.pending = null;
+    let result: ToolResult;
+    let truncated: boolean;
+    if (how.kind === 'exit') {
+      // The program ending itself is the agent ending the episode, whatever its exit code; a timeout or the OOM killer is a budget.
+      truncated = how.exec.status !== 'exited';
+      result = commandResult(how.exec, Math.round(program.wallMs / 1000));
+    } else {
+      truncated = true;
+      await program.stop();
+      result = fail(`the agent program was stopped: ${how.kind === 'budget' ? how.what : ''}`);
+    }
+    const final = await this.finalWorkspace();
+    return next(observationWith(result), result, true, truncated, llm, final);
+  }
+
+  override async close(): Promise<void> {
+    const program = this.program;
+    this.program = null;
+    await program?.stop();
+    await super.close();
+  }
+}
+
+/** The agent program of one episode: its command running in the sandbox, its route, and what it did not yet report. */
+class RunningProgram {
+  /** A call already taken from `events` that the next step records. */
+  pending: Extract<ProgramEvent, { kind: 'call' }> | null = null;
+  private readonly events: ProgramEvent[] = [];
+  private wake: (() => void) | null = null;
+  private exited = false;
+  private readonly stopper = new AbortController();
+
+  private constructor(
+    private readonly route: GatewayRoute,
+    private readonly forward: LoopbackForward,
+    readonly wallMs: number,
+  ) {}
+
+  static async start(sandbox: Sandbox, task: Task, deps: AgentProgramDeps, maxTurns: number): Promise<RunningProgram> {
+    const budget = resolveEpisodeBudget({ ...deps.budget, maxCalls: Math.min(deps.budget?.maxCalls ?? maxTurns, maxTurns) });
+    let program: RunningProgram | null = null;
+    const route = deps.gateway.open(budget, {
+      onCall: (call, sentSinceReply) => program?.push({ kind: 'call', call, sentSinceReply }),
+      onBudgetSpent: (what) => program?.push({ kind: 'budget', what }),
+    });
+    const gateway = new URL(deps.gateway.url);
+    let forward: LoopbackForward;
+    try {
+      forward = await sandbox.forward(() => connect(Number(gateway.port), gateway.hostname.replace(/^\[|\]$/g, '')));
+    } catch (error) {
+      await route.close();
+      throw error;
+    }
+    program = new RunningProgram(route, forward, budget.maxWallMs);
+    const baseUrl = `http://127.0.0.1:${forward.port}${new URL(route.baseUrl).pathname}`;
+    const env = {
+      OPENAI_BASE_URL: baseUrl,
+      OPENAI_API_BASE: baseUrl,
+      OPENAI_API_KEY: route.apiKey,
+      TRIALRUN_MODEL: deps.gateway.identity.model,
+      TRIALRUN_TASK: task.description,
+      TRIALRUN_MAX_TURNS: String(budget.maxCalls),
+    };
+    const running = program;
+    void sandbox
+      .exec(['bash', '-c', deps.command], { env, cwd: '/workspace', timeoutMs: budget.maxWallMs, maxOutputBytes: MAX_OBSERVED_OUTPUT, signal: running.stopper.signal })
+      .then(
+        (exec) => running.push({ kind: 'exit', exec }),
+        (error: unknown) => running.push({ kind: 'exit', exec: { status: 'exited', exitCode: null, stdout: '', stderr: `the sandbox failed under the program: ${String(error)}`, truncated: false, durationMs: 0 } }),
+      );
+    return program;
+  }
+
+  private push(event: ProgramEvent): void {
+    if (event.kind === 'exit') this.exited = true;
+    this.events.push(event);
+    this.wake?.();
+  }
+
+  /** The program's next model call, or how it ended (it exited, or the gateway refused it for the budget). */
+  async nextCallOrEnd(signal?: AbortSignal): Promise<ProgramEvent> {
+    for (;;) {
+      signal?.throwIfAborted();
+      const event = this.events.shift();
+      // A budget refusal ends the episode only once its calls are all recorded; the program may yet exit by itself.
+      if (event) return event;
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
+      this.wake = null;
+    }
+  }
+
+  /** Kills the program and everything it started, and ends the route and the forwarding. */
+  async stop(): Promise<void> {
+    if (!this.exited) this.stopper.abort();
+    this.forward.close();
+    await this.route.close();
+  }
+}

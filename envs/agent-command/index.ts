@@ -1,0 +1,2 @@
+export * from './env.js';
+export * from './spec.js';
