@@ -349,7 +349,7 @@ async function buildDockerfile(
  * Appends Docker's newline-delimited JSON progress to `logFile`; rejects on an `error` message (a failed
  * build still answers 200), naming the log.
  */
-async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, stepFailed: (message: string) => Error = (message) => new SandboxError(message)): Promise<void> {
+export async function followJsonStream(stream: NodeJS.ReadableStream, logFile: string, stepFailed: (message: string) => Error = (message) => new SandboxError(message)): Promise<void> {
   const log = (text: string): void => appendFileSync(logFile, `${text}\n`);
   let pending = '';
   stream.setEncoding('utf8');

@@ -5,6 +5,7 @@ import type { StackComponent, StackLog } from './component.js';
 import { dockerComponent } from './docker.js';
 import { extraEngineComponents } from './engines.js';
 import { imagesComponent, resolveImageTag } from './images.js';
+import { k8sComponent } from './k8s.js';
 import { kafkaClusterComponent, kafkaComponent } from './kafka.js';
 import { llmComponent } from './llm.js';
 import { registryComponent } from './registry.js';
@@ -14,6 +15,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 export type { StackComponent, StackLog } from './component.js';
 export { ensureTaskImage, extractImageWorkdir, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
+export { K3S_MODULE_VERSION, k8sComponent, k8sPaths, kubectl, type K8sOptions, type K8sPaths } from './k8s.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { DATATROVE_PACKAGES, DATATROVE_VERSION, datatrovePython } from './datatrove.js';
@@ -43,6 +45,8 @@ export interface StackSelection {
   readonly engines?: number;
   /** Include the S3 server (`stack up --s3`; or checks TRIALRUN_S3_URL when it names another). @default false */
   readonly s3?: boolean;
+  /** Include the one-node Kubernetes cluster (`stack up --k8s`: k3s built once from source, on the stack's Docker engine). @default false */
+  readonly k8s?: boolean;
   /** Include every optional part, so that `stack down` and `stack status` see them. @default false */
   readonly all?: boolean;
 }
@@ -59,7 +63,8 @@ export function stackComponents(selection: StackSelection = {}): StackComponent[
   const engines = selection.engines ?? 1;
   const extraEngines = extraEngineComponents(selection.all ? Math.max(engines, 2) : engines);
   const s3 = selection.s3 || selection.all ? [s3Component()] : [];
-  return [...kafka, dockerComponent(), imagesComponent(), ...extraEngines, ...llm, ...s3];
+  const k8s = selection.k8s || selection.all ? [k8sComponent()] : [];
+  return [...kafka, dockerComponent(), imagesComponent(), ...extraEngines, ...llm, ...s3, ...k8s];
 }
 
 export interface StackReport {

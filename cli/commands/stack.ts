@@ -14,17 +14,19 @@ export const stackCommand: Command = {
     '          --llm also the llama.cpp model server (or checks LLM_BASE_URL when set);\n' +
     '          --brokers 3 a three-broker KRaft cluster (localhost:19092-19094) instead of the single node;\n' +
     '          --engines 2 a second Docker engine on this machine (own socket, data root, exec root; images copied in);\n' +
-    '          --s3 an S3 server (SeaweedFS at http://127.0.0.1:8433, bucket trialrun; or checks TRIALRUN_S3_URL when it names another)\n' +
+    '          --s3 an S3 server (SeaweedFS at http://127.0.0.1:8433, bucket trialrun; or checks TRIALRUN_S3_URL when it names another);\n' +
+    '          --k8s a one-node Kubernetes cluster (k3s, built from source once: tens of minutes; API server on https://127.0.0.1:6443)\n' +
     '  down    stop what `up` started (never a part you pointed at with KAFKA_BROKERS, SCHEMA_REGISTRY_URL, DOCKER_HOST, LLM_BASE_URL)\n' +
     '  status  show each endpoint and whether it answers (the model server is optional: it does not change the exit status)\n' +
     '  python llm-learner  print the python of the LLM learner\'s virtualenv, installing it once (~5.7 GB)\n' +
     '  python harbor       print the python of the harbor package\'s virtualenv (its runner, its ATIF models), installing it once\n' +
     '  python harbor-models  the same for harbor\'s ATIF models alone (no runner dependencies: seconds to install)',
   usage: 'up|down|status|python llm-learner|python harbor|python harbor-models',
-  options: { llm: { type: 'boolean', default: false }, s3: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' }, engines: { type: 'string', default: '1' } },
+  options: { llm: { type: 'boolean', default: false }, s3: { type: 'boolean', default: false }, k8s: { type: 'boolean', default: false }, brokers: { type: 'string', default: '1' }, engines: { type: 'string', default: '1' } },
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
     s3: 'up: also start the local S3 server (SeaweedFS), for s3:// locations in TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, ...',
+    k8s: 'up: also start a one-node Kubernetes cluster (k3s on the stack\'s Docker engine; kubeconfig at <state>/k8s/kubeconfig.yaml)',
     brokers: 'up: 1 for the single local node, 3 (up to 9) for a KRaft cluster on this machine, replication factor 3',
     engines: `up: Docker engines on this machine, 1 (the stack's own) to ${MAX_ENGINES}; engine N answers at DOCKER_HOST=unix://<state>/engines/N/docker.sock`,
   },
@@ -43,6 +45,7 @@ export const stackCommand: Command = {
     }
     if (extra.length > 0) throw new ConfigError(`expected up, down or status alone, got "${[action, ...extra].join(' ')}"`);
     if (values.s3 === true && action !== 'up') throw new ConfigError(`--s3 goes with stack up; stack ${action ?? ''} always includes the S3 server`);
+    if (values.k8s === true && action !== 'up') throw new ConfigError(`--k8s goes with stack up; stack ${action ?? ''} always includes the cluster`);
     if (values.llm === true && action !== 'up') throw new ConfigError(`--llm goes with stack up; stack ${action ?? ''} always includes the model server`);
     const brokers = requiredInt(values, 'brokers', 1);
     if (brokers > 9) throw new ConfigError(`--brokers must be at most 9, got ${brokers}`);
@@ -52,7 +55,7 @@ export const stackCommand: Command = {
     if (engines !== 1 && action !== 'up') throw new ConfigError(`--engines goes with stack up; stack ${action ?? ''} always includes the second engine`);
     if (action === 'up') {
       const started = performance.now();
-      const components = stackComponents({ llm: values.llm === true, s3: values.s3 === true, brokers, engines });
+      const components = stackComponents({ llm: values.llm === true, s3: values.s3 === true, k8s: values.k8s === true, brokers, engines });
       await stackUp(log, components); // one line per component
       log(`stack up in ${((performance.now() - started) / 1000).toFixed(1)}s`);
       if (brokers > 1) log(`other commands use the cluster with KAFKA_BROKERS=${components[0]!.endpoint()}`);
