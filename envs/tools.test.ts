@@ -33,9 +33,9 @@ test('every bad call is a ConfigError naming the tool and the argument', () => {
   assert.deepEqual(checkToolCall(TOOLS, { name: 'read', arguments: { path: 'a', line: 2 } }), { name: 'read', args: { path: 'a', line: 2 } });
 });
 
-test('the registry is the explicit list: the three environments, unknown ids and duplicates refused', () => {
-  assert.deepEqual(ENVIRONMENTS.ids(), ['program-repair/v1', 'workspace/v1', 'single-turn/v1']);
-  assert.throws(() => ENVIRONMENTS.get('nope/v1'), /unknown environment "nope\/v1"; registered: program-repair\/v1, workspace\/v1, single-turn\/v1/);
+test('the registry is the explicit list: the four environments, unknown ids and duplicates refused', () => {
+  assert.deepEqual(ENVIRONMENTS.ids(), ['program-repair/v1', 'workspace/v1', 'single-turn/v1', 'agent-command/v1']);
+  assert.throws(() => ENVIRONMENTS.get('nope/v1'), /unknown environment "nope\/v1"; registered: program-repair\/v1, workspace\/v1, single-turn\/v1, agent-command\/v1/);
   const spec = ENVIRONMENTS.get('workspace/v1');
   assert.throws(() => new EnvRegistry([spec, spec]), /environment "workspace\/v1" is listed twice/);
 });
