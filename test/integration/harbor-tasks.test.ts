@@ -75,7 +75,7 @@ test('Harbor folders become Tasks with their image and reference, and the verifi
   const rejects = readFileSync(report.rejectsFile, 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { taskId: string; reason: string });
   const reason = (taskId: string): string => rejects.find((entry) => entry.taskId === taskId)?.reason ?? `no reject for ${taskId}`;
   assert.match(reason('broken-image'), /building the task image trialrun\/task-broken-image:[0-9a-f]{12} from .*broken-image\/environment failed: docker: .*non-zero code/);
-  assert.match(reason('from-ubuntu'), /`FROM ubuntu:22\.04` does not name a trialrun image through an ARG; a task image is built FROM one of the trialrun images \(trialrun\/base, trialrun\/ops, trialrun\/python-repair\)/);
+  assert.match(reason('from-ubuntu'), /`FROM ubuntu:22\.04` does not name a trialrun image through an ARG; a task image is built FROM one of the trialrun images \(trialrun\/base, trialrun\/mini-swe-agent, trialrun\/ops, trialrun\/python-repair\)/);
   assert.match(reason('elsewhere'), /sets WORKDIR \/app; trialrun sandboxes start in \/workspace/);
   assert.match(reason('exit-status'), /tests\/test\.sh wrote neither \/logs\/verifier\/reward\.txt nor reward\.json over the starting files \(exit 1\): Harbor reads the reward only from those and ends such a trial in RewardFileNotFoundError/);
   assert.match(reason('reward-on-success'), /wrote neither .* over the starting files \(exit 1\)/);
