@@ -15,7 +15,7 @@ import { ensureDir, setupLogFile, stackPaths } from './state.js';
 export type { StackComponent, StackLog } from './component.js';
 export { ensureTaskImage, extractImageWorkdir, resolveImageTag, taskImagePlan, type TaskImageBuildOptions, type TaskImagePlan } from './images.js';
 export { enginePaths, extraEngineComponent, extraEngineComponents, MAX_ENGINES, type ExtraEngineOptions } from './engines.js';
-export { K3S_MODULE_VERSION, k8sComponent, k8sPaths, kubectl, type K8sOptions, type K8sPaths } from './k8s.js';
+export { importImages, K3S_MODULE_VERSION, k8sComponent, k8sPaths, kubectl, podProcesses, type K8sOptions, type K8sPaths } from './k8s.js';
 export { kafkaClusterComponent, type KafkaClusterComponent, type KafkaClusterOptions } from './kafka.js';
 export { llamaCppWeightServer, llmComponent, llmThreadShare, mergeLoraWeights, type LlamaCppWeightServerOptions, type LlmServerOptions } from './llm.js';
 export { DATATROVE_PACKAGES, DATATROVE_VERSION, datatrovePython } from './datatrove.js';
@@ -45,7 +45,7 @@ export interface StackSelection {
   readonly engines?: number;
   /** Include the S3 server (`stack up --s3`; or checks TRIALRUN_S3_URL when it names another). @default false */
   readonly s3?: boolean;
-  /** Include the one-node Kubernetes cluster (`stack up --k8s`: k3s built once from source, on the stack's Docker engine). @default false */
+  /** Include the one-node Kubernetes cluster (`stack up --k8s`: k3s built once from source, pods on its containerd). @default false */
   readonly k8s?: boolean;
   /** Include every optional part, so that `stack down` and `stack status` see them. @default false */
   readonly all?: boolean;

@@ -1,11 +1,14 @@
 /**
  * A one-node Kubernetes cluster on this machine (`trialrun stack up --k8s`): k3s built from its Go module once
- * into the cache, run as one process (API server, scheduler, controllers and kubelet) on the stack's Docker
- * engine through k3s's embedded cri-dockerd, so pods use the images `stack up` already built and nothing is
- * pulled. The API server listens on the loopback address only.
+ * into the cache, run as one process (API server, scheduler, controllers, kubelet and its embedded containerd).
+ * The API server listens on the loopback address only; pods run the images `stack up` built, imported into
+ * containerd, and nothing is pulled.
  *
  * What this machine needs and why (docs/kubernetes.md has the measurements):
  * - the kernel mounts cgroup v1 (hybrid), which Kubernetes 1.35's kubelet refuses unless `fail-cgroupv1=false`;
+ * - the VM refuses any negative oom_score_adj, and containerd gives every pod sandbox -998, so runc could start
+ *   no pod: containerd's shims find our `runc` first on their PATH (`stack/k8s/runc-oom-floor.c`), which raises a
+ *   negative score to 0 and runs Debian's runc. (cri-dockerd, the `--docker` route, hard-codes the same -998.)
  * - no registry is reachable, so the pod sandbox ("pause") image is a static program of ours, imported;
  * - no CoreDNS, Traefik, ServiceLB, metrics server, local storage, kube-proxy, network policy or cloud controller: the
  *   sandboxes need none of them and their images cannot be pulled;
@@ -15,8 +18,8 @@
 import { createHash } from 'node:crypto';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { cpSync, createReadStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, createReadStream, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { delimiter, dirname, join } from 'node:path';
 import { checkoutFile, ConfigError } from '../schemas/index.js';
 import type { StackComponent, StackLog } from './component.js';
 import { aptInstall, dockerClient, findExecutable, requireRoot } from './docker.js';
@@ -31,12 +34,18 @@ const K3S_MODULE = 'github.com/k3s-io/k3s';
 const K3S_VERSION = 'v1.35.1+k3s1';
 /** k3s's own release build tags, less `seccomp` (it needs libseccomp's headers; Docker applies its own profile). */
 const K3S_BUILD_TAGS = 'ctrd netcgo osusergo providerless urfave_cli_no_docs sqlite_omit_load_extension apparmor';
-/** Where cri-dockerd looks for CNI configurations and plugins (k3s passes it others only with flannel). */
+/** Where containerd looks for CNI configurations and plugins by default (k3s passes it others only with flannel). */
 const CNI_CONF_DIR = '/etc/cni/net.d';
 const CNI_BIN_DIR = '/opt/cni/bin';
 const CNI_PLUGINS = ['bridge', 'host-local', 'loopback'] as const;
 const DEBIAN_CNI_DIR = '/usr/lib/cni';
 const DAEMON = 'k3s';
+/** containerd's socket under k3s (its default state folder), for importing images. */
+const CONTAINERD_SOCKET = '/run/k3s/containerd/containerd.sock';
+/** The containerd namespace the kubelet's pods live in. */
+const CRI_NAMESPACE = 'k8s.io';
+/** The pod sandbox image containerd's CRI plugin asks for under k3s (its `sandbox_image` default); ours is tagged so. */
+const CRI_SANDBOX_IMAGE = 'registry.k8s.io/pause:3.6';
 const execFileAsync = promisify(execFile);
 
 export interface K8sOptions {
@@ -46,7 +55,7 @@ export interface K8sOptions {
   cacheDir?: string;
   /** The API server's port on 127.0.0.1. @default 6443 */
   apiPort?: number;
-  /** The Docker engine the kubelet runs pods on. @default env DOCKER_HOST, else `unix:///var/run/docker.sock` */
+  /** The Docker engine the stack built its images on; they are copied from it into the cluster's containerd. @default env DOCKER_HOST, else `unix:///var/run/docker.sock` */
   dockerHost?: string;
   /** The pods' bridge network (host-local addresses; no gateway, no masquerade). @default `10.42.0.0/24` */
   podSubnet?: string;
@@ -71,12 +80,12 @@ export function k8sPaths(stateDir = stackPaths().stateDir, cacheDir = stackPaths
   };
 }
 
-/** Runs the binary's embedded kubectl against the stack's cluster (`input` on its stdin); resolves with stdout, rejects with stderr. */
-export function kubectl(paths: K8sPaths, args: readonly string[], timeoutMs = 30_000, input?: string): Promise<string> {
+/** Runs one of the binary's embedded tools (`kubectl`, `ctr`), picked by the name it is started under as k3s's own links do; stdout, or a rejection with stderr. */
+function k3sTool(paths: K8sPaths, tool: 'kubectl' | 'ctr', args: readonly string[], timeoutMs: number, input?: string | NodeJS.ReadableStream): Promise<string> {
   return new Promise((resolveOut, reject) => {
-    // The binary picks its embedded tool by the name it is started under (as k3s's own kubectl link does).
-    const child = spawn(paths.binary, ['--kubeconfig', paths.kubeconfig, `--request-timeout=${Math.ceil(timeoutMs / 1000)}s`, ...args], { argv0: 'kubectl', stdio: ['pipe', 'pipe', 'pipe'] });
-    child.stdin.end(input ?? '');
+    const child = spawn(paths.binary, args, { argv0: tool, stdio: ['pipe', 'pipe', 'pipe'] });
+    if (input === undefined || typeof input === 'string') child.stdin.end(input ?? '');
+    else input.pipe(child.stdin);
     let out = '';
     let err = '';
     child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -89,9 +98,39 @@ export function kubectl(paths: K8sPaths, args: readonly string[], timeoutMs = 30
     child.once('exit', (code) => {
       clearTimeout(timer);
       if (code === 0) resolveOut(out);
-      else reject(new Error(`kubectl ${args.join(' ')} failed (exit ${code}): ${err.trim()}`));
+      else reject(new Error(`${tool} ${args.join(' ')} failed (exit ${code}): ${err.trim()}`));
     });
   });
+}
+
+/** Runs the binary's embedded kubectl against the stack's cluster (`input` on its stdin); resolves with stdout, rejects with stderr. */
+export function kubectl(paths: K8sPaths, args: readonly string[], timeoutMs = 30_000, input?: string): Promise<string> {
+  return k3sTool(paths, 'kubectl', ['--kubeconfig', paths.kubeconfig, `--request-timeout=${Math.ceil(timeoutMs / 1000)}s`, ...args], timeoutMs, input);
+}
+
+/** The image references containerd holds for the kubelet (`docker.io/<repo>:<tag>` for what was imported from Docker). */
+async function containerdImages(paths: K8sPaths): Promise<Set<string>> {
+  const out = await k3sTool(paths, 'ctr', ['--address', CONTAINERD_SOCKET, '--namespace', CRI_NAMESPACE, 'images', 'list', '--quiet'], 30_000);
+  return new Set(out.split('\n').map((line) => line.trim()).filter((line) => line !== ''));
+}
+
+/** containerd's name for a Docker image tag (Docker's short names are docker.io's). */
+const containerdRef = (tag: string): string => (tag.split('/')[0]!.includes('.') ? tag : `docker.io/${tag}`);
+
+/**
+ * Copies Docker images (tags `stack up` built) into containerd's CRI namespace, each once: pods run them with
+ * `imagePullPolicy: Never`, as nothing can be pulled here. Needs the cluster running.
+ */
+export async function importImages(paths: K8sPaths, tags: readonly string[], options: { dockerHost?: string; log?: StackLog } = {}): Promise<void> {
+  const present = await containerdImages(paths);
+  const docker = dockerClient(options.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
+  for (const tag of tags) {
+    if (present.has(containerdRef(tag))) continue;
+    options.log?.(`importing ${tag} into the cluster's containerd`);
+    const tarball = await docker.getImage(tag).get();
+    // `--local` (here and for `tag`): ctr 2.x otherwise goes through a transfer service the embedded containerd lacks.
+    await k3sTool(paths, 'ctr', ['--address', CONTAINERD_SOCKET, '--namespace', CRI_NAMESPACE, 'images', 'import', '--local', '-'], 600_000, tarball);
+  }
 }
 
 /**
@@ -143,6 +182,27 @@ async function buildK3s(paths: K8sPaths, setupLog: string, log: StackLog): Promi
   log(`built k3s in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+/**
+ * Our `runc` for containerd's shims (the file's header says why), compiled once per source and per runc it runs;
+ * returns the folder to put first on k3s's PATH.
+ */
+async function ensureRuncOomFloor(cacheRoot: string, setupLog: string, log: StackLog): Promise<string> {
+  if (findExecutable('gcc') === undefined) await aptInstall(['gcc', 'libc6-dev'], setupLog, log);
+  if (findExecutable('runc') === undefined) await aptInstall(['runc'], setupLog, log);
+  const realRunc = findExecutable('runc');
+  if (realRunc === undefined) throw new ConfigError('runc is not installed (Debian package runc), and containerd needs it to run pods');
+  const source = checkoutFile('stack/k8s/runc-oom-floor.c');
+  const hash = createHash('sha256').update(readFileSync(source)).update(realRunc).digest('hex').slice(0, 12);
+  const dir = join(cacheRoot, `runc-oom-floor-${hash}`);
+  const binary = join(dir, 'runc');
+  if (existsSync(binary)) return dir;
+  ensureDir(dir);
+  log(`compiling ${source} (runs ${realRunc}) into ${binary}`);
+  await runCommand('gcc', ['-O2', '-Wall', '-Wextra', '-Werror', `-DREAL_RUNC="${realRunc}"`, '-o', `${binary}.partial`, source], { logFile: setupLog });
+  renameSync(`${binary}.partial`, binary);
+  return dir;
+}
+
 /** The pause image: our static pause program in an image of one file, tagged by the source's hash. */
 async function ensurePauseImage(dockerHost: string, setupLog: string, log: StackLog): Promise<string> {
   const source = checkoutFile('stack/k8s/pause.c');
@@ -191,6 +251,51 @@ async function ensureCni(podSubnet: string, setupLog: string, log: StackLog): Pr
   writeFileSync(join(CNI_CONF_DIR, '10-trialrun-pods.conflist'), `${JSON.stringify(config, null, 2)}\n`);
 }
 
+/** Where the kubelet puts pods in each cgroup v1 hierarchy (cgroupfs driver). */
+const POD_CGROUP = 'kubepods';
+
+/**
+ * The processes of pods and of their containerd shims, as k3s leaves them when it stops (containers outlive
+ * k3s by design, so that an upgrade does not restart them). Read from the pods' cgroups and the shims' command
+ * lines, as k3s's own kill-all script does.
+ */
+export function podProcesses(): number[] {
+  const pids = new Set<number>();
+  const walk = (dir: string): void => {
+    if (!existsSync(dir)) return;
+    for (const line of readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n')) if (line.trim() !== '') pids.add(Number(line));
+    for (const entry of readdirSync(dir, { withFileTypes: true })) if (entry.isDirectory()) walk(join(dir, entry.name));
+  };
+  walk(join('/sys/fs/cgroup/pids', POD_CGROUP));
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const commandLine = (() => {
+      try {
+        return readFileSync(join('/proc', entry, 'cmdline'), 'utf8');
+      } catch {
+        return '';
+      }
+    })();
+    if (commandLine.startsWith('containerd-shim') || commandLine.includes('/containerd-shim')) {
+      if (commandLine.includes(CONTAINERD_SOCKET)) pids.add(Number(entry));
+    }
+  }
+  return [...pids];
+}
+
+/** SIGKILLs what `podProcesses` finds; returns how many there were. */
+function killPodProcesses(): number {
+  const pids = podProcesses();
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  return pids.length;
+}
+
 export function k8sComponent(options: K8sOptions = {}): StackComponent {
   const stateDir = options.stateDir ?? stackPaths().stateDir;
   const paths = k8sPaths(stateDir, options.cacheDir ?? stackPaths().cacheDir);
@@ -218,6 +323,7 @@ export function k8sComponent(options: K8sOptions = {}): StackComponent {
       const setupLog = setupLogFile(stateDir, 'k8s');
       if (!existsSync(paths.binary)) await buildK3s(paths, setupLog, log);
       const pauseImage = await ensurePauseImage(dockerHost, setupLog, log);
+      const runcDir = await ensureRuncOomFloor(dirname(paths.binary), setupLog, log);
       await ensureCni(podSubnet, setupLog, log);
       if (runningDaemon(stateDir, DAEMON, 'k3s-server') === undefined) {
         ensureDir(paths.dataDir);
@@ -228,9 +334,7 @@ export function k8sComponent(options: K8sOptions = {}): StackComponent {
           '--write-kubeconfig-mode=0600',
           '--bind-address=127.0.0.1',
           `--https-listen-port=${apiPort}`,
-          '--docker',
-          `--container-runtime-endpoint=${dockerHost}`,
-          `--pause-image=${pauseImage}`,
+          `--pause-image=${containerdRef(pauseImage)}`,
           '--disable=traefik,servicelb,metrics-server,local-storage,coredns',
           '--disable-helm-controller',
           '--disable-kube-proxy',
@@ -242,7 +346,7 @@ export function k8sComponent(options: K8sOptions = {}): StackComponent {
           '--kubelet-arg=fail-cgroupv1=false',
         ];
         log(`starting ${paths.binary} ${args.join(' ')} (log: ${daemonFiles(stateDir, DAEMON).logFile})`);
-        const { logFile, pid } = await startDaemon(stateDir, { name: DAEMON, command: paths.binary, args });
+        const { logFile, pid } = await startDaemon(stateDir, { name: DAEMON, command: paths.binary, args, env: { ...process.env, PATH: [runcDir, process.env.PATH ?? ''].join(delimiter) } });
         await waitUntil(apiReady, { what: `the API server at ${endpoint}`, timeoutMs: startTimeoutMs, logFile, pid });
         await waitUntil(nodeReady, { what: 'the k3s node (Ready)', timeoutMs: startTimeoutMs, logFile, pid });
         log(`k3s is up (pid ${pid}); KUBECONFIG=${paths.kubeconfig}`);
@@ -250,18 +354,20 @@ export function k8sComponent(options: K8sOptions = {}): StackComponent {
         const { logFile } = daemonFiles(stateDir, DAEMON);
         await waitUntil(nodeReady, { what: 'the k3s node (Ready)', timeoutMs: startTimeoutMs, logFile });
       }
+      await importImages(paths, [pauseImage], { dockerHost, log });
+      // The name containerd's CRI plugin runs pod sandboxes from: its `sandbox_image` setting (default below), not the
+      // pinned image `--pause-image` writes (measured: the kubelet's sandboxes asked for this name and nothing else).
+      await k3sTool(paths, 'ctr', ['--address', CONTAINERD_SOCKET, '--namespace', CRI_NAMESPACE, 'images', 'tag', '--local', '--force', containerdRef(pauseImage), CRI_SANDBOX_IMAGE], 30_000);
       return 'started';
     },
 
     async stop(log) {
       if (runningDaemon(stateDir, DAEMON, 'k3s-server') === undefined) return (await apiReady()) ? 'not-ours' : 'not-running';
-      // Pods first, while the kubelet still runs to stop them; then whatever containers it left on the engine.
+      // Pods first, while the kubelet still runs to stop them; then whatever the kubelet left running.
       await kubectl(paths, ['delete', 'pods', '--all', '--all-namespaces', '--wait=true', '--timeout=60s'], 90_000).catch((error: unknown) => log(`deleting pods: ${String(error)}`));
       await stopDaemon(stateDir, DAEMON, { match: 'k3s-server', graceMs: 30_000 });
-      const docker = dockerClient(dockerHost);
-      const left = await docker.listContainers({ all: true, filters: { label: ['io.kubernetes.docker.type'] } }).catch(() => []);
-      for (const container of left) await docker.getContainer(container.Id).remove({ force: true }).catch(() => undefined);
-      log(`stopped k3s${left.length > 0 ? ` and removed ${left.length} pod containers it left` : ''}`);
+      const left = killPodProcesses();
+      log(`stopped k3s${left > 0 ? ` and killed ${left} pod processes it left` : ''}`);
       return 'stopped';
     },
   };

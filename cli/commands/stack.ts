@@ -26,7 +26,7 @@ export const stackCommand: Command = {
   help: {
     llm: 'up: also start the local model server (llama.cpp serving SmolLM2-135M-Instruct)',
     s3: 'up: also start the local S3 server (SeaweedFS), for s3:// locations in TRIALRUN_CHECKPOINTS, TRIALRUN_ARTIFACTS, ...',
-    k8s: 'up: also start a one-node Kubernetes cluster (k3s on the stack\'s Docker engine; kubeconfig at <state>/k8s/kubeconfig.yaml)',
+    k8s: 'up: also start a one-node Kubernetes cluster (k3s and its containerd, the stack\'s images imported; kubeconfig at <state>/k8s/kubeconfig.yaml)',
     brokers: 'up: 1 for the single local node, 3 (up to 9) for a KRaft cluster on this machine, replication factor 3',
     engines: `up: Docker engines on this machine, 1 (the stack's own) to ${MAX_ENGINES}; engine N answers at DOCKER_HOST=unix://<state>/engines/N/docker.sock`,
   },
