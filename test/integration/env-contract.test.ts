@@ -27,6 +27,17 @@ interface EnvCase {
   readonly reply?: { readonly answer: (text: string) => ToolCall; readonly path: string };
 }
 
+/** workspace/v1's tasks and tools; agent-command/v1 runs the same tasks with the same tools. */
+const WORKSPACE_CASE: EnvCase = {
+  task: async () => (await workspaceMiniTasks())[0]!,
+  workspace: {
+    write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
+    bash: (command) => ({ name: 'bash', arguments: { command } }),
+    harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
+    finalOf: (snapshot) => snapshot,
+  },
+};
+
 const CASES: Record<string, EnvCase> = {
   [PROGRAM_REPAIR_ENV]: {
     task: async () => (await bundledTasks(1))[0]!,
@@ -36,25 +47,9 @@ const CASES: Record<string, EnvCase> = {
       finalOf: (snapshot, task) => Object.fromEntries(Object.entries(snapshot).filter(([path]) => !Object.hasOwn(task.visibleTests, path))),
     },
   },
-  [WORKSPACE_ENV]: {
-    task: async () => (await workspaceMiniTasks())[0]!,
-    workspace: {
-      write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
-      bash: (command) => ({ name: 'bash', arguments: { command } }),
-      harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
-      finalOf: (snapshot) => snapshot,
-    },
-  },
+  [WORKSPACE_ENV]: WORKSPACE_CASE,
   // Its workspace tools are the workspace's; its agent program (agent_turn) is tested with a gateway in agent-command.test.ts.
-  [AGENT_COMMAND_ENV]: {
-    task: async () => (await workspaceMiniTasks())[0]!,
-    workspace: {
-      write: (path, content) => ({ name: 'write_file', arguments: { path, content } }),
-      bash: (command) => ({ name: 'bash', arguments: { command } }),
-      harmless: { name: 'read_file', arguments: { path: 'tests/test_store.py', startLine: 1, endLine: 2 } },
-      finalOf: (snapshot) => snapshot,
-    },
-  },
+  [AGENT_COMMAND_ENV]: WORKSPACE_CASE,
   [SINGLE_TURN_ENV]: {
     task: async () => (await singleTurnTasks('python-expressions', 1))[0]!,
     reply: { answer: (text) => ({ name: 'answer', arguments: { text } }), path: 'answer.txt' },

@@ -68,12 +68,8 @@ export abstract class Family<S> {
   }
 }
 
-export class Counter extends Family<{ value: number }> {
-  inc(labels: Labels, by = 1): void {
-    if (!(by >= 0)) throw new Error(`counter ${this.name} can only go up, got ${by}`);
-    this.seriesOf(labels).value += by;
-  }
-
+/** A family whose series are one number each (counters and gauges). */
+abstract class ValueFamily extends Family<{ value: number }> {
   get(labels: Labels): number {
     return this.seriesOf(labels).value;
   }
@@ -87,7 +83,14 @@ export class Counter extends Family<{ value: number }> {
   }
 }
 
-export class Gauge extends Family<{ value: number }> {
+export class Counter extends ValueFamily {
+  inc(labels: Labels, by = 1): void {
+    if (!(by >= 0)) throw new Error(`counter ${this.name} can only go up, got ${by}`);
+    this.seriesOf(labels).value += by;
+  }
+}
+
+export class Gauge extends ValueFamily {
   set(labels: Labels, value: number): void {
     this.seriesOf(labels).value = value;
   }
@@ -98,18 +101,6 @@ export class Gauge extends Family<{ value: number }> {
 
   dec(labels: Labels, by = 1): void {
     this.seriesOf(labels).value -= by;
-  }
-
-  get(labels: Labels): number {
-    return this.seriesOf(labels).value;
-  }
-
-  protected initial(): { value: number } {
-    return { value: 0 };
-  }
-
-  protected samples(labels: Labels, state: { value: number }): string[] {
-    return [this.sample(this.name, labels, state.value)];
   }
 }
 
