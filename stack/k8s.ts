@@ -123,7 +123,7 @@ const containerdRef = (tag: string): string => (tag.split('/')[0]!.includes('.')
  */
 export async function importImages(paths: K8sPaths, tags: readonly string[], options: { dockerHost?: string; log?: StackLog } = {}): Promise<void> {
   const present = await containerdImages(paths);
-  const docker = dockerClient(options.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
+  const docker = dockerClient(options.dockerHost);
   for (const tag of tags) {
     if (present.has(containerdRef(tag))) continue;
     options.log?.(`importing ${tag} into the cluster's containerd`);
@@ -204,7 +204,7 @@ async function ensureRuncOomFloor(cacheRoot: string, setupLog: string, log: Stac
 }
 
 /** The pause image: our static pause program in an image of one file, tagged by the source's hash. */
-async function ensurePauseImage(dockerHost: string, setupLog: string, log: StackLog): Promise<string> {
+async function ensurePauseImage(dockerHost: string | undefined, setupLog: string, log: StackLog): Promise<string> {
   const source = checkoutFile('stack/k8s/pause.c');
   const hash = createHash('sha256').update(readFileSync(source)).digest('hex').slice(0, 12);
   const tag = `trialrun/k8s-pause:${hash}`;
@@ -269,16 +269,13 @@ export function podProcesses(): number[] {
   walk(join('/sys/fs/cgroup/pids', POD_CGROUP));
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
-    const commandLine = (() => {
-      try {
-        return readFileSync(join('/proc', entry, 'cmdline'), 'utf8');
-      } catch {
-        return '';
-      }
-    })();
-    if (commandLine.startsWith('containerd-shim') || commandLine.includes('/containerd-shim')) {
-      if (commandLine.includes(CONTAINERD_SOCKET)) pids.add(Number(entry));
+    let commandLine: string;
+    try {
+      commandLine = readFileSync(join('/proc', entry, 'cmdline'), 'utf8');
+    } catch {
+      continue; // the process ended while we looked
     }
+    if (commandLine.includes('containerd-shim') && commandLine.includes(CONTAINERD_SOCKET)) pids.add(Number(entry));
   }
   return [...pids];
 }
@@ -300,7 +297,7 @@ export function k8sComponent(options: K8sOptions = {}): StackComponent {
   const stateDir = options.stateDir ?? stackPaths().stateDir;
   const paths = k8sPaths(stateDir, options.cacheDir ?? stackPaths().cacheDir);
   const apiPort = options.apiPort ?? 6443;
-  const dockerHost = options.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+  const dockerHost = options.dockerHost;
   const podSubnet = options.podSubnet ?? '10.42.0.0/24';
   const startTimeoutMs = options.startTimeoutMs ?? 180_000;
   const endpoint = `https://127.0.0.1:${apiPort}`;

@@ -126,7 +126,7 @@ export function createRolloutWorker(context: ProcessorContext, options: RolloutW
       sessionTimeoutMs: options.sessionTimeoutMs,
       // A task failing on a host whose engine is down is handed to the group's other workers; one failing while the
       // tree store (S3) does not answer waits, uncommitted, until it does: neither is the task's fault.
-      hostAvailable: allAnswer(options.pool.reachable?.bind(options.pool), options.trees && storeAnswers(options.trees)),
+      hostAvailable: allAnswer(options.pool.reachable?.bind(options.pool), storeAnswers(options.trees)),
     },
     async ({ record, signal }) => {
       // Refusals here are ConfigErrors (not retriable): the task becomes a dead letter that says why.

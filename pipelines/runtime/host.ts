@@ -1,4 +1,5 @@
 import { errorMessage, HostUnavailableError, ShutdownError } from '../../schemas/index.js';
+import type { Middleware } from './types.js';
 
 /** A probe for ProcessorOptions.hostAvailable: true while every given probe answers true (probes left undefined are skipped). */
 export function allAnswer(...probes: ReadonlyArray<(() => Promise<boolean>) | undefined>): (() => Promise<boolean>) | undefined {
@@ -11,9 +12,14 @@ export function allAnswer(...probes: ReadonlyArray<(() => Promise<boolean>) | un
  * A probe of a blob store (a checkpoint or tree store; S3 behind them): one request, true when it answers. A local
  * folder always answers. Asked after a failed try, it tells an S3 outage (the record is not at fault: its transaction
  * is aborted, nothing is dead-lettered) from a bad record (a missing object, a digest mismatch: dead-lettered).
+ * No store, no probe (allAnswer skips it).
  */
-export const storeAnswers = (store: { check(): Promise<void> }): (() => Promise<boolean>) => () => store.check().then(() => true, () => false);
-import type { Middleware } from './types.js';
+export function storeAnswers(store: { check(): Promise<void> }): () => Promise<boolean>;
+export function storeAnswers(store: { check(): Promise<void> } | null | undefined): (() => Promise<boolean>) | undefined;
+export function storeAnswers(store: { check(): Promise<void> } | null | undefined): (() => Promise<boolean>) | undefined {
+  if (!store) return undefined;
+  return () => store.check().then(() => true, () => false);
+}
 
 /**
  * Asks whether the host is up after every failed try of a record, inside the retry middleware: a failure on a

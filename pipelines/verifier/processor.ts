@@ -12,7 +12,7 @@ export function createVerifierProcessor(context: ProcessorContext, options: Veri
   const verifier = new Verifier(verifierOptions);
   return new StreamProcessor(
     context,
-    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs, hostAvailable: allAnswer(verifier.options.pool.reachable?.bind(verifier.options.pool), verifier.options.trees ? storeAnswers(verifier.options.trees) : undefined) },
+    { name: 'verifier', inputs: ['trajectories'], instanceId: verifier.options.instanceId, maxRecordsPerTransaction: 4, retry: SANDBOX_RETRY, timeoutMs: 180_000 + verifier.options.referenceRuns * (verifier.options.timeoutMs + 20_000), accept, sessionTimeoutMs, hostAvailable: allAnswer(verifier.options.pool.reachable?.bind(verifier.options.pool), storeAnswers(verifier.options.trees)) },
     async ({ record, signal }) => {
       const verification = await verifier.verify(record.value, signal);
       return [{ topic: 'verifications', key: verification.groupId, value: verification }];
