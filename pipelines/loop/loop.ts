@@ -147,11 +147,17 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
   };
   const processors = [...workers, ...verifiers, reward, ...(learner ? [learner] : []), sink, ...(weightSync ? [weightSync] : [])];
   let firstPublished: number | null = null;
+  /** The version the rollout workers' episodes are sampled by: the one the weight server serves, where there is one. */
+  const playing = (): number => (weightSync ? servedVersion : policies.current().version);
+  let playingAtLastPublish = Number.NEGATIVE_INFINITY;
   const publish = async (batch: readonly Task[]): Promise<void> => {
     firstPublished ??= performance.now();
+    playingAtLastPublish = playing();
     await publishTasks(context.kafka, context.serde, context.names, batch);
     published += batch.length;
   };
+  /** Whether the run's budget (time, or updates that the last tasks published were played by) has more tasks to publish. */
+  const budgetLeft = (elapsed: number): boolean => elapsed < (options.durationMs ?? 0) || playingAtLastPublish - versionAtStart < resolved.untilVersion;
   const publishEpoch = async (): Promise<void> => {
     await publish(tasks);
     epochs++;
@@ -245,7 +251,7 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
       const elapsed = performance.now() - started;
       if (schedule === 'synchronous' && batchLearned(tasksHandled)) {
         // The next batch, while the epoch has tasks left or the run's time does.
-        if (cursor !== 0 || elapsed < (options.durationMs ?? 0)) {
+        if (cursor !== 0 || budgetLeft(elapsed)) {
           await publishBatch();
           continue;
         }
@@ -255,8 +261,8 @@ export async function runLoop(context: ProcessorContext, options: LoopOptions): 
         rolloutsStopped = true;
       }
       // The next epoch goes out as soon as the workers run dry, so they never idle while verification catches up.
-      if (schedule === 'streaming' && !rolloutsStopped && tasksHandled >= published && elapsed < (options.durationMs ?? 0)) await publishEpoch();
-      const batchesLeft = schedule === 'synchronous' && (cursor !== 0 || elapsed < (options.durationMs ?? 0));
+      if (schedule === 'streaming' && !rolloutsStopped && tasksHandled >= published && budgetLeft(elapsed)) await publishEpoch();
+      const batchesLeft = schedule === 'synchronous' && (cursor !== 0 || budgetLeft(elapsed));
       if (!batchesLeft && stillDue().length === 0 && (await externalDone())) break;
       if (Date.now() > deadline) {
         // Worded only here: the poll above runs every 25 ms.

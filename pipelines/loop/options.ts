@@ -100,6 +100,12 @@ export interface LoopOptions {
   /** Keep publishing the tasks again (another epoch) until this much time has passed. @default 0 (one epoch) */
   durationMs?: number;
   /**
+   * Keep publishing epochs (or batches) until one goes out while the rollout workers play this many versions past
+   * the run's start (with a weight server: the version it serves), so its episodes are sampled by a trained policy:
+   * a training budget in updates rather than in time. Either budget keeps the run going. @default 0 (none)
+   */
+  untilVersion?: number;
+  /**
    * Stop the rollout workers after this long (episodes in flight are abandoned, not published), then finish
    * what was rolled out: verify, reward, learn and land it, and return. For a training budget in time on a
    * task set whose epoch would take longer. @default never
@@ -149,6 +155,7 @@ export interface ResolvedLoop {
   readonly tasksPerWorker: number;
   readonly verifiers: number;
   readonly maxInFlight: number;
+  readonly untilVersion: number;
   readonly timeoutMs: number;
 }
 
@@ -192,6 +199,10 @@ export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
   const verifiers = wholeNumber('LoopOptions.verifiers', options.verifiers ?? 2, { min: 1 });
   const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers * tasksPerWorker);
   requireOption(Number.isSafeInteger(maxInFlight) && maxInFlight >= groupSize, 'LoopOptions.maxInFlight', `a whole number >= groupSize (${groupSize})`, maxInFlight);
+  const untilVersion = wholeNumber('LoopOptions.untilVersion', options.untilVersion ?? 0, { min: 0 });
+  // A policy that nobody trains here never reaches a version: the run would publish epochs until its deadline.
+  const trainedHere = trainedBy === true || (trainedBy === 'external' && options.externalLearner !== undefined);
+  if (untilVersion > 0 && !trainedHere) throw new ConfigError(`LoopOptions.untilVersion needs a policy this run trains (${policyId} has ${trainedBy === 'external' ? 'no externalLearner' : 'no learner'})`);
   return {
     runId,
     groupSize,
@@ -210,6 +221,7 @@ export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
     tasksPerWorker,
     verifiers,
     maxInFlight,
+    untilVersion,
     timeoutMs: options.timeoutMs ?? 1_800_000,
   };
 }

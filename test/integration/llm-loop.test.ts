@@ -98,8 +98,8 @@ test('the loop runs the Python learner: its checkpoints are served, later turns 
     ...loopOptions(context, runId, checkpoints),
     externalLearner: learner,
     weightServer: llamaCppWeightServer({ ...serverOptions(), workDir: join(stateDir, 'adapters') }),
-    // Epochs go on for this long (an epoch is one group of 2 episodes), so that rollouts follow the first update.
-    durationMs: 420_000,
+    // Epochs (one group of 2 episodes each) go on until one is sampled by the first update the server serves.
+    untilVersion: 1,
     // Within the test's own timeout: a run that cannot end fails with the loop's error, which says what it waited on.
     timeoutMs: 1_500_000,
   });
@@ -120,7 +120,7 @@ test('the loop runs the Python learner: its checkpoints are served, later turns 
   const learnable = rewards.filter((r) => (r.disposition ?? 'learn') === 'learn').length;
   assert.ok(published.length >= 1, `at least one checkpoint (${learnable} learnable rewards)`);
   // A sample whose version lags the learner's past its staleness bound is dropped, and a batch of only such samples
-  // gives no checkpoint: when rollouts outpace the updates (22 epochs against 9 updates in one run here), fewer than
+  // gives no checkpoint: when rollouts outpace the updates (22 epochs against 9 updates in a 7-minute run here), fewer than
   // one per two learnable samples. Each checkpoint trains one or two of them.
   assert.ok(published.length <= Math.floor(learnable / 2), `${published.length} checkpoints for ${learnable} learnable rewards`);
   for (const c of published) assert.ok(c.metrics.samples >= 1 && c.metrics.samples <= 2, `v${c.version} trained ${c.metrics.samples} samples`);
