@@ -349,6 +349,8 @@ interface NativeConsumer {
 }
 
 const POSITION_POLL_MS = 100;
+/** One map key per topic partition (a NUL cannot occur in a topic name). */
+const partitionKey = (topic: string, partition: number): string => `${topic}\u0000${partition}`;
 const ASSIGN_PARTITIONS = -175; // ERR__ASSIGN_PARTITIONS: the rebalance callback's "these are yours now"
 
 const REVOKE_PARTITIONS = -174; // ERR__REVOKE_PARTITIONS
@@ -364,8 +366,8 @@ export function rebalanceListener(onAssignment: NonNullable<ConsumerOptions['onA
   const current = new Map<string, { topic: string; partition: number }>();
   return (event: { code?: number }, assignment: Array<{ topic: string; partition: number }>): void => {
     for (const { topic, partition } of assignment) {
-      if (event.code === ASSIGN_PARTITIONS) current.set(`${topic}\u0000${partition}`, { topic, partition });
-      else if (event.code === REVOKE_PARTITIONS) current.delete(`${topic}\u0000${partition}`);
+      if (event.code === ASSIGN_PARTITIONS) current.set(partitionKey(topic, partition), { topic, partition });
+      else if (event.code === REVOKE_PARTITIONS) current.delete(partitionKey(topic, partition));
     }
     if (event.code === ASSIGN_PARTITIONS) onAssignment([...current.values()]);
   };
@@ -426,6 +428,10 @@ class ConfluentConsumer implements KafkaConsumer {
 
   async run({ eachBatch, onPosition, onCrash }: ConsumerRunOptions): Promise<void> {
     const reported = new Map<string, bigint>();
+    /** Past the last record handed to eachBatch, per partition (a batch handed over again does not move it). */
+    const handedThrough = new Map<string, bigint>();
+    /** Each partition's position at the last idle poll, and how far records had been handed over then. */
+    const observed = new Map<string, { readonly offset: bigint; readonly handed: bigint | undefined }>();
     const report = (partitions: Array<{ topic: string; partition: number }>): void => {
       if (!onPosition || partitions.length === 0) return;
       let positions: ReturnType<NativeConsumer['position']>;
@@ -436,10 +442,18 @@ class ConfluentConsumer implements KafkaConsumer {
       }
       for (const { topic, partition, offset } of positions) {
         if (!(offset >= 0)) continue;
-        const key = `${topic}\u0000${partition}`;
-        if (reported.get(key) === BigInt(offset)) continue;
-        reported.set(key, BigInt(offset));
-        onPosition(topic, partition, BigInt(offset));
+        const key = partitionKey(topic, partition);
+        const next = BigInt(offset);
+        const before = observed.get(key);
+        const handed = handedThrough.get(key);
+        observed.set(key, { offset: next, handed });
+        // A fetch moves the position on a libuv thread before its messages reach eachBatch on the main one: read
+        // in between, the position runs ahead of records not handed over yet (a reader then stopped short of them).
+        // Only a position read again a poll later, with no new record handed over in between, is past markers alone.
+        if (before?.offset !== next || before.handed !== handed) continue;
+        if (reported.get(key) === next) continue;
+        reported.set(key, next);
+        onPosition(topic, partition, next);
       }
     };
     // Transaction markers never reach eachBatch, yet move the position: polled, as no batch reports them.
@@ -458,6 +472,12 @@ class ConfluentConsumer implements KafkaConsumer {
         eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
           inFlight++;
           lastActivity = Date.now();
+          const last = batch.messages.at(-1);
+          if (last) {
+            const key = partitionKey(batch.topic, batch.partition);
+            const through = BigInt(last.offset) + 1n;
+            if (through > (handedThrough.get(key) ?? -1n)) handedThrough.set(key, through);
+          }
           const messages: IncomingMessage[] = batch.messages.map((m) => ({
             key: m.key,
             value: m.value,
