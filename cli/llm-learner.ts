@@ -87,10 +87,15 @@ export async function spawnWithCheckpointChannel(python: string, args: readonly 
   while (stdio.length < CHECKPOINT_CHANNEL_FD) stdio.push('ignore');
   stdio[CHECKPOINT_CHANNEL_FD] = 'pipe';
   const child = spawn(python, args, { ...options, stdio });
-  const channel = child.stdio[CHECKPOINT_CHANNEL_FD] as Duplex;
-  void Promise.all([serveCheckpointChannel(channel, store), childExit(child)]).finally(() => store.close());
-  // The child's exit ends the channel even if the socket stays open elsewhere (a grandchild that inherited it).
-  void childExit(child).then(() => channel.destroy());
+  const channel = child.stdio[CHECKPOINT_CHANNEL_FD] as Duplex | null;
+  // An exit, or a spawn that failed (no 'exit' follows), ends the channel, even if a grandchild that inherited the
+  // socket still holds it open; the store is closed once the request in hand, if any, is answered.
+  const gone = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  void gone.then(() => channel?.destroy());
+  void Promise.all([channel ? serveCheckpointChannel(channel, store) : undefined, gone]).finally(() => store.close());
   return child;
 }
 

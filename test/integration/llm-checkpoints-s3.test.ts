@@ -95,3 +95,9 @@ test('a learner whose s3:// checkpoint bucket does not exist is not started: one
     (error: unknown) => error instanceof ConfigError && error.message.includes(`bucket "${bucket}" does not exist`),
   );
 });
+
+test('a learner that cannot be started releases the checkpoint store it was given (the file ends: nothing left open)', async () => {
+  const child = await spawnWithCheckpointChannel(join(tempDir('llm-ckpt-no-python'), 'python'), [], location(), { stdio: 'ignore' });
+  const failure = await new Promise<Error>((resolve) => child.once('error', resolve));
+  assert.match(failure.message, /ENOENT/);
+});
