@@ -25,7 +25,7 @@ from .checkpoint import LORA_FORMAT, STATE_FOLDER, adapter_bytes, adapter_metada
 from .kafka_io import ChangelogStore, DecodeError, TopicCodec, ensure_topics
 from .options import LearnerOptions
 from .samples import TrainingSample, llm_training_samples
-from .store_channel import open_checkpoints
+from .store_channel import Checkpoints, open_checkpoints
 
 #: Logical topic names (schemas/topics.ts).
 TOPICS = {"trajectories": "trajectories", "rewards": "rewards", "policyCheckpoints": "policy-checkpoints", "deadLetters": "dead-letters"}
@@ -145,6 +145,9 @@ class LlmLearner:
         self.stopping = False
         self.published = 0
         self.kafka = {"bootstrap.servers": options.brokers}
+        # Opened by _open; closed by run, however far _open got.
+        self.consumer: Optional[Consumer] = None
+        self.checkpoints: Optional[Checkpoints] = None
 
     # -- set-up ---------------------------------------------------------------------------------------------
 
@@ -200,9 +203,9 @@ class LlmLearner:
             if self._max_updates_reached():
                 log(f"published {self.published} checkpoints (max_updates); stopping")
         finally:
-            if hasattr(self, "consumer"):
+            if self.consumer is not None:
                 self.consumer.close()
-            if hasattr(self, "checkpoints"):
+            if self.checkpoints is not None:
                 self.checkpoints.close()
         return 0
 
