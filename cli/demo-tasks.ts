@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import type { SandboxPool } from '../connectors/sandbox/index.js';
 import { loadJobFile, runTaskJob } from '../pipelines/jobs/task-job/index.js';
 import { imageFor } from '../stack/index.js';
-import { bundledTasks, repoRoot } from './paths.js';
+import { bundledTasks, rejectsLocation, repoRoot } from './paths.js';
 
 /** The job whose tasks the demo learns on: program-repair tasks derived from HumanEval, split by problem. */
 export const HUMANEVAL_JOB = (): string => join(repoRoot(), 'tasks', 'jobs', 'humaneval-repair.yaml');
@@ -22,7 +22,7 @@ export async function demoTaskRows(dataDir: string, pool: SandboxPool, log: (lin
     return { file: bundledTasks(), note: `the HumanEval data set (${missing.join(', ')}) is not here: the demo uses the 31 bundled tasks, of which about 8 are held out, so its intervals are wide` };
   }
   const started = performance.now();
-  const report = await runTaskJob({ job, rejectsDir: join(dataDir, 'rejects'), dryRun: true, pool, imageFor, onProgress: () => {} });
+  const report = await runTaskJob({ job, rejectsDir: rejectsLocation({ 'data-dir': dataDir }), dryRun: true, pool, imageFor, onProgress: () => {} });
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, report.rows.map((row) => `${JSON.stringify(row)}\n`).join(''));
   log(`[tasks] derived ${report.rows.length} HumanEval repair tasks into ${file} (${((performance.now() - started) / 1000).toFixed(0)}s, once)`);

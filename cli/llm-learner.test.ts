@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { resolveLlmPolicyOptions } from '../policies/index.js';
 import { checkoutFile, ConfigError, ProcessExitError } from '../schemas/index.js';
 import { llmThreadShare } from '../stack/index.js';
-import { llmLearnerArgs, llmLearnerLaunch, llmLearnerProcess, llmServerRoot, localCheckpointRoot, loopLearnerFlags, servedGguf } from './llm-learner.js';
+import { learnerCheckpoints, llmLearnerArgs, llmLearnerLaunch, llmLearnerProcess, llmServerRoot, loopLearnerFlags, servedGguf } from './llm-learner.js';
 
 test('the learner gets the stack endpoints and names of this environment, and the caller\'s flags last', () => {
   const launch = llmLearnerLaunch(
@@ -23,9 +23,16 @@ test('the learner gets the stack endpoints and names of this environment, and th
   assert.throws(() => llmLearnerLaunch({ gguf: '/m.gguf', runId: 'r', batchSize: 1, sessionTimeoutMs: 6000, extraArgs: [] }, { TRIALRUN_TOPIC_PREFIX: '' }), /TRIALRUN_TOPIC_PREFIX is set but empty/);
 });
 
-test('the checkpoint store must be a local folder for the Python learner', () => {
-  assert.equal(localCheckpointRoot('/data/ckpt'), '/data/ckpt');
-  assert.throws(() => localCheckpointRoot('s3://bucket/ckpt'), (error: unknown) => error instanceof ConfigError && /writes a local checkpoint folder/.test(error.message));
+test('the Python learner writes a local folder itself and reaches an s3:// store through the checkpoint channel; other locations are refused by name', () => {
+  assert.equal(learnerCheckpoints('/data/ckpt'), '/data/ckpt');
+  assert.equal(learnerCheckpoints('file:///data/ckpt'), '/data/ckpt');
+  assert.equal(learnerCheckpoints('s3://bucket/ckpt'), 's3://bucket/ckpt');
+  assert.throws(() => learnerCheckpoints('s3://No_Bucket/ckpt'), (error: unknown) => error instanceof ConfigError && /^TRIALRUN_CHECKPOINTS: "No_Bucket" .* is not an S3 bucket name/.test(error.message));
+  assert.throws(() => learnerCheckpoints('gs://bucket/ckpt'), (error: unknown) => error instanceof ConfigError && /^TRIALRUN_CHECKPOINTS: no store for "gs:\/\/" locations/.test(error.message));
+  const launch = llmLearnerLaunch({ gguf: '/m.gguf', runId: 'r1', batchSize: 2, sessionTimeoutMs: 10_000, extraArgs: [] }, { TRIALRUN_CHECKPOINTS: 's3://bucket/ckpt' });
+  const args = llmLearnerArgs(launch);
+  assert.deepEqual(args.slice(args.indexOf('--checkpoints'), args.indexOf('--checkpoints') + 4), ['--checkpoints', 's3://bucket/ckpt', '--checkpoint-channel-fd', '3']);
+  assert.ok(!llmLearnerArgs({ ...launch, checkpoints: '/data/ckpt' }).includes('--checkpoint-channel-fd'), 'a folder needs no channel');
 });
 
 test('the GGUF is the one the llama.cpp server reports serving; a server that names none is a clear error', async () => {

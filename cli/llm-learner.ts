@@ -1,13 +1,15 @@
-import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { spawn, type ChildProcess, type IOType, type SpawnOptions } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
+import { openCheckpointStore, serveCheckpointChannel } from '../connectors/checkpoints/index.js';
 import { resolveKafkaOptions } from '../connectors/kafka/index.js';
 import { resolveRegistryUrl } from '../connectors/registry/index.js';
 import { servedModelPath } from '../connectors/llm/index.js';
 import type { ExternalLearner } from '../pipelines/loop/index.js';
 import { llmPolicyKind, type ResolvedLlmPolicyOptions } from '../policies/index.js';
-import { checkoutFile, ConfigError, errorMessage, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
+import { checkoutFile, ConfigError, errorMessage, isS3Url, parseS3Url, ProcessExitError, STACK_LLM_URL } from '../schemas/index.js';
 import { childExit, llmLearnerPython, llmLearnerVenvDir, llmThreadShare, stackPaths, stopChild } from '../stack/index.js';
 import { topicNamesFromEnv } from './context.js';
 import { checkpointsLocation } from './paths.js';
@@ -16,7 +18,10 @@ import { checkpointsLocation } from './paths.js';
 export interface LlmLearnerLaunch {
   /** The GGUF the model server serves. */
   readonly gguf: string;
-  /** The checkpoint store's root folder. */
+  /**
+   * The checkpoint store: a local folder the learner writes itself, or an `s3://` location, which the learner reaches
+   * only through this process (the checkpoint channel, `spawnWithCheckpointChannel`).
+   */
   readonly checkpoints: string;
   readonly brokers: readonly string[];
   readonly registryUrl: string;
@@ -28,12 +33,16 @@ export interface LlmLearnerLaunch {
   readonly extraArgs: readonly string[];
 }
 
+/** The descriptor on which a learner spawned with `spawnWithCheckpointChannel` finds its checkpoint channel. */
+export const CHECKPOINT_CHANNEL_FD = 3;
+
 /** The learner's command line after the python: the stack's endpoints and names first, the caller's flags last. */
 export function llmLearnerArgs(launch: LlmLearnerLaunch): string[] {
   return [
     '-m', 'trialrun_llm_learner',
     '--gguf', launch.gguf,
     '--checkpoints', launch.checkpoints,
+    ...(isS3Url(launch.checkpoints) ? ['--checkpoint-channel-fd', String(CHECKPOINT_CHANNEL_FD)] : []),
     '--brokers', launch.brokers.join(','),
     '--registry-url', launch.registryUrl,
     '--topic-prefix', launch.topicPrefix,
@@ -44,11 +53,50 @@ export function llmLearnerArgs(launch: LlmLearnerLaunch): string[] {
   ];
 }
 
-/** The checkpoint store as a folder: the Python learner writes the local layout only. */
-export function localCheckpointRoot(location: string): string {
+/**
+ * The checkpoint store as the Python learner is told it: a local folder (a `file:` URI as its path), which it writes
+ * itself, or an `s3://` location (checked here), which it reaches through the checkpoint channel. Any other scheme
+ * is refused by name.
+ */
+export function learnerCheckpoints(location: string, option = 'TRIALRUN_CHECKPOINTS'): string {
+  if (isS3Url(location)) {
+    parseS3Url(location, option);
+    return location;
+  }
   if (location.startsWith('file:')) return fileURLToPath(location);
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) throw new ConfigError(`the LLM learner writes a local checkpoint folder; TRIALRUN_CHECKPOINTS is ${location}`);
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) throw new ConfigError(`${option}: no store for "${location.split(':')[0]}://" locations (s3:// and local folders are)`);
   return location;
+}
+
+/**
+ * Spawns a learner process (`python args`) for the checkpoint store `checkpoints`. For an `s3://` store, the store is
+ * opened and checked first (a missing bucket or refused credentials is one ConfigError, before the learner starts),
+ * and the child gets a socket on descriptor CHECKPOINT_CHANNEL_FD over which this process publishes and reads its
+ * artifacts through that store (connectors/checkpoints/channel.ts), until the child exits. A local folder needs neither.
+ */
+export async function spawnWithCheckpointChannel(python: string, args: readonly string[], checkpoints: string, options: SpawnOptions & { stdio: IOType | Array<IOType | number> }): Promise<ChildProcess> {
+  if (!isS3Url(checkpoints)) return spawn(python, args, options);
+  const store = openCheckpointStore(checkpoints);
+  try {
+    await store.check();
+  } catch (error) {
+    store.close();
+    throw error;
+  }
+  const stdio = typeof options.stdio === 'string' ? [options.stdio, options.stdio, options.stdio] : [...options.stdio];
+  while (stdio.length < CHECKPOINT_CHANNEL_FD) stdio.push('ignore');
+  stdio[CHECKPOINT_CHANNEL_FD] = 'pipe';
+  const child = spawn(python, args, { ...options, stdio });
+  const channel = child.stdio[CHECKPOINT_CHANNEL_FD] as Duplex | null;
+  // An exit, or a spawn that failed (no 'exit' follows), ends the channel, even if a grandchild that inherited the
+  // socket still holds it open; the store is closed once the request in hand, if any, is answered.
+  const gone = new Promise<void>((resolve) => {
+    child.once('exit', () => resolve());
+    child.once('error', () => resolve());
+  });
+  void gone.then(() => channel?.destroy());
+  void Promise.all([channel ? serveCheckpointChannel(channel, store) : undefined, gone]).finally(() => store.close());
+  return child;
 }
 
 /** The GGUF file the llama.cpp server at `rootUrl` serves (its /props `model_path`), so the learner trains those weights. */
@@ -68,7 +116,7 @@ export const llmServerRoot = (env: NodeJS.ProcessEnv = process.env): string => (
 export function llmLearnerLaunch(options: { gguf: string; runId: string; batchSize: number; sessionTimeoutMs: number; extraArgs: readonly string[] }, env: NodeJS.ProcessEnv = process.env): LlmLearnerLaunch {
   return {
     ...options,
-    checkpoints: localCheckpointRoot(checkpointsLocation(env)),
+    checkpoints: learnerCheckpoints(checkpointsLocation(env)),
     brokers: resolveKafkaOptions({}, env).brokers,
     registryUrl: resolveRegistryUrl({}, env),
     topicPrefix: topicNamesFromEnv(env).prefix,
@@ -84,9 +132,9 @@ export function llmLearnerVenv(): Promise<string> {
 }
 
 /** The Python learner's process, run from its package folder, which is its import path. */
-function spawnLlmLearner(python: string, launch: LlmLearnerLaunch, stdio: StdioOptions): ChildProcess {
+function spawnLlmLearner(python: string, launch: LlmLearnerLaunch, stdio: IOType | Array<IOType | number>): Promise<ChildProcess> {
   const folder = checkoutFile('llm-learner');
-  return spawn(python, llmLearnerArgs(launch), { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio });
+  return spawnWithCheckpointChannel(python, llmLearnerArgs(launch), launch.checkpoints, { cwd: folder, env: { ...process.env, PYTHONPATH: folder, PYTHONUNBUFFERED: '1' }, stdio });
 }
 
 /**
@@ -102,7 +150,7 @@ export const LLM_LEARNER_STOP_GRACE_MS = 600_000;
  * exit status (128 + signal number when a signal ended it).
  */
 export async function runLlmLearner(python: string, launch: LlmLearnerLaunch): Promise<number> {
-  const child = spawnLlmLearner(python, launch, 'inherit');
+  const child = await spawnLlmLearner(python, launch, 'inherit');
   let stopping = false;
   const forward = (): void => {
     if (stopping) child.kill('SIGKILL');
@@ -138,7 +186,7 @@ export function llmLearnerProcess(python: string, launch: LlmLearnerLaunch, logF
       mkdirSync(dirname(logFile), { recursive: true });
       const log = openSync(logFile, 'a');
       try {
-        child = spawnLlmLearner(python, launch, ['ignore', log, log]);
+        child = await spawnLlmLearner(python, launch, ['ignore', log, log]);
       } finally {
         closeSync(log);
       }
@@ -200,7 +248,7 @@ export async function loopLlmLearner(options: {
   const launch: LlmLearnerLaunch = {
     ...llmLearnerLaunch({ gguf: await servedGguf(llmServerRoot()), runId: options.runId, batchSize: options.batchSize, sessionTimeoutMs: 10_000, extraArgs }),
     topicPrefix: options.topicPrefix,
-    checkpoints: localCheckpointRoot(options.checkpoints),
+    checkpoints: learnerCheckpoints(options.checkpoints),
   };
   return llmLearnerProcess(python, launch, join(stackPaths().stateDir, 'logs', `llm-learner-${options.runId}.log`));
 }

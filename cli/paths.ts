@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { openTreeStore, type TreeStore } from '../connectors/artifacts/index.js';
 import { openCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
-import { openBlobStore } from '../connectors/storage/index.js';
+import { locationChild, openBlobStore, outputFile, type OutputFile } from '../connectors/storage/index.js';
 import { checkoutRoot, isS3Url, parseS3Url } from '../schemas/index.js';
 import { stackPaths } from '../stack/index.js';
 import type { OptionValues } from './options.js';
@@ -40,16 +40,29 @@ export function lakeLocation(values: OptionValues = {}, env: NodeJS.ProcessEnv =
 export const dataDirHelp = (): string => `the analytics lake: a folder or s3://bucket/prefix (default: $TRIALRUN_LAKE, else $TRIALRUN_DATA_DIR, else ${dataDir()})`;
 
 /**
- * Where task jobs put their rejects files (`<jobRunId>.jsonl`): TRIALRUN_REJECTS (a folder or `s3://bucket/prefix`,
- * checked here), else `rejects` under the data folder.
+ * Where rejects files go (a task job's `<jobRunId>.jsonl`, `import`'s, ...): TRIALRUN_REJECTS (a folder or
+ * `s3://bucket/prefix`, checked here), else `rejects` beside the lake a `--data-dir s3://...` names, else `rejects`
+ * under the data folder.
  */
 export function rejectsLocation(values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): string {
   const given = env.TRIALRUN_REJECTS;
-  if (given === undefined || given === '') return join(dataDir(values, env), 'rejects');
+  if (given === undefined || given === '') {
+    const dataDirOption = values['data-dir'];
+    if (typeof dataDirOption === 'string' && isS3Url(dataDirOption)) return locationChild(lakeLocation(values, env), 'rejects');
+    return join(dataDir(values, env), 'rejects');
+  }
   if (!isS3Url(given)) return resolve(given);
   parseS3Url(given, 'TRIALRUN_REJECTS');
   return given;
 }
+
+/**
+ * The rejects file `name` of a command that writes one itself (`import`): in rejectsLocation, a local file or an
+ * object put whole when the command publishes it. The command calls `check()` before it reads anything, so an `s3://`
+ * location that does not answer is one line, and `close()` when done.
+ */
+export const rejectsOutput = (name: string, values: OptionValues = {}, env: NodeJS.ProcessEnv = process.env): OutputFile =>
+  outputFile(locationChild(rejectsLocation(values, env), name), 'the rejects location (TRIALRUN_REJECTS)', { env });
 
 /** Policy artifacts: a folder under the state folder unless TRIALRUN_CHECKPOINTS names another store. */
 export const checkpointsLocation = (env: NodeJS.ProcessEnv = process.env): string => env.TRIALRUN_CHECKPOINTS ?? join(stateDir(env), 'checkpoints');

@@ -26,7 +26,7 @@ import { ConfigError, nowIso, type Task } from '../../schemas/index.js';
 import { imageFor, stackComponents, stackUp } from '../../stack/index.js';
 import type { Command } from '../command.js';
 import { intOption, numberOption, outputFile, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, dataDir } from '../paths.js';
+import { bundledTasks, dataDir, rejectsLocation } from '../paths.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
 import { openSandboxPool } from '../sandbox-backend.js';
 import { splitTasks } from './learn.js';
@@ -116,7 +116,8 @@ export const ceilingCommand: Command = {
     const settings = resolveCeilingSettings(values);
     const runId = `ceiling-${randomUUID().slice(0, 8)}`;
     const data = dataDir();
-    const prepared = await prepareTasks({ file: settings.taskFile, rejectsDir: join(data, 'rejects'), jobRunId: runId });
+    // The rejects location (TRIALRUN_REJECTS, maybe s3://) is checked by the task job before it reads a row.
+    const prepared = await prepareTasks({ file: settings.taskFile, rejectsDir: rejectsLocation(), jobRunId: runId });
     checkLabellable(prepared.tasks);
     const { train, held } = splitTasks(prepared.tasks, settings.evalPercent / 100);
     if (train.length === 0 || held.length === 0) throw new ConfigError(`${settings.taskFile}: need both training and held-out tasks, got ${train.length} and ${held.length} (rejected rows: ${prepared.rejectsFile})`);

@@ -19,7 +19,7 @@ import { processorContext } from '../context.js';
 import { demoTaskRows } from '../demo-tasks.js';
 import { formatExperiment, runExperiment, saveExperiment } from '../experiment.js';
 import { choiceOption, existingFile, intOption, LLM_HELP, LLM_OPTIONS, numberOption, policyChoice, requiredInt, stringOption, taskRowsFile, type OptionValues } from '../options.js';
-import { bundledTasks, checkpointsLocation, checkpointStore, checkStorageLocations, dataDir, repoRoot, stateDir, treeStore } from '../paths.js';
+import { bundledTasks, checkpointsLocation, checkpointStore, checkStorageLocations, dataDir, rejectsLocation, repoRoot, stateDir, treeStore } from '../paths.js';
 import { llmLearnerInstalled, loopLlmLearner } from '../llm-learner.js';
 import { loopWeightServer } from '../weight-server.js';
 import { endProgress, printProgress, progressLine } from '../progress.js';
@@ -30,7 +30,7 @@ import { LEARN_DEFAULTS, splitTasks, spreadSubset } from './learn.js';
 async function demoRepairTasks(taskFile: string | undefined, data: string, pool: Parameters<typeof demoTaskRows>[1], runId: string): Promise<{ file: string; tasks: readonly Task[] }> {
   const rows = taskFile ? { file: taskFile, note: null } : await demoTaskRows(data, pool, (line) => void process.stderr.write(`${line}\n`));
   if (rows.note) process.stderr.write(`[demo] ${rows.note}\n`);
-  return { file: rows.file, tasks: (await prepareTasks({ file: rows.file, rejectsDir: join(data, 'rejects'), jobRunId: runId })).tasks };
+  return { file: rows.file, tasks: (await prepareTasks({ file: rows.file, rejectsDir: rejectsLocation({ 'data-dir': data }), jobRunId: runId })).tasks };
 }
 
 export function formatSummary(summary: LoopSummary): string {
@@ -222,7 +222,7 @@ export const demoCommand: Command = {
     const pool = openSandboxPool(sandbox);
     // After stack up: a Harbor job builds its task images FROM the sandbox images and runs solve.sh in sandboxes.
     const agent = demoAgent(values);
-    const jobTasks = workspaceJob ? await workspaceJobTasks(workspaceJob, join(settings.dataDir, 'rejects'), '--tasks', pool) : undefined;
+    const jobTasks = workspaceJob ? await workspaceJobTasks(workspaceJob, rejectsLocation({ 'data-dir': settings.dataDir }), '--tasks', pool) : undefined;
     // With an agent program the workspace tasks run in agent-command/v1, in the program's image where it names one.
     const tasks = agent && jobTasks ? jobTasks.map((task) => ({ ...task, envId: AGENT_COMMAND_ENV, ...(agent.image ? { image: agent.image } : {}) })) : jobTasks;
     const gateway = agent && settings.llm ? await LlmGateway.start({ baseUrl: settings.llm.baseUrl, upstreamApiKey: settings.llm.apiKey, defaultMaxTokens: settings.llm.maxTokensPerTurn }) : null;

@@ -32,9 +32,11 @@ export interface CheckpointStore {
   list(policyId: string): Promise<Array<{ version: number; artifact: CheckpointArtifact }>>;
   /** Resolves while the store answers; a ConfigError naming what is wrong when it does not (BlobStore.check). */
   check(): Promise<void>;
+  /** Releases the store's connections (BlobStore.close); it is not used after. */
+  close(): void;
 }
 
-/** `<policy>/v<N>-<sha256>.bin`, what this store and the Python LLM learner write. */
+/** `<policy>/v<N>-<sha256>.bin`, what this store and the Python LLM learner (in a local folder) write. */
 const ARTIFACT_KEY = /^v(\d+)-([0-9a-f]{64})\.bin$/;
 
 /** Checkpoints as `<policyId>/v<version>-<sha256>.bin` in a BlobStore, each created once (a conditional create). */
@@ -43,6 +45,10 @@ export class BlobCheckpointStore implements CheckpointStore {
 
   check(): Promise<void> {
     return this.blobs.check();
+  }
+
+  close(): void {
+    this.blobs.close();
   }
 
   async put(policyId: string, version: number, data: Buffer, format: string | null = null): Promise<CheckpointArtifact> {

@@ -6,10 +6,11 @@ import torch
 
 from tiny import tiny_llama
 from trialrun_llm_learner.batch import BatchRows, build_rows, shared_prefixes
-from trialrun_llm_learner.checkpoint import LORA_FORMAT, ArtifactIntegrityError, adapter_bytes, adapter_metadata, put_artifact, read_adapter, read_verified
+from trialrun_llm_learner.checkpoint import LORA_FORMAT, ArtifactIntegrityError, adapter_bytes, adapter_metadata, read_adapter, read_verified
 from trialrun_llm_learner.objective import token_logprobs
 from trialrun_llm_learner.options import LearnerOptions
 from trialrun_llm_learner.samples import TrainingSample
+from trialrun_llm_learner.store_channel import FolderCheckpoints
 from trialrun_llm_learner.trainer import Trainer, peft_config_json
 
 
@@ -29,7 +30,7 @@ def test_the_artifact_is_the_whole_adapter_under_peft_s_names_in_float32_with_th
     assert "base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight" in state
     assert {k.split(".")[-3] for k in state} == set(LearnerOptions.lora_targets)
     metadata = adapter_metadata(peft_config=peft_config_json(trainer.config), base_model="smollm2-135m-instruct", base_sha256="ab" * 32, version=3, parent_version=2)
-    artifact = put_artifact(str(tmp_path), "llm", 3, adapter_bytes(state, metadata))
+    artifact = FolderCheckpoints(str(tmp_path)).put("llm", 3, adapter_bytes(state, metadata), LORA_FORMAT)
     path = Path(artifact["uri"].removeprefix("file://"))
     assert path.parent == tmp_path / "llm" and path.name == f"v3-{artifact['sha256']}.bin"
     assert artifact["bytes"] == path.stat().st_size and artifact["format"] == LORA_FORMAT
@@ -42,7 +43,7 @@ def test_the_artifact_is_the_whole_adapter_under_peft_s_names_in_float32_with_th
 
 
 def test_bytes_that_do_not_match_their_digest_are_never_loaded(tmp_path):
-    artifact = put_artifact(str(tmp_path), "llm", 1, b"adapter")
+    artifact = FolderCheckpoints(str(tmp_path)).put("llm", 1, b"adapter", LORA_FORMAT)
     Path(artifact["uri"].removeprefix("file://")).write_bytes(b"tampered")
     with pytest.raises(ArtifactIntegrityError, match="fails its sha256 check"):
         read_verified(artifact["uri"], artifact["sha256"])

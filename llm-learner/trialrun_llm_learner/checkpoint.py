@@ -2,7 +2,10 @@
 
 `<root>/<policyId>/v<N>-<sha256>.bin`, written to a temp file then renamed, so a reader never sees a partial
 artifact and a crash leaves only a temp file. The learner's optimizer state (not an artifact: nothing but the
-learner reads it) goes the same way under `<root>/llm-learner-state/`.
+learner reads it) goes the same way under `<root>/llm-learner-state/`. With a checkpoint store that is not a local
+folder (s3://), the same files are the learner's scratch copies, which its launcher publishes (store_channel.py).
+
+torch is imported only where tensors are handled, so the store functions (and store_channel.py) load without it.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, Optional
+from typing import TYPE_CHECKING, Mapping
 from urllib.parse import unquote, urlparse
 
-import torch
-
 from .digest import file_sha256
+
+if TYPE_CHECKING:
+    import torch
 
 #: CheckpointArtifact.format of a LoRA adapter (schemas/policy-checkpoint.ts).
 LORA_FORMAT = "lora-safetensors/v1"
@@ -48,12 +52,6 @@ def put_bytes(root: str, folder: str, version: int, data: bytes, suffix: str = "
     return path, sha256
 
 
-def put_artifact(root: str, policy_id: str, version: int, data: bytes, format: Optional[str] = LORA_FORMAT) -> dict[str, Any]:
-    """Writes an artifact; returns the CheckpointArtifact record (uri, sha256, bytes, format)."""
-    path, sha256 = put_bytes(root, policy_id, version, data)
-    return {"uri": path.as_uri(), "sha256": sha256, "bytes": len(data), "format": format}
-
-
 def read_verified(uri: str, sha256: str) -> bytes:
     """The bytes at a file: URI, checked against their sha256."""
     parsed = urlparse(uri)
@@ -82,6 +80,7 @@ def adapter_metadata(*, peft_config: str, base_model: str, base_sha256: str, ver
 
 def adapter_bytes(state: Mapping[str, torch.Tensor], metadata: Mapping[str, str]) -> bytes:
     """One safetensors file: the whole adapter (peft's tensor names), float32, with the contract's metadata."""
+    import torch
     from safetensors.torch import save
 
     return save({k: v.detach().to("cpu", torch.float32).contiguous() for k, v in state.items()}, metadata=dict(metadata))

@@ -21,10 +21,11 @@ from typing import Any, Optional
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from .batch import BatchRows, build_rows, failure_advantage
-from .checkpoint import adapter_bytes, adapter_metadata, file_sha256, put_artifact, put_bytes, read_adapter, read_verified, STATE_FOLDER
+from .checkpoint import LORA_FORMAT, STATE_FOLDER, adapter_bytes, adapter_metadata, file_sha256, read_adapter
 from .kafka_io import ChangelogStore, DecodeError, TopicCodec, ensure_topics
 from .options import LearnerOptions
 from .samples import TrainingSample, llm_training_samples
+from .store_channel import Checkpoints, open_checkpoints
 
 #: Logical topic names (schemas/topics.ts).
 TOPICS = {"trajectories": "trajectories", "rewards": "rewards", "policyCheckpoints": "policy-checkpoints", "deadLetters": "dead-letters"}
@@ -144,6 +145,9 @@ class LlmLearner:
         self.stopping = False
         self.published = 0
         self.kafka = {"bootstrap.servers": options.brokers}
+        # Opened by _open; closed by run, however far _open got.
+        self.consumer: Optional[Consumer] = None
+        self.checkpoints: Optional[Checkpoints] = None
 
     # -- set-up ---------------------------------------------------------------------------------------------
 
@@ -151,6 +155,7 @@ class LlmLearner:
         from .trainer import Trainer, peft_config_json
 
         started = time.perf_counter()
+        self.checkpoints = open_checkpoints(self.options.checkpoints, self.options.checkpoint_channel_fd, log, lambda: self.stopping)
         self.base_sha256 = file_sha256(self.options.gguf)
         self.trainer = Trainer(self.options, gguf_sha256=self.base_sha256)
         self.peft_config = peft_config_json(self.trainer.config)
@@ -178,10 +183,10 @@ class LlmLearner:
         state = self.join.state()
         adapter = optimizer = None
         if state["adapter"] is not None:
-            adapter, metadata = read_adapter(read_verified(state["adapter"]["uri"], state["adapter"]["sha256"]))
+            adapter, metadata = read_adapter(self.checkpoints.read(state["adapter"]["uri"], state["adapter"]["sha256"]))
             if metadata.get("base_sha256") != self.base_sha256:
                 raise RuntimeError(f"the committed adapter v{state['version']} was trained on another GGUF (base_sha256 {metadata.get('base_sha256')}, this one {self.base_sha256})")
-            optimizer = read_verified(state["optimizer"]["uri"], state["optimizer"]["sha256"])
+            optimizer = self.checkpoints.read(state["optimizer"]["uri"], state["optimizer"]["sha256"])
         self.trainer.load(adapter, optimizer)
         log(f"restored version {state['version']} and {len(self.join.ready())} joined samples waiting")
 
@@ -190,15 +195,18 @@ class LlmLearner:
     def run(self) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: setattr(self, "stopping", True))
-        self._open()
-        log(f"running on {self.topics['trajectories']} + {self.topics['rewards']}, batches of {self.options.batch_size}")
         try:
+            self._open()
+            log(f"running on {self.topics['trajectories']} + {self.topics['rewards']}, batches of {self.options.batch_size}, checkpoints to {self.checkpoints.location}")
             while not self.stopping and not self._max_updates_reached():
                 self._process(self.consumer.consume(num_messages=self.options.max_records_per_transaction, timeout=1.0))
             if self._max_updates_reached():
                 log(f"published {self.published} checkpoints (max_updates); stopping")
         finally:
-            self.consumer.close()
+            if self.consumer is not None:
+                self.consumer.close()
+            if self.checkpoints is not None:
+                self.checkpoints.close()
         return 0
 
     def _process(self, messages: Sequence[Any]) -> None:
@@ -285,12 +293,13 @@ class LlmLearner:
         result = self.trainer.update(rows)
         version = state["version"] + 1
         metadata = adapter_metadata(peft_config=self.peft_config, base_model=self.options.base_model, base_sha256=self.base_sha256, version=version, parent_version=state["version"])
-        artifact = put_artifact(self.options.checkpoints, self.options.policy_id, version, adapter_bytes(self.trainer.adapter_state(), metadata))
-        optimizer_path, optimizer_sha = put_bytes(self.options.checkpoints, STATE_FOLDER, version, self.trainer.optimizer_bytes(), ".optimizer.pt")
+        # Both are stored (on S3: published by the launcher) before the transaction that names them opens.
+        artifact = self.checkpoints.put(self.options.policy_id, version, adapter_bytes(self.trainer.adapter_state(), metadata), LORA_FORMAT)
+        optimizer = self.checkpoints.put(STATE_FOLDER, version, self.trainer.optimizer_bytes(), None, ".optimizer.pt")
         self.trainer_store.put(self.options.policy_id, {
             "version": version,
             "adapter": {"uri": artifact["uri"], "sha256": artifact["sha256"]},
-            "optimizer": {"uri": optimizer_path.as_uri(), "sha256": optimizer_sha},
+            "optimizer": {"uri": optimizer["uri"], "sha256": optimizer["sha256"]},
             "staleDropped": 0,
             "staleTrajectories": 0,
         })

@@ -24,8 +24,11 @@ class LearnerOptions:
     # Where things are.
     #: The GGUF file the model server serves (the weights trained are the weights sampled). Required.
     gguf: str = ""
-    #: The checkpoint store's root folder (cli/paths.ts checkpointsLocation). Required.
+    #: The checkpoint store (cli/paths.ts checkpointsLocation): a local folder the learner writes, or, with
+    #: checkpoint_channel_fd, the launcher's store (s3://...), which the learner reaches only through it. Required.
     checkpoints: str = ""
+    #: The descriptor of the launcher's checkpoint channel (store_channel.py); 0: none, the learner writes `checkpoints` itself.
+    checkpoint_channel_fd: int = 0
     #: Kafka bootstrap servers, comma-separated.
     brokers: str = "localhost:9092"
     #: The schema registry's Confluent-compatible API (the stack's Apicurio).
@@ -104,6 +107,11 @@ class LearnerOptions:
         need(self.gguf != "", "gguf: the GGUF file the model server serves is required")
         need(self.gguf == "" or os.path.isfile(self.gguf), f"gguf: {self.gguf!r} is not a file")
         need(self.checkpoints != "", "checkpoints: the checkpoint store's root folder is required")
+        need(self.checkpoint_channel_fd == 0 or self.checkpoint_channel_fd >= 3, f"checkpoint_channel_fd must be 0 (none) or a descriptor >= 3, got {self.checkpoint_channel_fd}")
+        need(
+            self.checkpoint_channel_fd != 0 or re.match(r"[A-Za-z][A-Za-z0-9+.-]*://", self.checkpoints) is None,
+            f"checkpoints: {self.checkpoints!r} is not a local folder; the learner publishes there only through its launcher (trialrun run llm-learner), which passes --checkpoint-channel-fd",
+        )
         need(re.fullmatch(r"[A-Za-z0-9._-]+", self.topic_prefix) is not None, f"topic_prefix: {self.topic_prefix!r} may only hold letters, digits, '.', '_' and '-' (and not be empty)")
         need(re.fullmatch(r"[a-z0-9][a-z0-9._-]*", self.policy_id) is not None, f"policy_id: {self.policy_id!r} is not usable as a checkpoint folder name")
         need(self.run_id != "", "run_id must not be empty")

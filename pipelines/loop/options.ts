@@ -19,6 +19,8 @@ export interface LoopOptions {
   agentProgram?: AgentProgramDeps;
   /** Where Parquet files and rejects go. */
   dataDir: string;
+  /** Where the rejects file of `taskFile`'s task job goes: a folder or `s3://bucket/prefix`. @default `<dataDir>/rejects` */
+  rejectsDir?: string;
   pool: SandboxPool;
   imageFor: (recipe: string) => string;
   /** Where the learner writes checkpoint artifacts and workers read them. */
@@ -176,7 +178,7 @@ export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
   let source = options.tasks;
   if (!source) {
     if (!options.taskFile) throw new ConfigError('LoopOptions: give either tasks or taskFile');
-    const prepared = await prepareTasks({ file: options.taskFile, rejectsDir: join(options.dataDir, 'rejects'), jobRunId: runId });
+    const prepared = await prepareTasks({ file: options.taskFile, rejectsDir: options.rejectsDir ?? join(options.dataDir, 'rejects'), jobRunId: runId });
     rejectedRows = prepared.rejected + prepared.duplicates;
     rejectsFile = prepared.rejectsFile;
     source = prepared.tasks;

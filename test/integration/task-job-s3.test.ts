@@ -58,6 +58,19 @@ test('runTaskJob puts its rejects, tasks and rows files on S3 when they name s3:
   assert.ok(report.stages.find((stage) => stage.stage === 'build')!.notes.includes(`tasks written to ${where}/out/tasks.jsonl`));
 });
 
+test('a job that fails part-way still puts its rejects so far on S3, and says where', async () => {
+  const dir = tempDir('task-job-s3-failed');
+  const where = prefix();
+  const rows = rowsFile(dir);
+  const job = resolveJob({ name: 'it-s3-failed', importer: 'repair-rows', sources: [{ path: rows }] }, dir);
+  const progress: string[] = [];
+  // The tasks file's folder is a file: the build stage fails, after read, validate and dedup turned three rows away.
+  await assert.rejects(runTaskJob({ job, rejectsDir: `${where}/rejects`, tasksFile: join(rows, 'tasks.jsonl'), dryRun: true, jobRunId: 'run-failed', onProgress: (line) => progress.push(line) }), /ENOTDIR|EEXIST/);
+  const rejects = await objectLines(`${where}/rejects/run-failed.jsonl`);
+  assert.deepEqual(rejects.map((reject) => reject.row), [5, 6, 7], 'the duplicate and the two bad rows, as a finished job would have put them');
+  assert.ok(progress.includes(`the job failed; its 3 reject(s) so far are in ${where}/rejects/run-failed.jsonl`), progress.join('\n'));
+});
+
 test('a rejects destination on a bucket that does not exist stops the job before it reads a row, naming the setting', async () => {
   const dir = tempDir('task-job-s3-missing');
   const job = resolveJob({ name: 'it-s3-missing', importer: 'repair-rows', sources: [{ path: join(dir, 'never-read.jsonl') }] }, dir);

@@ -169,6 +169,9 @@ export async function runTaskJob(options: TaskJobOptions): Promise<TaskJobReport
       rows,
       seconds: (performance.now() - started) / 1000,
     };
+  } catch (error) {
+    await outputs.publishRejectsOfFailedJob(rejects, run.progress);
+    throw error;
   } finally {
     rejects.close();
     outputs.close();

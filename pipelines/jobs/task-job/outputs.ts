@@ -1,4 +1,6 @@
+import type { RejectsFile } from '../../../connectors/files/index.js';
 import { locationChild, outputFile, type OutputFile } from '../../../connectors/storage/index.js';
+import { errorMessage } from '../../../schemas/index.js';
 
 /** A job's output files: the rejects file and any others it was asked for, each local or put on S3 when the job ends. */
 export interface JobOutputs {
@@ -9,6 +11,13 @@ export interface JobOutputs {
   check(): Promise<void>;
   /** Hands every finished file to its destination. */
   publish(): Promise<void>;
+  /**
+   * After the job failed part-way: the rejects file, as far as the job got, still goes to its destination (the rows
+   * turned away before the failure are what a user fixing them needs; a local file is already where it belongs). The
+   * tasks and rows files, incomplete, do not. Says on `progress` where the rejects are, or why they could not be put
+   * there: the job's own error is the one its caller throws.
+   */
+  publishRejectsOfFailedJob(rejects: RejectsFile, progress: (line: string) => void): Promise<void>;
   close(): void;
 }
 
@@ -26,6 +35,14 @@ export function jobOutputs(rejectsDir: string, jobRunId: string, files: { tasksF
     },
     publish: async () => {
       for (const file of all) await file.publish();
+    },
+    publishRejectsOfFailedJob: async (file, progress) => {
+      file.close();
+      try {
+        progress(`the job failed; its ${file.count} reject(s) so far are in ${await rejects.publish()}`);
+      } catch (error) {
+        progress(`the job failed, and its ${file.count} reject(s) so far could not be put at ${rejects.destination}: ${errorMessage(error)}`);
+      }
     },
     close: () => {
       for (const file of all) file.close();

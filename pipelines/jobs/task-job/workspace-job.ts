@@ -278,6 +278,9 @@ export async function runWorkspaceJob(options: WorkspaceJobOptions): Promise<Tas
       rows: [],
       seconds: (performance.now() - started) / 1000,
     };
+  } catch (error) {
+    await outputs.publishRejectsOfFailedJob(rejects, progress);
+    throw error;
   } finally {
     rejects.close();
     outputs.close();
