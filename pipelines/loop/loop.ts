@@ -3,7 +3,7 @@ import type { Task, TopicKey } from '../../schemas/index.js';
 import { AnalyticsSink } from '../analytics-sink/index.js';
 import { createLearner } from '../learner/index.js';
 import { createRewardProcessor } from '../reward/index.js';
-import { createRolloutWorkerLanes, llmTaskTimeoutMs, PolicyTracker } from '../rollout-worker/index.js';
+import { createRolloutWorkerLanes, PolicyTracker } from '../rollout-worker/index.js';
 import { GlobalTable, prepareTopics, sleep, type Accept, type ProcessorContext, type TypedRecord } from '../runtime/index.js';
 import { publishTasks } from '../jobs/task-job/index.js';
 import { createVerifierProcessor } from '../verifier/index.js';
@@ -66,7 +66,7 @@ async function balancedGroups(groups: readonly LoopGroup[], signal: AbortSignal,
  * learner when the policy trains here, the sink, and weight sync when a server is given.
  */
 async function buildProcessors(context: ProcessorContext, options: LoopOptions, resolved: ResolvedLoop, onServed: (version: number) => void) {
-  const { runId, groupSize, settings, policyId, envIds, trainable, batchSize, concurrentEpisodes, rolloutWorkers, tasksPerWorker, maxInFlight } = resolved;
+  const { runId, groupSize, settings, policyId, envIds, rolloutWorkers, maxInFlight, rolloutWorker, learner: learnerSettings } = resolved;
   const tasksTable = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
   const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: options.checkpoints, policyId: options.policyId, settings });
   const committed = (processor: { metrics: { committed: ReadonlyMap<string, number> } }, key: TopicKey): number => processor.metrics.committed.get(context.names.name(key)) ?? 0;
@@ -85,16 +85,14 @@ async function buildProcessors(context: ProcessorContext, options: LoopOptions, 
   const ownTask: Accept<'tasks'> = (record) => BigInt(record.offset) >= (ends.tasks.get(record.partition) ?? 0n);
   const ownRecord = (record: TypedRecord<'trajectories' | 'verifications' | 'rewards'>): boolean => record.value.lineage.runId === runId;
   const workers = Array.from({ length: rolloutWorkers }, (_, i) =>
-    createRolloutWorkerLanes(context, { runId, agentProgram: options.agentProgram, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, groupSize, maxTurns: options.maxTurns, instanceId: String(i), concurrency: concurrentEpisodes, lanes: tasksPerWorker, timeoutMs: options.llm ? llmTaskTimeoutMs(options.llm, groupSize) : undefined, admit, accept: ownTask }),
+    createRolloutWorkerLanes(context, { ...rolloutWorker, runId, agentProgram: options.agentProgram, pool: options.pool, imageFor: options.imageFor, policies, envIds, trees: options.trees, instanceId: String(i), admit, accept: ownTask }),
   ).flat();
   const verifiers = Array.from({ length: resolved.verifiers }, (_, i) =>
     createVerifierProcessor(context, { runId, pool: options.pool, imageFor: options.imageFor, tasks: tasksTable, trees: options.trees, instanceId: String(i), ...(options.referenceRuns === undefined ? {} : { referenceRuns: options.referenceRuns }), accept: ownRecord }),
   );
   const verifiersDeadLettered = (): number => verifiers.reduce((sum, v) => sum + v.metrics.deadLettered, 0);
   const reward = createRewardProcessor(context, { accept: ownRecord });
-  const learner = trainable
-    ? createLearner(context, { runId, store: options.checkpoints, policyId: options.policyId, batchSize, learningRate: options.learningRate, epochs: options.epochs, maxStaleness: options.maxStaleness, accept: ownRecord })
-    : null;
+  const learner = learnerSettings ? createLearner(context, { ...learnerSettings, runId, store: options.checkpoints, accept: ownRecord }) : null;
   const sink = new AnalyticsSink(context, { dataDir: options.dataDir });
   const weightSync = options.weightServer ? createWeightSync(context, { server: options.weightServer, store: options.checkpoints, policyId, onServed }) : null;
   return { tasksTable, policies, committed, rolledOut, verifiersDeadLettered, ends, workers, verifiers, reward, learner, sink, weightSync };
