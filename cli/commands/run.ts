@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
-import { createLearner } from '../../pipelines/learner/index.js';
+import { createLearner, LEARNER_DEFAULTS, resolveLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
-import { createRolloutWorkerLanes, llmTaskTimeoutMs, PolicyTracker } from '../../pipelines/rollout-worker/index.js';
+import { createRolloutWorkerLanes, PolicyTracker, resolveRolloutWorker, ROLLOUT_WORKER_DEFAULTS } from '../../pipelines/rollout-worker/index.js';
 import { ENVIRONMENTS, PROGRAM_REPAIR_ENV } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyIds, policyKindFor } from '../../policies/index.js';
 import { DEFAULT_SESSION_TIMEOUT_MS, GlobalTable } from '../../pipelines/runtime/index.js';
@@ -36,9 +36,9 @@ export const runProcessorCommand: Command = {
   options: {
     instance: { type: 'string', default: '0' },
     'run-id': { type: 'string' },
-    'group-size': { type: 'string', default: '4' },
-    lanes: { type: 'string', default: '1' },
-    'batch-size': { type: 'string', default: '16' },
+    'group-size': { type: 'string', default: String(ROLLOUT_WORKER_DEFAULTS.groupSize) },
+    lanes: { type: 'string', default: String(ROLLOUT_WORKER_DEFAULTS.lanes) },
+    'batch-size': { type: 'string', default: String(LEARNER_DEFAULTS.batchSize) },
     'session-timeout-ms': { type: 'string', default: String(DEFAULT_SESSION_TIMEOUT_MS) },
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
     env: { type: 'string', default: PROGRAM_REPAIR_ENV },
@@ -77,8 +77,10 @@ export const runProcessorCommand: Command = {
     const envIds = (stringOption(values, 'env') ?? PROGRAM_REPAIR_ENV).split(',').map((id) => id.trim()).filter(Boolean);
     if (name !== 'rollout-worker' && (envIds.length !== 1 || envIds[0] !== PROGRAM_REPAIR_ENV)) throw new ConfigError(`--env goes with run rollout-worker, not run ${name}`);
     const weightServer = weightServerChoice(values, name === 'weight-sync');
-    // A policy that does not serve an expected environment stops here, before the stack or Kafka is touched.
+    // A policy that does not serve an expected environment, or a stage's bad setting, stops here, before the stack or Kafka is touched.
     if (name === 'rollout-worker') policyKindFor(policy.policyId, envIds.map((id) => ENVIRONMENTS.get(id).id), { llm: policy.llm });
+    const rolloutWorker = name === 'rollout-worker' ? resolveRolloutWorker({ groupSize, lanes, instanceId, llm: policy.llm }) : null;
+    const learner = name === 'learner' ? resolveLearner({ batchSize, instanceId }) : null;
     if (stringOption(values, 'gguf') !== undefined && name !== 'llm-learner') throw new ConfigError(`--gguf goes with run llm-learner, not run ${name}`);
     // An s3:// store that is malformed, missing or refuses these credentials stops here, before anything is consumed.
     await checkStorageLocations();
@@ -92,11 +94,11 @@ export const runProcessorCommand: Command = {
     const pool = new DockerSandboxPool();
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
-    if (name === 'rollout-worker') {
+    if (rolloutWorker) {
       await stackUp((line) => void process.stderr.write(`${line}\n`), llmServerFor(policy));
       const policies = await PolicyTracker.follow(context.kafka, context.serde, context.names, { store: checkpointStore(), policyId: policy.policyId, settings: { llm: policy.llm } });
       closers.push(() => policies.close());
-      const members = createRolloutWorkerLanes(context, { runId, pool, imageFor, policies, envIds, trees: treeStore(), instanceId, groupSize, sessionTimeoutMs, lanes, concurrency: policy.llm?.concurrentEpisodes, timeoutMs: policy.llm ? llmTaskTimeoutMs(policy.llm, groupSize) : undefined });
+      const members = createRolloutWorkerLanes(context, { ...rolloutWorker, runId, pool, imageFor, policies, envIds, trees: treeStore(), sessionTimeoutMs });
       processor = { start: async () => void (await Promise.all(members.map((lane) => lane.start()))), stop: async () => void (await Promise.all(members.map((lane) => lane.stop()))) };
     } else if (name === 'verifier') {
       const tasks = await GlobalTable.load(context.kafka, context.serde, context.names, 'tasks');
@@ -108,8 +110,8 @@ export const runProcessorCommand: Command = {
       // The stack's own llama.cpp server is brought up first: weight sync restarts it with each version.
       if (weightServer!.kind === 'llama.cpp' && weightServer!.url === STACK_LLM_URL) await stackUp((line) => void process.stderr.write(`${line}\n`), stackComponents({ llm: true }).slice(-1));
       processor = createWeightSync(context, { server: weightServerFor(weightServer!), store: checkpointStore(), sessionTimeoutMs, instanceId, onServed: (version, ms) => process.stderr.write(`[weight-sync] serving v${version} (${(ms / 1000).toFixed(1)} s after it was published)\n`) });
-    } else if (name === 'learner') {
-      processor = createLearner(context, { runId, store: checkpointStore(), batchSize, sessionTimeoutMs, instanceId });
+    } else if (learner) {
+      processor = createLearner(context, { ...learner, runId, store: checkpointStore(), sessionTimeoutMs });
     } else {
       process.stderr.write(`[${name}] landing Parquet files in ${lakeLocation()}\n`);
       processor = new AnalyticsSink(context, { dataDir: lakeLocation(), sessionTimeoutMs });

@@ -1,1 +1,2 @@
-export { createLearner, type LearnerOptions } from './learner.js';
+export { createLearner } from './learner.js';
+export { LEARNER_DEFAULTS, resolveLearner, type LearnerOptions, type LearnerSettings, type ResolvedLearner } from './options.js';

@@ -1,32 +1,10 @@
-import type { CheckpointStore } from '../../connectors/checkpoints/index.js';
-import { LINEAR_REPAIR_POLICY, policyKind, type PolicySample } from '../../policies/index.js';
-import { nowIso, oneOf, wholeNumber, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
+import { policyKind, type PolicySample } from '../../policies/index.js';
+import { nowIso, type PolicyCheckpoint, type PolicyDecision } from '../../schemas/index.js';
 import { failureAdvantage } from '../reward/index.js';
-import { StateStore, storeAnswers, StreamProcessor, type Accept, type MembershipOptions, type ProcessorContext } from '../runtime/index.js';
+import { StateStore, storeAnswers, StreamProcessor, type ProcessorContext } from '../runtime/index.js';
+import { resolveLearner, type LearnerOptions } from './options.js';
 
-export interface LearnerOptions extends MembershipOptions {
-  runId: string;
-  /** Where checkpoint artifacts are written. */
-  store: CheckpointStore;
-  /** Which policy kind to train. @default 'linear-repair' */
-  policyId?: string;
-  /** Samples (trajectories with their reward) per update. @default 16 */
-  batchSize?: number;
-  /** Samples whose policy version lags the learner by more than this are stale. @default 4 */
-  maxStaleness?: number;
-  /** 'drop' discards stale samples; 'importance-weight' keeps them at a weight that decays with their lag. @default 'drop' */
-  staleSamples?: 'drop' | 'importance-weight';
-  /** Adam step size. @default the policy kind's own (linear-repair 0.1, onnx-repair 0.03) */
-  learningRate?: number;
-  /** PPO clip range. @default 0.2 */
-  clip?: number;
-  /** Ascent steps on each batch (PPO epochs): more learning per sample, bounded by the clip. @default 1 */
-  epochs?: number;
-  /** Which trajectories and rewards this learner trains on; the others are committed past. @default all */
-  accept?: Accept<'trajectories' | 'rewards'>;
-  /** This instance's name (ProcessorOptions.instanceId): one is active, the others stand by. @default '0' */
-  instanceId?: string;
-}
+export type { LearnerOptions } from './options.js';
 
 /** A trajectory's learned choices and its reward, joined by trajectory id as each side arrives. */
 interface PendingSample {
@@ -57,15 +35,8 @@ interface TrainerState {
  * resumes without losing or double-counting a sample.
  */
 export function createLearner(context: ProcessorContext, options: LearnerOptions): StreamProcessor<'trajectories' | 'rewards'> {
-  const batchSize = options.batchSize ?? 16;
-  const epochs = options.epochs ?? 1;
-  const maxStaleness = options.maxStaleness ?? 4;
-  const staleSamples = options.staleSamples ?? 'drop';
-  wholeNumber('LearnerOptions.batchSize', batchSize, { min: 1 });
-  wholeNumber('LearnerOptions.epochs', epochs, { min: 1 });
-  wholeNumber('LearnerOptions.maxStaleness', maxStaleness, { min: 0 });
-  oneOf('LearnerOptions.staleSamples', staleSamples, ['drop', 'importance-weight']);
-  const kind = policyKind(options.policyId ?? LINEAR_REPAIR_POLICY);
+  const { policyId, batchSize, epochs, maxStaleness, staleSamples, learningRate, clip, instanceId } = resolveLearner(options);
+  const kind = policyKind(policyId);
 
   const pending = new StateStore<PendingSample>('pending', context.names.changelog('learner', 'pending'));
   const trainer = new StateStore<TrainerState>('trainer', context.names.changelog('learner', 'trainer'));
@@ -82,7 +53,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
 
   return new StreamProcessor(
     context,
-    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId: options.instanceId,
+    { name: 'learner', inputs: ['trajectories', 'rewards'], stores: [pending, trainer] as StateStore<unknown>[], maxRecordsPerTransaction: 50, accept: options.accept, sessionTimeoutMs: options.sessionTimeoutMs, instanceId,
       // A checkpoint that cannot be published while its store (S3) does not answer is not the sample's fault: the
       // transaction (its trainer state included) is aborted and redone once the store answers, nothing dead-lettered.
       hostAvailable: storeAnswers(options.store) },
@@ -132,7 +103,7 @@ export function createLearner(context: ProcessorContext, options: LearnerOptions
         trainer.put(kind.policyId, { ...encodeState(state), staleDropped });
         return [];
       }
-      const step = await kind.update(state.params, state.optimizer, samples, { learningRate: options.learningRate, clip: options.clip, epochs });
+      const step = await kind.update(state.params, state.optimizer, samples, { learningRate, clip, epochs });
       const version = state.version + 1;
       const params = kind.encodeParams(step.params);
       trainer.put(kind.policyId, { version, params: params.toString('base64'), optimizer: kind.encodeOptimizer(step.optimizer).toString('base64') });

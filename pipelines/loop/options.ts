@@ -8,6 +8,8 @@ import { ENVIRONMENTS, type AgentProgramDeps } from '../../envs/index.js';
 import { LINEAR_REPAIR_POLICY, policyKindFor, type ResolvedLlmPolicyOptions } from '../../policies/index.js';
 import { ConfigError, requireOption, wholeNumber, type Task } from '../../schemas/index.js';
 import { prepareTasks } from '../jobs/task-job/index.js';
+import { LEARNER_DEFAULTS, resolveLearner, type ResolvedLearner } from '../learner/index.js';
+import { resolveRolloutWorker, type ResolvedRolloutWorker } from '../rollout-worker/index.js';
 import type { ExternalLearner } from './external-learner.js';
 
 export interface LoopOptions {
@@ -146,19 +148,19 @@ export interface ResolvedLoop {
   readonly rejectsFile: string | null;
   /** Every environment the tasks name, registered and served by the policy. */
   readonly envIds: readonly string[];
-  /** Trained by the learner in this process. */
-  readonly trainable: boolean;
   /** The learner outside this process, for a policy trained there (llm). */
   readonly external: ExternalLearner | null;
   readonly schedule: 'streaming' | 'synchronous';
   readonly batchSize: number;
-  readonly concurrentEpisodes: number;
   readonly rolloutWorkers: number;
-  readonly tasksPerWorker: number;
   readonly verifiers: number;
   readonly maxInFlight: number;
   readonly untilVersion: number;
   readonly timeoutMs: number;
+  /** Every rollout worker's settings (concurrency: concurrentEpisodes; lanes: tasksPerWorker; each worker's instance id is its index). */
+  readonly rolloutWorker: ResolvedRolloutWorker;
+  /** The in-process learner's settings; null when the policy is not trained in this process. */
+  readonly learner: ResolvedLearner | null;
 }
 
 /**
@@ -167,7 +169,13 @@ export interface ResolvedLoop {
  */
 export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
   const runId = options.runId ?? randomUUID();
-  const groupSize = options.groupSize ?? 4;
+  const concurrentEpisodes = wholeNumber('LoopOptions.concurrentEpisodes', options.concurrentEpisodes ?? options.llm?.concurrentEpisodes ?? 1, { min: 1 });
+  const rolloutWorkers = wholeNumber('LoopOptions.rolloutWorkers', options.rolloutWorkers ?? 2, { min: 1 });
+  const tasksPerWorker = wholeNumber('LoopOptions.tasksPerWorker', options.tasksPerWorker ?? 1, { min: 1 });
+  const verifiers = wholeNumber('LoopOptions.verifiers', options.verifiers ?? 2, { min: 1 });
+  // The stages' own settings are checked by the stages' own resolvers, here, before the task file is read.
+  const rolloutWorker = resolveRolloutWorker({ groupSize: options.groupSize, maxTurns: options.maxTurns, concurrency: concurrentEpisodes, lanes: tasksPerWorker, llm: options.llm });
+  const { groupSize } = rolloutWorker;
   const settings = { llm: options.llm };
   const policyId = options.policyId ?? LINEAR_REPAIR_POLICY;
   // Checked before anything is published: an llm policy without its settings stops here.
@@ -191,14 +199,11 @@ export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
   if (options.externalLearner && trainedBy !== 'external') throw new ConfigError(`LoopOptions.externalLearner goes with a policy trained outside this process (llm), not ${policyId}`);
   const schedule = options.schedule ?? 'streaming';
   if (schedule !== 'streaming' && schedule !== 'synchronous') throw new ConfigError(`LoopOptions.schedule must be 'streaming' or 'synchronous', got ${String(schedule)}`);
-  const batchSize = options.batchSize ?? 16;
+  const batchSize = options.batchSize ?? LEARNER_DEFAULTS.batchSize;
+  const learner = trainedBy === true ? resolveLearner({ policyId, batchSize, learningRate: options.learningRate, epochs: options.epochs, maxStaleness: options.maxStaleness }) : null;
   if (schedule === 'synchronous' && (trainedBy !== true || batchSize % groupSize !== 0)) {
     throw new ConfigError(`LoopOptions.schedule 'synchronous' needs a policy trained in this process and a batchSize (${batchSize}) that is a multiple of groupSize (${groupSize})`);
   }
-  const concurrentEpisodes = wholeNumber('LoopOptions.concurrentEpisodes', options.concurrentEpisodes ?? options.llm?.concurrentEpisodes ?? 1, { min: 1 });
-  const rolloutWorkers = options.rolloutWorkers ?? 2;
-  const tasksPerWorker = wholeNumber('LoopOptions.tasksPerWorker', options.tasksPerWorker ?? 1, { min: 1 });
-  const verifiers = wholeNumber('LoopOptions.verifiers', options.verifiers ?? 2, { min: 1 });
   const maxInFlight = options.maxInFlight ?? Math.max(2 * batchSize, groupSize * rolloutWorkers * tasksPerWorker);
   requireOption(Number.isSafeInteger(maxInFlight) && maxInFlight >= groupSize, 'LoopOptions.maxInFlight', `a whole number >= groupSize (${groupSize})`, maxInFlight);
   const untilVersion = wholeNumber('LoopOptions.untilVersion', options.untilVersion ?? 0, { min: 0 });
@@ -214,16 +219,15 @@ export async function resolveLoop(options: LoopOptions): Promise<ResolvedLoop> {
     rejectedRows,
     rejectsFile,
     envIds,
-    trainable: trainedBy === true,
     external: trainedBy === 'external' ? (options.externalLearner ?? null) : null,
     schedule,
     batchSize,
-    concurrentEpisodes,
     rolloutWorkers,
-    tasksPerWorker,
     verifiers,
     maxInFlight,
     untilVersion,
     timeoutMs: options.timeoutMs ?? 1_800_000,
+    rolloutWorker,
+    learner,
   };
 }

@@ -12,6 +12,7 @@ import sys
 import pytest
 
 import agent
+from trialrun_agent import files as file_requests, protocol, system, zygote
 
 
 @pytest.fixture
@@ -20,7 +21,7 @@ def root(tmp_path):
 
 
 def refused(call, *args):
-    with pytest.raises(agent.Refused) as caught:
+    with pytest.raises(protocol.Refused) as caught:
         call(*args)
     return caught.value.reason, str(caught.value)
 
@@ -41,27 +42,27 @@ def refused(call, *args):
     ],
 )
 def test_bad_paths_are_refused_with_a_reason(root, path, says):
-    reason, message = refused(agent.checked_path, root, path)
+    reason, message = refused(file_requests.checked_path, root, path)
     assert reason == 'bad-path'
     assert says in message
 
 
 def test_a_path_that_is_not_a_string_is_refused(root):
-    assert refused(agent.checked_path, root, 7) == ('bad-path', 'path must be a string, got int')
+    assert refused(file_requests.checked_path, root, 7) == ('bad-path', 'path must be a string, got int')
 
 
 def test_a_symlink_out_of_the_folder_is_refused_and_one_inside_is_followed(root):
     os.symlink('/etc', os.path.join(root, 'out'))
     os.mkdir(os.path.join(root, 'pkg'))
     os.symlink('pkg', os.path.join(root, 'in'))
-    reason, message = refused(agent.checked_path, root, 'out/passwd')
+    reason, message = refused(file_requests.checked_path, root, 'out/passwd')
     assert reason == 'bad-path' and 'through a symlink (to /etc/passwd)' in message
-    assert agent.checked_path(root, 'in/mod.py') == os.path.join(root, 'pkg', 'mod.py')
+    assert file_requests.checked_path(root, 'in/mod.py') == os.path.join(root, 'pkg', 'mod.py')
 
 
 def test_names_with_any_text_are_fine(root):
     for name in ('-rf', 'new\nline.py', ' spaced ', 'x' * 255, 'a/./b', '__proto__'):
-        assert agent.checked_path(root, name).startswith(root + os.sep)
+        assert file_requests.checked_path(root, name).startswith(root + os.sep)
 
 
 def test_reads_say_why_they_fail(root):
@@ -71,7 +72,7 @@ def test_reads_say_why_they_fail(root):
     with open(os.path.join(root, 'big'), 'wb') as f:
         f.write(b'x' * 100)
     os.mkfifo(os.path.join(root, 'fifo'))
-    read = lambda path, limit=1000: agent.read_files({'dir': root, 'paths': [path], 'maxBytes': limit})  # noqa: E731
+    read = lambda path, limit=1000: file_requests.read_files({'dir': root, 'paths': [path], 'maxBytes': limit})  # noqa: E731
     assert refused(read, 'nope.py') == ('missing', 'no such file: nope.py')
     assert refused(read, 'big/x') == ('missing', 'no such file: big/x')
     assert refused(read, 'dir') == ('directory', 'dir is a directory, not a file')
@@ -82,19 +83,19 @@ def test_reads_say_why_they_fail(root):
 
 def test_a_refused_write_writes_nothing(root):
     files = {'good.py': 'x = 1\n', '/etc/bad': 'y'}
-    reason, _ = refused(agent.write_files, {'dir': root, 'files': files})
+    reason, _ = refused(file_requests.write_files, {'dir': root, 'files': files})
     assert reason == 'bad-path'
     assert not os.path.exists(os.path.join(root, 'good.py'))
-    assert refused(agent.write_files, {'dir': root, 'files': {'a.py': '\udc80'}})[0] == 'not-utf8'
-    assert refused(agent.write_files, {'dir': root, 'files': {'a.py': 3}})[0] == 'bad-content'
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'a.py': '\udc80'}})[0] == 'not-utf8'
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'a.py': 3}})[0] == 'bad-content'
 
 
 def test_write_failures_say_why(root):
-    agent.write_files({'dir': root, 'files': {'file': 'x'}})
-    assert refused(agent.write_files, {'dir': root, 'files': {'file/inner.py': 'x'}})[0] == 'not-a-file'
+    file_requests.write_files({'dir': root, 'files': {'file': 'x'}})
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'file/inner.py': 'x'}})[0] == 'not-a-file'
     os.mkdir(os.path.join(root, 'dir'))
-    assert refused(agent.write_files, {'dir': root, 'files': {'dir': 'x'}})[0] == 'directory'
-    assert refused(agent.write_files, {'dir': root, 'files': {'.': 'x'}}) == ('directory', '. is the folder itself, not a file')
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'dir': 'x'}})[0] == 'directory'
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'.': 'x'}}) == ('directory', '. is the folder itself, not a file')
 
 
 def test_snapshot_carries_every_name_as_bytes_and_symlinks_unfollowed(root):
@@ -113,7 +114,7 @@ def test_snapshot_carries_every_name_as_bytes_and_symlinks_unfollowed(root):
     with open(os.path.join(raw, b'big'), 'wb') as f:
         f.write(b'x' * 2000)
 
-    result = agent.snapshot({'dir': root, 'maxFileBytes': 1000, 'skipDirs': ['__pycache__']})
+    result = file_requests.snapshot({'dir': root, 'maxFileBytes': 1000, 'skipDirs': ['__pycache__']})
     decode = lambda entries: {base64.b64decode(e['path']): e for e in entries}  # noqa: E731
     files, links, skipped = decode(result['files']), decode(result['symlinks']), decode(result['skipped'])
     assert sorted(files) == sorted(names)
@@ -127,32 +128,32 @@ def test_snapshot_stops_carrying_at_its_byte_budget(root):
     for n in range(10):
         with open(os.path.join(root, 'f%d' % n), 'w') as f:
             f.write('y' * 100)
-    result = agent.snapshot({'dir': root, 'maxFileBytes': 1000, 'maxBytes': 350})
+    result = file_requests.snapshot({'dir': root, 'maxFileBytes': 1000, 'maxBytes': 350})
     assert len(result['files']) < 10
     assert len(result['files']) + len(result['skipped']) == 10
 
 
 def test_a_failed_write_leaves_the_old_file_and_no_scraps(root, monkeypatch):
-    agent.write_files({'dir': root, 'files': {'keep.py': 'old\n'}})
+    file_requests.write_files({'dir': root, 'files': {'keep.py': 'old\n'}})
 
     def full(*_):
         raise OSError(28, 'No space left on device')
 
-    monkeypatch.setattr(agent.os, 'replace', full)
-    assert refused(agent.write_files, {'dir': root, 'files': {'keep.py': 'new\n'}})[0] == 'no-space'
+    monkeypatch.setattr(os, 'replace', full)
+    assert refused(file_requests.write_files, {'dir': root, 'files': {'keep.py': 'new\n'}})[0] == 'no-space'
     assert os.listdir(root) == ['keep.py']
     with open(os.path.join(root, 'keep.py')) as f:
         assert f.read() == 'old\n'
 
 
 def test_snapshot_reports_folders_too_deep_as_skipped(root):
-    deep = os.path.join(root, *(['d'] * (agent.SNAPSHOT_MAX_DEPTH + 3)))
+    deep = os.path.join(root, *(['d'] * (file_requests.SNAPSHOT_MAX_DEPTH + 3)))
     os.makedirs(deep)
     with open(os.path.join(deep, 'leaf.py'), 'w') as f:
         f.write('x')
-    result = agent.snapshot({'dir': root})
+    result = file_requests.snapshot({'dir': root})
     reasons = {base64.b64decode(e['path']): e['reason'] for e in result['skipped']}
-    assert reasons == {b'/'.join([b'd'] * (agent.SNAPSHOT_MAX_DEPTH + 1)): 'nested more than 64 folders deep'}
+    assert reasons == {b'/'.join([b'd'] * (file_requests.SNAPSHOT_MAX_DEPTH + 1)): 'nested more than 64 folders deep'}
     assert result['files'] == []
 
 
@@ -170,7 +171,7 @@ def test_snapshot_reports_folders_too_deep_as_skipped(root):
     ],
 )
 def test_only_plain_python_module_and_script_commands_run_warm(argv, expected):
-    found = agent.python_command(argv, dict(os.environ))
+    found = zygote.python_command(argv, dict(os.environ))
     assert (found and found[1:]) == expected
     if found:
         assert found[0] == os.path.realpath(sys.executable)
@@ -195,7 +196,7 @@ def exec_all(requests):
 
 
 def stop_zygotes(agent_pid):
-    for pid in agent.live_children().get(agent_pid, []):
+    for pid in system.live_children().get(agent_pid, []):
         with open('/proc/%d/cmdline' % pid, 'rb') as f:
             if b'--zygote' in f.read().split(b'\0'):
                 os.kill(pid, signal.SIGSTOP)

@@ -1,0 +1,1 @@
+"""The trialrun sandbox agent, run by agent.py beside this folder (its docstring describes the protocol)."""
