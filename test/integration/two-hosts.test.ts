@@ -192,15 +192,12 @@ async function startOnA(processor: 'learner' | 'reward' | 'analytics-sink', env:
 
 interface Loop {
   readonly context: ProcessorContext;
-  readonly runId: string;
   readonly hostB: SecondHost;
-  readonly hostAEnv: NodeJS.ProcessEnv;
   /** The variables both hosts share (endpoints, topic prefix, s3:// locations, credentials). */
   readonly shared: Record<string, string>;
   readonly trees: BlobTreeStore;
   readonly published: Task[];
   readonly onA: ChildProcess[];
-  hostBWorkers: ChildProcess[];
 }
 
 /** Fresh tasks of the bundle, ids made unique per wave; every other one with all its trees claim-checked to S3. */
@@ -301,7 +298,7 @@ test('two hosts sharing only Kafka, the registry and S3: exact counts, checkpoin
   const blobs = new S3BlobStore(shared.TRIALRUN_ARTIFACTS!, s3);
   const trees = new BlobTreeStore(blobs);
   bundle = (await prepareTasks({ file: join(repoRoot(), 'tasks', 'repair-bundle.jsonl'), rejectsDir: join(hostAFolder, 'rejects') })).tasks;
-  const loop: Loop = { context, runId, hostB, hostAEnv, shared, trees, published: [], onA: [], hostBWorkers: [] };
+  const loop: Loop = { context, hostB, shared, trees, published: [], onA: [] };
 
   // Host B shares none of host A's folders: the stack's state, host A's state and data, this checkout's state.
   for (const folder of [stackPaths().stateDir, hostAFolder, join(repoRoot(), '.trialrun'), dirname(hostB.root)]) {
@@ -314,7 +311,8 @@ test('two hosts sharing only Kafka, the registry and S3: exact counts, checkpoin
 
   try {
     for (const processor of ['learner', 'reward', 'analytics-sink'] as const) loop.onA.push(await startOnA(processor, hostAEnv, runId));
-    loop.hostBWorkers = [await hostB.start('rollout-worker', runId), await hostB.start('verifier', runId)];
+    await hostB.start('rollout-worker', runId);
+    await hostB.start('verifier', runId);
     const startedAt = Date.now();
 
     // Phase 1: waves of tasks until host B has played a checkpoint that the learner on host A published. Each wave is
@@ -347,7 +345,8 @@ test('two hosts sharing only Kafka, the registry and S3: exact counts, checkpoin
     const doneAtCrash = await ofWave(crashWave);
     console.log(`# crashed host B (${killed} processes) with ${doneAtCrash} of ${crashWave.length * GROUP_SIZE} trajectories of the wave committed`);
     assert.ok(doneAtCrash < crashWave.length * GROUP_SIZE, 'the crash landed mid-wave');
-    loop.hostBWorkers = [await hostB.start('rollout-worker', runId), await hostB.start('verifier', runId)];
+    await hostB.start('rollout-worker', runId);
+    await hostB.start('verifier', runId);
 
     // Phase 2b: the S3 server stops under load (checkpoints, trees, the lake) and comes back.
     const outageWave = await wave(loop, ++index);
