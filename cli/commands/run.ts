@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { AnalyticsSink } from '../../pipelines/analytics-sink/index.js';
 import { createLearner, LEARNER_DEFAULTS, resolveLearner } from '../../pipelines/learner/index.js';
 import { createRewardProcessor } from '../../pipelines/reward/index.js';
@@ -17,6 +16,7 @@ import { processorContext } from '../context.js';
 import { LLM_HELP, LLM_OPTIONS, policyChoice, requiredInt, stringOption } from '../options.js';
 import { checkpointStore, checkStorageLocations, lakeLocation, treeStore } from '../paths.js';
 import { llmLearnerLaunch, llmLearnerVenv, llmServerRoot, runLlmLearner, servedGguf } from '../llm-learner.js';
+import { openSandboxPool, processorSandboxBackend } from '../sandbox-backend.js';
 import { WEIGHT_SERVER_HELP, WEIGHT_SERVER_OPTIONS, weightServerChoice, weightServerFor } from '../weight-server.js';
 
 const PROCESSORS = ['rollout-worker', 'verifier', 'reward', 'learner', 'llm-learner', 'analytics-sink', 'weight-sync'] as const;
@@ -43,6 +43,7 @@ export const runProcessorCommand: Command = {
     policy: { type: 'string', default: LINEAR_REPAIR_POLICY },
     env: { type: 'string', default: PROGRAM_REPAIR_ENV },
     gguf: { type: 'string' },
+    sandbox: { type: 'string' },
     ...LLM_OPTIONS,
     ...WEIGHT_SERVER_OPTIONS,
   },
@@ -56,6 +57,9 @@ export const runProcessorCommand: Command = {
     policy: `rollout-worker: policy kind rolled out, ${policyIds().join(', ')} (llm brings the stack's model server up unless --llm-url or LLM_BASE_URL names another)`,
     env: `rollout-worker: the environments whose tasks it rolls out, comma-separated (${ENVIRONMENTS.ids().join(', ')}); the policy must serve each`,
     gguf: 'llm-learner: the GGUF the model server serves (default: the model_path the llama.cpp server at LLM_BASE_URL or the stack\'s reports); flags after -- go to the learner as they are (llm-learner/README.md)',
+    sandbox:
+      'rollout-worker and verifier: sandbox backend, docker or process (bubblewrap, for a host without a Docker engine: copy there the image root file systems that ' +
+      '`trialrun sandbox rootfs` exports where Docker runs) (default: docker, whatever the policy: a verifier cannot know which policy wrote the code it runs)',
     ...LLM_HELP,
     ...WEIGHT_SERVER_HELP,
   },
@@ -82,6 +86,7 @@ export const runProcessorCommand: Command = {
     const rolloutWorker = name === 'rollout-worker' ? resolveRolloutWorker({ groupSize, lanes, instanceId, llm: policy.llm }) : null;
     const learner = name === 'learner' ? resolveLearner({ batchSize, instanceId }) : null;
     if (stringOption(values, 'gguf') !== undefined && name !== 'llm-learner') throw new ConfigError(`--gguf goes with run llm-learner, not run ${name}`);
+    const sandbox = processorSandboxBackend(values, name!);
     // An s3:// store that is malformed, missing or refuses these credentials stops here, before anything is consumed.
     await checkStorageLocations();
     // `topics create` makes the catalog as a whole; a processor on a prefix without it stops here.
@@ -91,7 +96,7 @@ export const runProcessorCommand: Command = {
       const gguf = stringOption(values, 'gguf') ?? (await servedGguf(llmServerRoot()));
       return runLlmLearner(await llmLearnerVenv(), llmLearnerLaunch({ gguf, runId, batchSize, sessionTimeoutMs, extraArgs: extra }));
     }
-    const pool = new DockerSandboxPool();
+    const pool = openSandboxPool(sandbox);
     const closers: Array<() => Promise<void>> = [() => pool.close()];
     let processor: Runnable;
     if (rolloutWorker) {
