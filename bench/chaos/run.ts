@@ -99,6 +99,8 @@ export interface KillRecord {
   readonly what: string;
   /** Seconds from the first task published. */
   readonly atSeconds: number;
+  /** Whether the part had work in hand when it died (its group, or for a broker or the engine any sandbox group, behind its input). */
+  readonly midWork: boolean;
   readonly downSeconds: number;
   /** Seconds from the restart to the part answering again (a processor saying it runs; null: it had not said so within 2 minutes). */
   readonly backAfterSeconds: number | null;
@@ -293,9 +295,18 @@ async function committedSignature(observer: KafkaPort, prefix: string, names: Pr
   }
 }
 
-/** Every group has committed past the last record of each of its inputs: under exactly once, every output is written. */
-async function drained(observer: ProcessorContext): Promise<boolean> {
-  for (const [group, inputs] of GROUP_INPUTS) {
+/** The groups whose work a kill of `target` interrupts: its own, or for a part beneath the processors, those running sandboxes. */
+function groupsHit(target: ChaosTarget): readonly ChaosProcessor[] {
+  if ((CHAOS_PROCESSORS as readonly string[]).includes(target)) return [target as ChaosProcessor];
+  return target === 'model-server' ? ['rollout-worker'] : ['rollout-worker', 'verifier'];
+}
+
+/**
+ * Every listed group (all by default) has committed past the last record of each of its inputs: under exactly
+ * once, every output of theirs is written. False while any has work in hand.
+ */
+async function drained(observer: ProcessorContext, groups: readonly ChaosProcessor[] = CHAOS_PROCESSORS): Promise<boolean> {
+  for (const [group, inputs] of GROUP_INPUTS.filter(([group]) => groups.includes(group))) {
     for (const key of inputs) {
       const past = await committedPastLastRecord(observer.kafka, `${observer.names.prefix}${group}`, observer.names.name(key)).catch(() => false);
       if (!past) return false;
@@ -409,11 +420,16 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       log(`t+${clock().toFixed(1)}s published ${batch.length} tasks`);
     };
     for (const [i, kill] of schedule.entries()) {
-      await publish(publishedWaves[i]!);
       await pause(kill.gapMs);
       if (ended()) break;
+      // A wave of tasks at the drawn moment, and the kill as soon as its target has work in hand from it (a minute
+      // at most): a kill of an idle part proves little.
+      await publish(publishedWaves[i]!);
+      const busyBy = performance.now() + 60_000;
+      let midWork = false;
+      while (!(midWork = !(await drained(observer, groupsHit(kill.target)))) && performance.now() < busyBy) await pause(1_000);
       killing = true;
-      const record = await killOnce(kill, parts, fleet, clock, log).finally(() => void (killing = false));
+      const record = await killOnce(kill, midWork, parts, fleet, clock, log).finally(() => void (killing = false));
       kills.push(record);
       lastKill = `${record.target} ${record.what} at t+${record.atSeconds.toFixed(1)}s`;
       // Down time is no stall: the clock starts again once the part is back.
@@ -469,7 +485,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
 }
 
 /** SIGKILLs one target, keeps it down for its drawn time, starts it again and waits for it to answer. */
-async function killOnce(kill: ScheduledKill, parts: ReturnType<typeof chaosParts>, fleet: ProcessorFleet, clock: () => number, log: (line: string) => void): Promise<KillRecord> {
+async function killOnce(kill: ScheduledKill, midWork: boolean, parts: ReturnType<typeof chaosParts>, fleet: ProcessorFleet, clock: () => number, log: (line: string) => void): Promise<KillRecord> {
   const at = clock();
   const note = (line: string): void => log(`  ${line}`);
   let what: string;
@@ -503,11 +519,11 @@ async function killOnce(kill: ScheduledKill, parts: ReturnType<typeof chaosParts
     what = `model server (pid ${pid})`;
     restart = () => timed(() => model.component.ensure(note));
   }
-  log(`t+${at.toFixed(1)}s killed ${kill.target} ${what}; down for ${(kill.downMs / 1000).toFixed(1)} s`);
+  log(`t+${at.toFixed(1)}s killed ${kill.target} ${what}${midWork ? ' with work in hand' : ' (idle: no work came within a minute)'}; down for ${(kill.downMs / 1000).toFixed(1)} s`);
   await pause(kill.downMs);
   const back = await restart();
   log(`t+${clock().toFixed(1)}s ${kill.target} started again${back === null ? ', not running 2 minutes later' : `, back after ${back.toFixed(1)} s`}`);
-  return { target: kill.target, what, atSeconds: Math.round(at * 10) / 10, downSeconds: kill.downMs / 1000, backAfterSeconds: back === null ? null : Math.round(back * 10) / 10 };
+  return { target: kill.target, what, atSeconds: Math.round(at * 10) / 10, midWork, downSeconds: kill.downMs / 1000, backAfterSeconds: back === null ? null : Math.round(back * 10) / 10 };
 }
 
 /** SIGKILLs a daemon's whole process group (the stack starts each daemon as a group leader), else the process alone. */
