@@ -3,7 +3,7 @@
  * of them, one broker, its Docker engine (and with --policy llm its model server) SIGKILLed once at seeded
  * moments and started again; then every record counted by id in Kafka and in the Parquet lake (bench/chaos/).
  * Prints what it killed when and the counts, saves bench/results/chaos-<client>.json, and exits non-zero on a
- * stall, a time-out or a count that is not exact.
+ * stall, a time-out, a count that is not exact or a process that died without being killed.
  *
  *   npm run chaos -- --seed 7 --client kafkajs --minutes 20
  */
@@ -63,4 +63,6 @@ writeFileSync(
   `${JSON.stringify({ bench: 'chaos', command, startedAt, finishedAt: new Date().toISOString(), node: process.version, cores: cpus().length, load: { start: Math.round(loadAtStart * 100) / 100, end: Math.round(loadavg()[0]! * 100) / 100 }, comparisons: [], chaos: result }, null, 2)}\n`,
 );
 process.stdout.write(`saved to ${path}\n`);
-process.exit(result.status === 'exact' ? 0 : 1);
+// A process that died by itself (a crash, a start that gave up) is a finding even where the counts came out exact.
+if (result.status === 'exact' && result.unexpectedExits.length > 0) process.stdout.write(`counts exact, but ${result.unexpectedExits.length} processes exited without being killed\n`);
+process.exit(result.status === 'exact' && result.unexpectedExits.length === 0 ? 0 : 1);

@@ -29,6 +29,7 @@ function assertExact(result: ChaosResult): void {
   assert.equal(result.lake!.checkpoints.records, result.kafka.checkpoints.records, 'every checkpoint landed');
   assert.equal(result.kafka.deadLetters!.other, 0, 'no dead letter but poison');
   assert.ok(result.kafka.deadLetters!.poison >= 1, 'the poison task was dead-lettered');
+  assert.deepEqual(result.unexpectedExits, [], 'no process died without being killed');
   assert.equal(result.status, 'exact');
 }
 
