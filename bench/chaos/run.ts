@@ -253,7 +253,7 @@ async function kafkaRecords(context: ProcessorContext): Promise<ChaosRecords> {
   return {
     trajectories: trajectories.map((t) => ({ taskId: t.lineage.taskId, attempt: t.lineage.attempt, trajectoryId: t.trajectoryId })),
     verifications,
-    rewards,
+    rewards: rewards.map((r) => ({ trajectoryId: r.trajectoryId, learn: (r.disposition ?? 'learn') === 'learn' })),
     checkpoints,
     deadLetters: deadLetters.map((d) => ({ stage: d.error.stage })),
   };
@@ -267,7 +267,7 @@ async function lakeRecords(dataDir: string): Promise<ChaosRecords> {
     return {
       trajectories: (await rows('SELECT task_id, attempt, trajectory_id FROM trajectories')).map(([taskId, attempt, trajectoryId]) => ({ taskId: String(taskId), attempt: Number(attempt), trajectoryId: String(trajectoryId) })),
       verifications: (await rows('SELECT trajectory_id FROM verifications')).map(([id]) => ({ trajectoryId: String(id) })),
-      rewards: (await rows('SELECT trajectory_id FROM rewards')).map(([id]) => ({ trajectoryId: String(id) })),
+      rewards: (await rows('SELECT trajectory_id, disposition FROM rewards')).map(([id, disposition]) => ({ trajectoryId: String(id), learn: disposition === 'learn' })),
       checkpoints: (await rows('SELECT version, parent_version FROM checkpoints')).map(([version, parent]) => ({ version: Number(version), parentVersion: parent === null ? null : Number(parent) })),
     };
   } finally {
@@ -471,7 +471,7 @@ export async function runChaos(options: ChaosOptions = {}): Promise<ChaosResult>
       log(fleet.tails());
     }
 
-    const expected = { taskIds: published.map((t) => t.taskId), groupSize: run.groupSize };
+    const expected = { taskIds: published.map((t) => t.taskId), groupSize: run.groupSize, batchSize: run.batchSize };
     const kafka = tallyChaos(expected, await kafkaRecords(observer));
     log(formatTally('Kafka', kafka));
     let lake: ChaosTally | null = null;

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { tallyChaos, type ChaosRecords } from './tally.js';
 
-const published = { taskIds: ['a', 'b'], groupSize: 2 };
+const published = { taskIds: ['a', 'b'], groupSize: 2, batchSize: 2 };
 const trajectories = [
   { taskId: 'a', attempt: 0, trajectoryId: 'ta0' },
   { taskId: 'a', attempt: 1, trajectoryId: 'ta1' },
@@ -12,7 +12,7 @@ const trajectories = [
 const exact: ChaosRecords = {
   trajectories,
   verifications: trajectories.map(({ trajectoryId }) => ({ trajectoryId })),
-  rewards: trajectories.map(({ trajectoryId }) => ({ trajectoryId })),
+  rewards: trajectories.map(({ trajectoryId }) => ({ trajectoryId, learn: true })),
   checkpoints: [{ version: 1, parentVersion: 0 }, { version: 2, parentVersion: 1 }],
   deadLetters: [{ stage: 'decode' }, { stage: 'validate' }],
 };
@@ -36,7 +36,7 @@ test('a sample rolled out twice (under a new trajectory id) is a duplicate; its 
 test('a lost reward, a reward twice, a gap in the chain and a dead letter that is not poison are each counted', () => {
   const tally = tallyChaos(published, {
     ...exact,
-    rewards: [{ trajectoryId: 'ta0' }, { trajectoryId: 'ta0' }, { trajectoryId: 'tb0' }, { trajectoryId: 'tb1' }],
+    rewards: [{ trajectoryId: 'ta0', learn: true }, { trajectoryId: 'ta0', learn: true }, { trajectoryId: 'tb0', learn: true }, { trajectoryId: 'tb1', learn: true }],
     checkpoints: [{ version: 1, parentVersion: 0 }, { version: 3, parentVersion: 2 }],
     deadLetters: [{ stage: 'handle' }],
   });
@@ -50,4 +50,12 @@ test('a checkpoint from the wrong parent breaks the chain; a version twice is a 
   const tally = tallyChaos(published, { ...exact, checkpoints: [{ version: 1, parentVersion: 0 }, { version: 2, parentVersion: 0 }, { version: 2, parentVersion: 1 }] });
   assert.equal(tally.checkpoints.brokenLinks, 1);
   assert.equal(tally.checkpoints.duplicated, 1);
+});
+
+test('one checkpoint per full batch of learnable rewards: one missing is not exact', () => {
+  const noSignal = { ...exact, rewards: exact.rewards.map((r, i) => ({ ...r, learn: i < 2 })) };
+  const tally = tallyChaos(published, noSignal);
+  assert.equal(tally.checkpoints.expected, 1, '2 learnable rewards, batches of 2');
+  assert.equal(tally.exact, false, 'two checkpoints where one batch was learnable');
+  assert.equal(tallyChaos(published, { ...noSignal, checkpoints: [{ version: 1, parentVersion: null }] }).exact, true, 'a first version has no parent');
 });

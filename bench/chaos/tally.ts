@@ -11,7 +11,8 @@ export interface ChaosRecords {
   /** One entry per trajectory record: its sample (task and attempt) and its id. */
   readonly trajectories: ReadonlyArray<{ readonly taskId: string; readonly attempt: number; readonly trajectoryId: string }>;
   readonly verifications: ReadonlyArray<{ readonly trajectoryId: string }>;
-  readonly rewards: ReadonlyArray<{ readonly trajectoryId: string }>;
+  /** `learn`: the reward goes to the learner (a group whose rewards all tie has no signal and does not). */
+  readonly rewards: ReadonlyArray<{ readonly trajectoryId: string; readonly learn: boolean }>;
   /** A checkpoint without a parent (null) is a first version's: version 1 from the initial policy. */
   readonly checkpoints: ReadonlyArray<{ readonly version: number; readonly parentVersion: number | null }>;
   /** Absent where the place does not keep them (the lake has no dead-letter table). */
@@ -34,7 +35,8 @@ export interface ChaosTally {
   readonly trajectories: KindCount;
   readonly verifications: KindCount;
   readonly rewards: KindCount;
-  readonly checkpoints: { readonly records: number; readonly duplicated: number; readonly brokenLinks: number; readonly newest: number };
+  /** `expected`: one update per full batch of the rewards that go to the learner. */
+  readonly checkpoints: { readonly expected: number; readonly records: number; readonly duplicated: number; readonly brokenLinks: number; readonly newest: number };
   readonly deadLetters: { readonly poison: number; readonly other: number } | null;
   /** Every count exact: nothing lost, duplicated or unexpected, one checkpoint chain, no dead letter but poison. */
   readonly exact: boolean;
@@ -63,7 +65,7 @@ const sampleId = (taskId: string, attempt: number): string => `${taskId}#${attem
  * Counts one place's records against the published tasks. Verifications and rewards are expected for the
  * trajectories found in the same place (a lost trajectory is counted once, as a trajectory).
  */
-export function tallyChaos(published: { readonly taskIds: readonly string[]; readonly groupSize: number }, records: ChaosRecords): ChaosTally {
+export function tallyChaos(published: { readonly taskIds: readonly string[]; readonly groupSize: number; readonly batchSize: number }, records: ChaosRecords): ChaosTally {
   const samples = new Set(published.taskIds.flatMap((taskId) => Array.from({ length: published.groupSize }, (_, attempt) => sampleId(taskId, attempt))));
   const trajectories = countIds(samples, records.trajectories.map((t) => sampleId(t.taskId, t.attempt)));
   const trajectoryIds = new Set(records.trajectories.map((t) => t.trajectoryId));
@@ -77,14 +79,15 @@ export function tallyChaos(published: { readonly taskIds: readonly string[]; rea
   let brokenLinks = 0;
   for (let version = 1; version <= newest; version++) if (!versions.has(version)) brokenLinks++;
   for (const c of records.checkpoints) if ((c.parentVersion ?? 0) !== c.version - 1) brokenLinks++;
-  const checkpoints = { records: records.checkpoints.length, duplicated: records.checkpoints.length - versions.size, brokenLinks, newest };
+  const learnable = new Set(records.rewards.filter((r) => r.learn).map((r) => r.trajectoryId)).size;
+  const checkpoints = { expected: Math.floor(learnable / published.batchSize), records: records.checkpoints.length, duplicated: records.checkpoints.length - versions.size, brokenLinks, newest };
 
   const deadLetters = records.deadLetters
     ? { poison: records.deadLetters.filter((d) => POISON_STAGES.has(d.stage)).length, other: records.deadLetters.filter((d) => !POISON_STAGES.has(d.stage)).length }
     : null;
   const exactKind = (k: KindCount): boolean => k.lost === 0 && k.duplicated === 0 && k.unexpected === 0;
   const exact =
-    exactKind(trajectories) && exactKind(verifications) && exactKind(rewards) && checkpoints.duplicated === 0 && checkpoints.brokenLinks === 0 && (deadLetters === null || deadLetters.other === 0);
+    exactKind(trajectories) && exactKind(verifications) && exactKind(rewards) && checkpoints.records === checkpoints.expected && checkpoints.duplicated === 0 && checkpoints.brokenLinks === 0 && (deadLetters === null || deadLetters.other === 0);
   return { trajectories, verifications, rewards, checkpoints, deadLetters, exact };
 }
 
@@ -92,6 +95,6 @@ export function tallyChaos(published: { readonly taskIds: readonly string[]; rea
 export function formatTally(place: string, tally: ChaosTally): string {
   const kind = (name: string, k: KindCount): string => `${name} ${k.records} of ${k.expected} (lost ${k.lost}, duplicated ${k.duplicated}${k.unexpected ? `, unexpected ${k.unexpected}` : ''})`;
   const letters = tally.deadLetters ? `; dead letters: ${tally.deadLetters.poison} poison, ${tally.deadLetters.other} other` : '';
-  const chain = `checkpoints ${tally.checkpoints.records} (v1..v${tally.checkpoints.newest}, duplicated ${tally.checkpoints.duplicated}, broken links ${tally.checkpoints.brokenLinks})`;
+  const chain = `checkpoints ${tally.checkpoints.records} of ${tally.checkpoints.expected} (v1..v${tally.checkpoints.newest}, duplicated ${tally.checkpoints.duplicated}, broken links ${tally.checkpoints.brokenLinks})`;
   return `${place}: ${kind('trajectories', tally.trajectories)}; ${kind('verifications', tally.verifications)}; ${kind('rewards', tally.rewards)}; ${chain}${letters}; ${tally.exact ? 'exact' : 'NOT EXACT'}`;
 }
