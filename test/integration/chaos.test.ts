@@ -33,7 +33,8 @@ function assertExact(result: ChaosResult): void {
   assert.equal(result.status, 'exact');
 }
 
-// kafkajs only for now: see the report of issue 46 for the confluent client under the same schedule.
+// kafkajs only: with the confluent client, processes died with SIGSEGV 75 s (the transaction deadline) after the
+// broker kill, though the counts stayed exact (docs/kafka.md, "Chaos"); the case comes back once that is fixed.
 for (const client of ['kafkajs'] as KafkaClientName[]) {
   test(`a short seeded chaos run: every part killed once, every count exact in Kafka and in the lake (${client})`, { timeout: 1_800_000 }, async () => {
     const result = await runChaos({ seed: '46', client, tasks: TASKS, groupSize: GROUP_SIZE, batchSize: 2, minutes: 25, meanGapSeconds: 12, stallSeconds: 150, log: (line) => console.log(`# ${line}`) });
