@@ -53,7 +53,7 @@ async function committedKeys(kafka: KafkaPort, topic: string): Promise<string[]>
   return keys.sort();
 }
 
-test('confluent: a transactional call asked for while its producer disconnects is refused, never run beside the destroy', { timeout: 300_000 }, async () => {
+test('confluent: a transactional call or a send asked for while its producer disconnects is refused, never run beside the destroy', { timeout: 300_000 }, async () => {
   const b = await bench('confluent');
   after(() => b.close());
   const rounds = 8;
@@ -66,7 +66,10 @@ test('confluent: a transactional call asked for while its producer disconnects i
     // steps, already scheduled, go on.
     const disconnected = producer.disconnect();
     const next = transaction.sendOffsets(b.consumer, [{ topic: b.topic, partition: 0, offset: String(round + 1) }]).then(() => transaction.commit());
-    await assert.rejects(next, (error: unknown) => error instanceof KafkaError && error.code === 'CLIENT_CLOSING' && isRetriable(error), `round ${round}`);
+    const lateRecords = transaction.sendBatch([{ topic: b.topic, messages: [{ key: `late-${round}`, value: Buffer.from('x') }] }]);
+    const closing = (error: unknown): boolean => error instanceof KafkaError && error.code === 'CLIENT_CLOSING' && isRetriable(error);
+    await assert.rejects(next, closing, `round ${round}`);
+    await assert.rejects(lateRecords, closing, `round ${round}: records sent after the disconnect began`);
     await disconnected;
   }
   assert.deepEqual(await committedKeys(b.kafka, b.topic), [], 'no transaction of a dropped producer committed');
