@@ -10,8 +10,10 @@ export interface EnvStep<Obs> {
   readonly result: ToolResult;
   readonly done: boolean;
   /**
-   * On the final step, whether the turn cap ended the episode rather than the agent (Gymnasium's `truncated`; an
-   * episode the agent ended, by submitting or answering, is `terminated`). False on every other step.
+   * On the final step, whether a budget of the environment's own ended the episode rather than the agent (Gymnasium's
+   * `truncated`: an agent program's wall time or its gateway budget); an episode the agent ended, by submitting or
+   * answering, is `terminated`. False on every other step. The turn cap is not the environment's: runEpisode applies
+   * it and ends the episode with `truncate`.
    */
   readonly truncated: boolean;
   /** Set on the final step: the files the verifier will score. */
@@ -24,10 +26,26 @@ export interface EnvStep<Obs> {
   readonly llm?: LlmCall;
 }
 
-/** Environments expose only init, step and close. */
+/** How an episode ends when it is cut off rather than ended by the agent: the files the verifier will score. */
+export interface EnvTruncation {
+  readonly finalFiles: FileTree;
+  /** Set with finalFiles when the workspace holds names or symlinks a FileTree cannot carry; none when absent. */
+  readonly finalExtras?: WorkspaceExtras;
+  /** Time taking the final files spent in the sandbox. */
+  readonly sandboxMs: number;
+}
+
+/** Environments expose init, step, truncate and close; the episode's end at the turn cap is decided by runEpisode, not here. */
 export interface Environment<Obs> {
   init(task: Task, signal?: AbortSignal): Promise<Obs>;
   step(action: ToolCall, signal?: AbortSignal): Promise<EnvStep<Obs>>;
+  /**
+   * Ends the episode where it stands, as the turn cap does (Gymnasium's `truncated`): stops whatever the environment
+   * runs for the agent and returns the final files, as a submit would take them. Called after init, at most once.
+   */
+  truncate(signal?: AbortSignal): Promise<EnvTruncation>;
+  /** The episode's turn cap (EnvDeps.maxTurns), which runEpisode enforces. */
+  readonly maxTurns: number;
   /** Releases the sandbox; safe to call more than once and after a failure. */
   close(): Promise<void>;
   /** Digest of the sandbox image, for lineage; null before init. */
@@ -51,7 +69,10 @@ export interface EnvDeps {
   readonly runId: string;
   /** Resolves a sandbox recipe name (e.g. 'python-repair') to its image tag. */
   readonly imageFor: (recipe: string) => string;
-  /** Episode length cap in tool calls. */
+  /**
+   * The episode's turn cap: every reply counts, valid or not. runEpisode enforces it (the one place an episode is cut
+   * off); an environment only shows it in its observation, and an agent program's gateway route takes no more calls.
+   */
   readonly maxTurns: number;
   /**
    * For an environment whose agent is a program (EnvSpec.agentProgram): the command it runs in the sandbox and the

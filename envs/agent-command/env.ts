@@ -3,7 +3,7 @@ import { resolveEpisodeBudget, type GatewayRoute } from '../../connectors/llm/in
 import type { ExecResult, LoopbackForward, Sandbox } from '../../connectors/sandbox/index.js';
 import type { LlmCall, Task, ToolCall, ToolResult } from '../../schemas/index.js';
 import { tool, toolResults } from '../tools.js';
-import type { AgentProgramDeps, EnvDeps, EnvStep } from '../types.js';
+import type { AgentProgramDeps, EnvDeps, EnvStep, EnvTruncation } from '../types.js';
 import { commandResult, WORKSPACE_TOOL_DEFS, WorkspaceEnv, type FinalWorkspace, type WorkspaceObservation } from '../workspace/index.js';
 
 export const AGENT_COMMAND_ENV = 'agent-command/v1';
@@ -26,8 +26,9 @@ type ProgramEvent = { readonly kind: 'call'; readonly call: LlmCall; readonly se
  * episode's own gateway route as OPENAI_BASE_URL / OPENAI_API_KEY. The sandbox has no network: the route is a loopback
  * port inside it that the executor carries to the gateway (Sandbox.forward), and the key opens only this episode's
  * route. Each `agent_turn` step is one model call, recorded token-exact by the gateway, whose result is what the
- * program sent the model next; the episode ends when the program exits (terminated) or the turn cap, the gateway
- * budget or its wall time runs out (truncated, the program killed). The final files are the workspace snapshot.
+ * program sent the model next; the episode ends when the program exits (terminated) or its gateway budget (whose
+ * calls are capped at the turn cap) or its wall time runs out (truncated, the program killed). The final files are
+ * the workspace snapshot.
  * The workspace tools stay available to a caller that wants to look inside.
  */
 export class AgentCommandEnv extends WorkspaceEnv {
@@ -49,7 +50,6 @@ export class AgentCommandEnv extends WorkspaceEnv {
     if (!state) throw new Error('AgentCommandEnv.step called before init');
     const started = performance.now();
     const turn = state.turn + 1;
-    const capped = turn >= state.maxTurns;
     const next = (observation: WorkspaceObservation, result: ToolResult, done: boolean, truncated: boolean, llm: LlmCall | undefined, final: FinalWorkspace | null): EnvStep<WorkspaceObservation> => {
       this.state = observation;
       return { observation, result, done, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started, ...(llm ? { llm } : {}) };
@@ -58,12 +58,12 @@ export class AgentCommandEnv extends WorkspaceEnv {
     const program = this.program;
     if (!program) {
       const result = fail(`${AGENT_COMMAND_ENV} runs no agent program here: the rollout worker starts one with --agent or --agent-command`);
-      const final = capped ? await this.finalWorkspace() : null;
-      return next(observationWith(result), result, capped, capped, undefined, final);
+      return next(observationWith(result), result, false, false, undefined, null);
     }
     // The turn this step records: the first call, unless the program ended before making one.
     const call = program.pending ?? (await program.nextCallOrEnd(signal));
-    if (call.kind === 'call' && !capped) {
+    // After the route's last answerable call there is no next call to wait for: the program is stopped now.
+    if (call.kind === 'call' && !program.callsSpent) {
       const after = await program.nextCallOrEnd(signal);
       if (after.kind === 'call') {
         program.pending = after;
@@ -72,7 +72,17 @@ export class AgentCommandEnv extends WorkspaceEnv {
       }
       return this.end(program, after, call.call, observationWith, next);
     }
-    return this.end(program, call.kind === 'call' ? { kind: 'budget', what: `the turn cap (${state.maxTurns})` } : call, call.kind === 'call' ? call.call : undefined, observationWith, next);
+    return this.end(program, call.kind === 'call' ? { kind: 'budget', what: `its calls (${program.maxCalls})` } : call, call.kind === 'call' ? call.call : undefined, observationWith, next);
+  }
+
+  /** Stops the agent program, then takes the workspace as it is. */
+  override async truncate(): Promise<EnvTruncation> {
+    const program = this.program;
+    this.program = null;
+    const started = performance.now();
+    await program?.stop();
+    const end = await super.truncate();
+    return { ...end, sandboxMs: performance.now() - started };
   }
 
   private async end(
@@ -113,13 +123,22 @@ class RunningProgram {
   private readonly events: ProgramEvent[] = [];
   private wake: (() => void) | null = null;
   private exited = false;
+  /** Calls the gateway answered and reported so far. */
+  private callsAnswered = 0;
   private readonly stopper = new AbortController();
 
   private constructor(
     private readonly route: GatewayRoute,
     private readonly forward: LoopbackForward,
     readonly wallMs: number,
+    /** The route's call budget: the turn cap, or less where the budget says so. */
+    readonly maxCalls: number,
   ) {}
+
+  /** True once the route has answered all the calls it will, and none of them is left to record. */
+  get callsSpent(): boolean {
+    return this.callsAnswered >= this.maxCalls && !this.events.some((event) => event.kind === 'call');
+  }
 
   static async start(sandbox: Sandbox, task: Task, deps: AgentProgramDeps, maxTurns: number): Promise<RunningProgram> {
     const budget = resolveEpisodeBudget({ ...deps.budget, maxCalls: Math.min(deps.budget?.maxCalls ?? maxTurns, maxTurns) });
@@ -136,7 +155,7 @@ class RunningProgram {
       await route.close();
       throw error;
     }
-    program = new RunningProgram(route, forward, budget.maxWallMs);
+    program = new RunningProgram(route, forward, budget.maxWallMs, budget.maxCalls);
     const baseUrl = `http://127.0.0.1:${forward.port}${new URL(route.baseUrl).pathname}`;
     const env = {
       OPENAI_BASE_URL: baseUrl,
@@ -158,6 +177,7 @@ class RunningProgram {
 
   private push(event: ProgramEvent): void {
     if (event.kind === 'exit') this.exited = true;
+    if (event.kind === 'call') this.callsAnswered++;
     this.events.push(event);
     this.wake?.();
   }

@@ -68,7 +68,7 @@ test('a sandbox that is gone is not the agent\'s doing: the step fails with the 
   await assert.rejects(env.step({ name: 'run_tests', arguments: {} }), /is gone/);
 });
 
-test('the final step carries the snapshot: files but the visible tests, extras, and what was left out', async () => {
+test('the end carries the snapshot: files but the visible tests, extras, and what was left out', async () => {
   const snapshot: WorkspaceSnapshot = {
     files: { 'clamp.py': 'fixed', 'test_clamp.py': 'rewritten by the agent', 'b%FF': 'odd', constructor: 'a file called constructor' },
     extras: { escapedPaths: ['b%FF'], symlinks: [{ path: 'link', target: '/etc/passwd', pathEscaped: false, targetEscaped: false }] },
@@ -76,11 +76,12 @@ test('the final step carries the snapshot: files but the visible tests, extras, 
   };
   const env = await envOver(fakeSandbox({ snapshot }), 2);
   const first = await env.step({ name: 'nonsense', arguments: {} });
-  assert.equal(first.done, false);
+  assert.deepEqual([first.done, first.truncated], [false, false]);
   const last = await env.step({ name: 'run_tests', arguments: {} });
-  assert.equal(last.done, true, 'the turn cap ends the episode');
-  assert.deepEqual(last.finalFiles, { 'clamp.py': 'fixed', 'b%FF': 'odd', constructor: 'a file called constructor' });
-  assert.deepEqual(last.finalExtras, snapshot.extras);
+  assert.deepEqual([last.done, last.truncated], [false, false], 'the environment does not count turns: runEpisode applies the cap');
+  const truncated = await env.truncate();
+  assert.deepEqual(truncated.finalFiles, { 'clamp.py': 'fixed', 'b%FF': 'odd', constructor: 'a file called constructor' });
+  assert.deepEqual(truncated.finalExtras, snapshot.extras);
 
   const submitting = await envOver(fakeSandbox({ snapshot }));
   const submitted = await submitting.step({ name: 'submit', arguments: {} });

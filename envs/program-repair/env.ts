@@ -2,7 +2,7 @@ import { WORKSPACE, type Sandbox } from '../../connectors/sandbox/index.js';
 import { z } from 'zod';
 import { ConfigError, type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
 import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
-import type { EnvDeps, EnvStep, Environment } from '../types.js';
+import type { EnvDeps, EnvStep, EnvTruncation, Environment } from '../types.js';
 import { functionSpans, type CandidateEdit, type RepairObservation } from './observation.js';
 import { parsePytestOutput, observedTestOutput } from './pytest-output.js';
 
@@ -49,6 +49,10 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
 
   get imageDigest(): string | null {
     return this.sandbox?.imageDigest ?? null;
+  }
+
+  get maxTurns(): number {
+    return this.deps.maxTurns;
   }
 
   async init(task: Task): Promise<RepairObservation> {
@@ -152,11 +156,16 @@ export class ProgramRepairEnv implements Environment<RepairObservation> {
       if (!isAgentError(error)) throw error;
       result = fail(error.message);
     }
-    const truncated = !final && observation.turn >= observation.maxTurns;
-    if (truncated) final = await this.finalWorkspace();
     observation = { ...observation, lastResult: result };
     this.state = observation;
-    return { observation, result, done: final !== null, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+    return { observation, result, done: final !== null, truncated: false, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+  }
+
+  async truncate(): Promise<EnvTruncation> {
+    if (!this.sandbox || !this.task) throw new Error('ProgramRepairEnv.truncate called before init');
+    const started = performance.now();
+    const final = await this.finalWorkspace();
+    return { finalFiles: final.files, finalExtras: final.extras, sandboxMs: performance.now() - started };
   }
 
   async close(): Promise<void> {

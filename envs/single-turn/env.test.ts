@@ -22,14 +22,15 @@ test('single-turn/v1: the answer is the final files at the task\'s one path, and
   await episode.close();
 });
 
-test('single-turn/v1: a call that is not an answer is a failed result; at the turn cap the episode ends truncated with the empty reply', async () => {
+test('single-turn/v1: a call that is not an answer is a failed result and the episode goes on; truncated, the reply is the empty file', async () => {
   const episode = env(2);
   await episode.init(task);
   const wrong = await episode.step({ name: 'submit', arguments: {} });
   assert.deepEqual([wrong.result.ok, wrong.done], [false, false]);
   assert.match(wrong.result.output, /unknown tool "submit"; tools: answer/);
   const last = await episode.step({ name: 'answer', arguments: { text: 7 } as never });
-  assert.deepEqual([last.result.ok, last.done, last.truncated, last.finalFiles], [false, true, true, { 'answer.txt': '' }]);
+  assert.deepEqual([last.result.ok, last.done, last.truncated, last.finalFiles], [false, false, false, null], 'the environment does not count turns: runEpisode applies the cap');
+  assert.deepEqual(await episode.truncate(), { finalFiles: { 'answer.txt': '' }, sandboxMs: 0 });
 });
 
 test('single-turn/v1 tasks hold exactly one empty file, the reply\'s path, and no visible tests', () => {

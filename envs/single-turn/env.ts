@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import type { FileTree, Task, ToolCall, ToolResult } from '../../schemas/index.js';
 import { checkToolCall, isAgentError, tool, toolResults } from '../tools.js';
-import type { AgentObservation, EnvDeps, EnvStep, Environment } from '../types.js';
+import type { AgentObservation, EnvDeps, EnvStep, EnvTruncation, Environment } from '../types.js';
 
 export const SINGLE_TURN_ENV = 'single-turn/v1';
 
@@ -28,7 +28,8 @@ export function replyPathOf(task: Pick<Task, 'files'>): string {
  * Single-turn RL (a prompt, one reply, a verifier): the reply is the artifact. No sandbox is needed to act, so none is
  * taken; the reply becomes the final files at the task's path, and the verifier runs the task's checks on it in a
  * fresh grading sandbox as for every other environment. A call that is not a valid answer is a failed result and the
- * episode goes on, up to the turn cap (a language model's reply is always an answer).
+ * episode goes on, up to the turn cap (a language model's reply is always an answer); cut off there, the reply is the
+ * task's starting (empty) file.
  */
 export class SingleTurnEnv implements Environment<SingleTurnObservation> {
   private state: SingleTurnObservation | null = null;
@@ -39,6 +40,10 @@ export class SingleTurnEnv implements Environment<SingleTurnObservation> {
   /** No sandbox runs the agent's turn: the reply is graded in the verifier's. */
   get imageDigest(): string | null {
     return null;
+  }
+
+  get maxTurns(): number {
+    return this.deps.maxTurns;
   }
 
   async init(task: Task): Promise<SingleTurnObservation> {
@@ -61,10 +66,13 @@ export class SingleTurnEnv implements Environment<SingleTurnObservation> {
       result = fail(error.message);
     }
     const observation: SingleTurnObservation = { ...state, turn: state.turn + 1, lastResult: result };
-    const truncated = final === null && observation.turn >= observation.maxTurns;
-    if (truncated) final = this.starting;
     this.state = observation;
-    return { observation, result, done: final !== null, truncated, finalFiles: final, sandboxMs: 0 };
+    return { observation, result, done: final !== null, truncated: false, finalFiles: final, sandboxMs: 0 };
+  }
+
+  async truncate(): Promise<EnvTruncation> {
+    if (!this.state) throw new Error('SingleTurnEnv.truncate called before init');
+    return { finalFiles: this.starting, sandboxMs: 0 };
   }
 
   async close(): Promise<void> {

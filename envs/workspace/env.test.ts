@@ -78,13 +78,15 @@ test('search: no match is an ok result, a bad pattern a failed one with the reas
   assert.deepEqual([bad.result.ok, bad.result.output], [false, 'search failed: the pattern is not a valid regular expression: missing )']);
 });
 
-test('the final files are the whole snapshot, at submit or at the turn cap', async () => {
+test('the final files are the whole snapshot, at submit or when truncated', async () => {
   const { sandbox } = fakeSandbox();
   const env = await envOver(sandbox, 2);
   assert.equal((await env.step({ name: 'write_file', arguments: { path: 'new.txt', content: 'made' } })).done, false);
   const last = await env.step({ name: 'nonsense', arguments: {} });
-  assert.equal(last.done, true);
-  assert.deepEqual(last.finalFiles, { ...TASK.files, 'new.txt': 'made' });
+  assert.equal(last.done, false, 'the environment does not count turns: runEpisode applies the cap');
+  assert.deepEqual((await env.truncate()).finalFiles, { ...TASK.files, 'new.txt': 'made' });
+  const submitted = await env.step({ name: 'submit', arguments: {} });
+  assert.deepEqual([submitted.done, submitted.truncated, submitted.finalFiles], [true, false, { ...TASK.files, 'new.txt': 'made' }]);
 });
 
 test('the payload schema: files needed, visible tests live inside them', () => {

@@ -3,7 +3,7 @@ import { treeBytes } from '../../connectors/artifacts/index.js';
 import { limitsForWorkspace, WORKSPACE, type ExecResult, type Sandbox } from '../../connectors/sandbox/index.js';
 import { type FileTree, type Task, type ToolCall, type ToolResult, type WorkspaceExtras } from '../../schemas/index.js';
 import { checkToolCall, isAgentError, tool, toolResults, ToolRefusal } from '../tools.js';
-import type { AgentObservation, EnvDeps, EnvStep, Environment } from '../types.js';
+import type { AgentObservation, EnvDeps, EnvStep, EnvTruncation, Environment } from '../types.js';
 
 export const WORKSPACE_ENV = 'workspace/v1';
 
@@ -63,6 +63,10 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
 
   get imageDigest(): string | null {
     return this.sandbox?.imageDigest ?? null;
+  }
+
+  get maxTurns(): number {
+    return this.deps.maxTurns;
   }
 
   async init(task: Task): Promise<WorkspaceObservation> {
@@ -128,10 +132,15 @@ export class WorkspaceEnv implements Environment<WorkspaceObservation> {
       result = fail(error.message);
     }
     const observation: WorkspaceObservation = { ...state, turn: state.turn + 1, lastTool: typeof action?.name === 'string' ? action.name : null, lastResult: result };
-    const truncated = !final && observation.turn >= observation.maxTurns;
-    if (truncated) final = await this.finalWorkspace();
     this.state = observation;
-    return { observation, result, done: final !== null, truncated, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+    return { observation, result, done: final !== null, truncated: false, finalFiles: final?.files ?? null, finalExtras: final?.extras, sandboxMs: performance.now() - started };
+  }
+
+  async truncate(): Promise<EnvTruncation> {
+    if (!this.sandbox) throw new Error('WorkspaceEnv.truncate called before init');
+    const started = performance.now();
+    const final = await this.finalWorkspace();
+    return { finalFiles: final.files, finalExtras: final.extras, sandboxMs: performance.now() - started };
   }
 
   async close(): Promise<void> {

@@ -12,7 +12,12 @@ export interface EpisodeResult {
   readonly sandboxMs: number;
 }
 
-/** Runs one episode to its end (submit or the turn cap) and always releases the environment. */
+/**
+ * Runs one episode to its end and always releases the environment. This is the one place an episode is cut off at
+ * the turn cap (`env.maxTurns`): every reply counts, valid or not, and at the cap the environment is truncated
+ * (outcome 'max-turns'). Otherwise the episode ends when a step says it is done: by the agent (submitted), or by a
+ * budget of the environment's own (truncated: 'max-turns').
+ */
 export async function runEpisode<Obs>(
   spec: AnyEnvSpec,
   env: Environment<Obs>,
@@ -32,11 +37,16 @@ export async function runEpisode<Obs>(
     sandboxMs = performance.now() - started;
     for (;;) {
       signal.throwIfAborted();
+      if (steps.length >= env.maxTurns) {
+        const end = await env.truncate(signal);
+        sandboxMs += end.sandboxMs;
+        return { steps, finalFiles: end.finalFiles, finalExtras: end.finalExtras ?? NO_WORKSPACE_EXTRAS, outcome: 'max-turns', imageDigest: env.imageDigest, totalMs: performance.now() - started, sandboxMs };
+      }
       const stepStarted = performance.now();
       const startedAt = nowIso();
       const { action, decision, llm, invalid } = program ? { action: { name: program.turnTool, arguments: {} }, decision: null, llm: undefined, invalid: undefined } : await actor.act(observation, random, signal);
       if (invalid !== undefined) {
-        // An invalid reply is a failed turn of its own: recorded, never given to the environment.
+        // An invalid reply is a failed turn of its own: recorded, never given to the environment, counted against the cap.
         steps.push({ index: steps.length, observation: env.describe(observation), toolCall: action, toolResult: { ok: false, output: invalid, truncated: false, exitCode: null }, decision, llm: llm ?? null, startedAt, durationMs: performance.now() - stepStarted, sandboxMs: 0 });
         continue;
       }

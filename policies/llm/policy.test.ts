@@ -56,7 +56,7 @@ test('on vLLM a call is required of every reply, token ids are recorded, and a p
   assert.equal(third.action.name, 'submit');
 });
 
-test('every reply counts against the turn cap: once it is reached the policy submits without calling the model', async () => {
+test('a reply that calls no tool is an invalid reply; the policy counts no turns (runEpisode caps every reply) and asks the model again', async () => {
   const policy = new LlmPolicy(resolveLlmPolicyOptions({ baseUrl, model: 'm', server: 'openai' }, {}), 0);
   const actor = policy.startEpisode(PROGRAM_REPAIR);
   replies.push(() => ({ model: 'm', choices: [{ message: { content: 'I will think about it.' }, finish_reason: 'stop' }] }));
@@ -68,7 +68,9 @@ test('every reply counts against the turn cap: once it is reached the policy sub
   assert.equal(requests.at(-1)!.tool_choice, 'auto');
   assert.equal(requests.at(-1)!.return_token_ids, undefined);
   const calls = requests.length;
-  const last = await actor.act(observation(1), seededRandom('y'));
-  assert.deepEqual(last, { action: { name: 'submit', arguments: {} }, decision: null });
-  assert.equal(requests.length, calls);
+  replies.push(() => ({ model: 'm', choices: [choice([{ name: 'submit', arguments: '{}' }], [1])] }));
+  const next = await actor.act(observation(1), seededRandom('y'));
+  assert.equal(next.action.name, 'submit');
+  assert.equal(requests.length, calls + 1, 'the model was asked again: the cap is not the policy\'s');
+  assert.match(String((requests.at(-1)!.messages as Array<Record<string, unknown>>).at(-1)!.content), /^invalid reply: the reply called no tool/);
 });

@@ -124,7 +124,6 @@ export class LlmEpisode implements Policy<AgentObservation> {
   readonly policyId = LLM_POLICY;
   readonly version: number;
   private readonly started = performance.now();
-  private turns = 0;
   /** What the model saw, message by message (the template's input). */
   private readonly messages: TemplateMessage[] = [];
   /** llama.cpp: the template's rendering of `messages` (ending with the generation prompt) and the token ids so far (the last completion included). */
@@ -146,15 +145,15 @@ export class LlmEpisode implements Policy<AgentObservation> {
     return this.messages;
   }
 
-  /** True once the episode may take no more model turns: `maxTurns` replies made, or its wall-clock budget spent. */
-  exhausted(maxTurns: number): boolean {
-    return this.turns >= maxTurns || performance.now() - this.started >= this.policy.options.maxEpisodeMs;
+  /** True once the episode's wall-clock budget is spent (the turn cap is runEpisode's, over every reply). */
+  exhausted(): boolean {
+    return performance.now() - this.started >= this.policy.options.maxEpisodeMs;
   }
 
   async act(observation: AgentObservation, random: () => number, signal?: AbortSignal): Promise<Action> {
     const { options } = this.policy;
-    // Every reply is a turn, valid or not: the turn cap and the wall-clock budget end the episode by submitting.
-    if (this.exhausted(observation.maxTurns)) return submit();
+    // The wall-clock budget ends the episode by submitting; the token budget does so in tokenTurn.
+    if (this.exhausted()) return submit();
     const followUp = this.last && (this.last.invalid === null ? resultMessage(this.last.tool, observation.lastResult ?? { ok: false, output: '' }, options.maxToolResultChars) : `invalid reply: ${this.last.invalid}`);
     return this.turn({ opening: (listTools) => openingMessages(observation, this.env, listTools), followUp, tools: this.env.freeReply ? [] : this.env.tools, freeReply: this.env.freeReply }, random, signal);
   }
@@ -192,7 +191,6 @@ export class LlmEpisode implements Policy<AgentObservation> {
     const constraint = !constrained ? {} : request.grammar !== undefined ? { grammar: request.grammar } : { jsonSchema: toolCallSchema(tools) };
     const completion = await client.complete({ promptIds, sampling, ...constraint }, signal);
     const reply = prefix + completion.content;
-    this.turns++;
     this.ids = [...promptIds, ...completion.completionIds];
     // The reply enters the transcript as the text the server decoded; the next turn checks that the template renders it verbatim.
     this.messages.splice(0, this.messages.length, ...messages, { role: 'assistant', content: reply });
@@ -217,7 +215,6 @@ export class LlmEpisode implements Policy<AgentObservation> {
     }
     const previous = this.ids;
     const reply = await client.complete(this.chat, tools, signal, sampling.seed);
-    this.turns++;
     this.chat.push({ role: 'assistant', content: reply.content, toolCalls: reply.toolCalls });
     const [call] = request.freeReply ? [] : reply.toolCalls;
     const text = call ? JSON.stringify({ name: call.name, arguments: call.arguments }) : (reply.content ?? '');

@@ -95,7 +95,7 @@ export class LlmRepairEpisode implements Policy<RepairObservation> {
     this.read(observation);
     const move = repairMove(observation);
     if (move.kind === 'scripted') return move.action;
-    if (this.model.exhausted(observation.maxTurns)) return { action: { name: 'submit', arguments: {} }, decision: null };
+    if (this.model.exhausted()) return { action: { name: 'submit', arguments: {} }, decision: null };
     const untried = `Edits not tried yet: ${move.candidates.map((edit) => `#${edit.id}`).join(', ')}.`;
     const opening = (): TemplateMessage[] => [
       { role: 'system', content: REPAIR_SCRIPT_INSTRUCTIONS },

@@ -73,7 +73,7 @@ for (const { name, pool: backendPool } of pools) {
   });
 }
 
-test('each model call is a step whose result is what the program sent next; the turn cap stops the program, truncated', { timeout: 600_000 }, async () => {
+test('each model call is a step whose result is what the program sent next; its calls, capped at the turn cap, spent, the program is stopped, truncated', { timeout: 600_000 }, async () => {
   const env = AGENT_COMMAND.create({ pool, runId: 'agent-command-it', imageFor, maxTurns: 2, agentProgram: { command: 'python3 gateway_probe.py calls 5 && echo written > after.txt', gateway } });
   const episode = await runEpisode(AGENT_COMMAND, env, () => env.init(task), noPolicy, seededRandom('cap'), new AbortController().signal);
   assert.equal(episode.outcome, 'max-turns');
@@ -81,7 +81,7 @@ test('each model call is a step whose result is what the program sent next; the 
   assert.ok(episode.steps.every((step) => step.llm?.tokens !== null && step.llm?.tokens !== undefined));
   assert.equal(episode.steps[0]!.toolResult.output, 'Count to 1.', 'the first call\'s result is the next call\'s new message');
   assert.equal(episode.steps[1]!.toolResult.ok, false);
-  assert.match(episode.steps[1]!.toolResult.output, /turn cap \(2\)/);
+  assert.match(episode.steps[1]!.toolResult.output, /its calls \(2\)/);
   assert.equal(Object.hasOwn(episode.finalFiles, 'after.txt'), false, 'the program was stopped before it finished');
   assert.equal(episode.finalFiles['gateway_probe.py'], probe);
 });

@@ -171,28 +171,32 @@ describe('the environment contract, for every registered environment (Docker san
       }
     });
 
-    it(`${spec.id}: the turn cap ends the episode, truncated, with the final files`, { timeout: 180_000 }, async () => {
+    it(`${spec.id}: the environment counts no turns; truncated, the episode ends with the final files`, { timeout: 180_000 }, async () => {
       const task = await envCase.task();
       const { env } = envFor(spec, 2);
       await env.init(task);
       try {
+        assert.equal(env.maxTurns, 2);
         assert.equal((await env.step(workspace.write('capped.txt', 'kept\n'))).done, false);
-        const last = await env.step(workspace.harmless);
-        assert.deepEqual([last.done, last.truncated], [true, true]);
-        assert.equal(last.finalFiles?.['capped.txt'], 'kept\n');
+        const past = await env.step(workspace.harmless);
+        assert.deepEqual([past.done, past.truncated], [false, false], 'a step at the cap is a step like any other: runEpisode applies the cap');
+        const end = await env.truncate();
+        assert.equal(end.finalFiles['capped.txt'], 'kept\n');
       } finally {
         await env.close();
       }
     });
     } else {
-      it(`${spec.id}: the turn cap ends the episode, truncated, with the starting files`, { timeout: 180_000 }, async () => {
+      it(`${spec.id}: the environment counts no turns; truncated, the episode ends with the starting files`, { timeout: 180_000 }, async () => {
         const task = await envCase.task();
         const { env } = envFor(spec, 2);
         await env.init(task);
         try {
+          assert.equal(env.maxTurns, 2);
           assert.equal((await env.step({ name: 'no_such_tool', arguments: {} })).done, false);
-          const last = await env.step({ name: 'no_such_tool', arguments: {} });
-          assert.deepEqual([last.done, last.truncated, last.finalFiles], [true, true, task.files]);
+          const past = await env.step({ name: 'no_such_tool', arguments: {} });
+          assert.deepEqual([past.done, past.truncated], [false, false], 'a step at the cap is a step like any other: runEpisode applies the cap');
+          assert.deepEqual((await env.truncate()).finalFiles, task.files);
         } finally {
           await env.close();
         }

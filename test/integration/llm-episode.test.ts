@@ -7,10 +7,10 @@ import { LlamaCppClient } from '../../connectors/llm/index.js';
 import { DockerSandboxPool } from '../../connectors/sandbox/index.js';
 import { envToolSpecs, makeEnv, PROGRAM_REPAIR, type RepairObservation } from '../../envs/index.js';
 import { runLoop } from '../../pipelines/loop/index.js';
-import { runEpisode } from '../../pipelines/rollout-worker/index.js';
+import { runEpisode, type EpisodeResult } from '../../pipelines/rollout-worker/index.js';
 import { prepareTasks } from '../../pipelines/jobs/task-job/index.js';
 import { INVALID_REPLY, LLM_POLICY, LlmPolicy, LlmRepairPolicy, resolveLlmPolicyOptions, seededRandom, type LlmEpisode, type LlmPolicyOptions, type Policy } from '../../policies/index.js';
-import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task } from '../../schemas/index.js';
+import { llmTrainingSamples, STACK_LLM_URL, type Step, type Task, type TrajectoryOutcome } from '../../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../../stack/index.js';
 import { serveBaseModel } from '../../pipelines/weight-sync/index.js';
 import { loopWeightServer } from '../../cli/weight-server.js';
@@ -37,15 +37,16 @@ after(() => pool.close());
 const policyOptions = (options: LlmPolicyOptions) => resolveLlmPolicyOptions({ baseUrl: STACK_LLM_URL, server: 'llama.cpp', ...options }, {});
 
 /** One episode of `actor`, kept by the caller so that its transcript can be compared with the recorded tokens. */
-async function playWith(actor: Policy<RepairObservation>, maxTurns: number, seed: string): Promise<Step[]> {
+async function playWith(actor: Policy<RepairObservation>, maxTurns: number, seed: string): Promise<EpisodeResult> {
   const once: Policy<RepairObservation> = { policyId: actor.policyId, version: actor.version, act: () => Promise.reject(new Error('unused')), startEpisode: () => actor };
   const env = makeEnv(task.envId, { pool, runId: 'llm-it', imageFor, maxTurns });
-  return (await runEpisode(PROGRAM_REPAIR, env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal)).steps;
+  return runEpisode(PROGRAM_REPAIR, env, () => env.init(task), once as Policy<unknown>, seededRandom(seed), new AbortController().signal);
 }
 
-async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; actor: LlmEpisode }> {
+async function playEpisode(options: LlmPolicyOptions, maxTurns: number, seed: string): Promise<{ steps: Step[]; outcome: TrajectoryOutcome; actor: LlmEpisode }> {
   const actor = new LlmPolicy(policyOptions(options), 0).startEpisode(PROGRAM_REPAIR);
-  return { steps: await playWith(actor, maxTurns, seed), actor };
+  const { steps, outcome } = await playWith(actor, maxTurns, seed);
+  return { steps, outcome, actor };
 }
 
 test('a multi-turn episode on llama.cpp is token-exact: one growing sequence that detokenises to its transcript, with a mask over exactly the model tokens', { timeout: 900_000 }, async () => {
@@ -99,9 +100,9 @@ test('a multi-turn episode on llama.cpp is token-exact: one growing sequence tha
   for (const tool of envToolSpecs(PROGRAM_REPAIR)) assert.ok(actor.transcript()[0]!.content.includes(`"name": "${tool.name}"`));
 });
 
-test('a reply that is no valid call (cut off at its token limit) is a failed turn the model is told about; the turn cap still ends the episode', { timeout: 600_000 }, async () => {
-  const { steps } = await playEpisode({ maxTokensPerTurn: 3 }, 2, 'invalid');
-  const [first, second, last] = steps;
+test('a reply that is no valid call (cut off at its token limit) is a failed turn the model is told about; it counts against the turn cap', { timeout: 600_000 }, async () => {
+  const { steps, outcome } = await playEpisode({ maxTokensPerTurn: 3 }, 2, 'invalid');
+  const [first, second] = steps;
   for (const step of [first!, second!]) {
     assert.equal(step.toolCall.name, INVALID_REPLY);
     assert.equal(step.toolResult.ok, false);
@@ -111,14 +112,13 @@ test('a reply that is no valid call (cut off at its token limit) is a failed tur
   }
   const told = await server.detokenize(second!.llm!.tokens!.appendedPromptIds);
   assert.match(told, /invalid reply: the reply is not one JSON object/);
-  // Two replies were the cap: the policy submits without another model call.
-  assert.equal(last!.toolCall.name, 'submit');
-  assert.equal(last!.llm, null);
-  assert.equal(steps.length, 3);
+  // Two replies, both invalid, were the cap: runEpisode ends the episode there, truncated, without another model call.
+  assert.equal(steps.length, 2);
+  assert.equal(outcome, 'max-turns');
 });
 
 test('under the repair script the model makes only the edit choices, each an untried candidate, in one token-exact sequence that carries the script\'s results', { timeout: 600_000 }, async () => {
-  const steps = await playWith(new LlmRepairPolicy(policyOptions({ maxTokensPerTurn: 48, scaffold: 'repair-script' }), 0).startEpisode(PROGRAM_REPAIR), 8, 'scaffold');
+  const steps = (await playWith(new LlmRepairPolicy(policyOptions({ maxTokensPerTurn: 48, scaffold: 'repair-script' }), 0).startEpisode(PROGRAM_REPAIR), 8, 'scaffold')).steps;
   assert.deepEqual(steps.slice(0, 3).map((step) => step.toolCall.name), ['run_tests', 'list_edits', 'apply_edit']);
   const listed = new Set([...steps[1]!.toolResult.output.matchAll(/^#(\d+) /gm)].map((match) => Number(match[1])));
   assert.ok(listed.size > 1, `several candidates listed:\n${steps[1]!.toolResult.output}`);
