@@ -130,6 +130,8 @@ class SecondHost {
       '--ro-bind', '/usr', '/usr',
       '--ro-bind', '/etc', '/etc',
       '--ro-bind', checkout, checkout,
+      // The code is shared, host A's state is not: a state folder inside the checkout is an empty one on host B.
+      ...stateFoldersIn(checkout).flatMap((folder) => ['--tmpfs', folder]),
       ...(modules.startsWith(`${checkout}/`) ? [] : ['--ro-bind', modules, modules]),
       // This machine's /proc as it is (the process ids are shared): a fresh one that bubblewrap covers in part would
       // keep the sandboxes' own bubblewrap, in a user namespace, from mounting theirs.
@@ -253,6 +255,11 @@ async function assertExactAccounting(loop: Loop): Promise<Counts> {
   return { trajectories, verifications, rewards, checkpoints };
 }
 
+/** Host A's state folders that lie inside the checkout (the stack's, when the test command keeps it there). */
+function stateFoldersIn(checkout: string): string[] {
+  return [...new Set([join(checkout, '.trialrun'), stackPaths().stateDir])].filter((folder) => folder.startsWith(`${checkout}/`) && existsSync(folder));
+}
+
 /** `trialrun sql` as a third host would run it: an empty folder as its state and data folder, the lake on S3. */
 async function lakeCounts(loop: Loop): Promise<Record<string, number>> {
   const third = tempDir('two-hosts-reader');
@@ -301,8 +308,11 @@ test('two hosts sharing only Kafka, the registry and S3: exact counts, checkpoin
   const loop: Loop = { context, hostB, shared, trees, published: [], onA: [] };
 
   // Host B shares none of host A's folders: the stack's state, host A's state and data, this checkout's state.
+  // Each is looked for by something in it on host A (a state folder inside the checkout is an empty folder there).
   for (const folder of [stackPaths().stateDir, hostAFolder, join(repoRoot(), '.trialrun'), dirname(hostB.root)]) {
-    assert.equal(await hostB.run(['/usr/bin/test', '-e', folder]), 1, `${folder} does not exist on host B`);
+    const entry = existsSync(folder) ? readdirSync(folder)[0] : undefined;
+    const probe = entry === undefined ? folder : join(folder, entry);
+    assert.equal(await hostB.run(['/usr/bin/test', '-e', probe]), 1, `${probe} does not exist on host B`);
   }
   assert.equal(await hostB.run(['/usr/bin/test', '-S', '/var/run/docker.sock']), 1, 'host B has no Docker engine');
   // Host A's engine exports the sandbox image's root file system once, onto host B's disk (`trialrun sandbox rootfs`).
