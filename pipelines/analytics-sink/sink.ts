@@ -140,7 +140,7 @@ export class AnalyticsSink {
   /** Partitions whose last flush failed after writing some files: sweep them before the next flush. */
   private readonly dirty = new Set<string>();
   /** Partitions whose failed flush could not yet be rewound (the lake did not answer): see rewind. */
-  private readonly rewinding = new Set<string>();
+  private readonly rewinding = new Map<string, { readonly topic: string; readonly partition: number }>();
   private readonly topicKeys = new Map<string, TopicKey>();
   private lock: Promise<unknown> = Promise.resolve();
   /** The batch landing in the background (see flush); settled, never rejected: a failure is kept in failedLanding. */
@@ -392,6 +392,9 @@ export class AnalyticsSink {
     await this.exclusive(async () => {
       if (this.shutdown.signal.aborted) return;
       const now = Date.now();
+      // A partition whose rewind failed (the lake did not answer) is rewound when its next batch comes; at the end of a
+      // run none may come, and its records, already handed over, would never land: the tick tries again too.
+      for (const { topic, partition } of [...this.rewinding.values()]) await this.rewind(topic, partition).catch(() => undefined);
       for (const buffer of this.buffers.values()) if (buffer.due(now, this.options.rollBytes, this.options.rollAgeMs)) await this.flush(buffer);
     });
   }
@@ -434,7 +437,7 @@ export class AnalyticsSink {
     const { topic, partition } = failed.batch;
     this.bufferFor(topic, partition).clear();
     this.landed.delete(partitionKey(topic, partition));
-    this.rewinding.add(partitionKey(topic, partition));
+    this.rewinding.set(partitionKey(topic, partition), { topic, partition });
     // If the lake cannot be asked now (S3 unreachable), the partition stays marked: its next batch rewinds it first.
     await this.rewind(topic, partition).catch(() => undefined);
     throw failed.error;
