@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, isS3Url } from '../../schemas/index.js';
+import { ArtifactIntegrityError, ConfigError, isS3Url } from '../../schemas/index.js';
 import { openBlobStore, type BlobStore, type S3StoreOptions } from '../storage/index.js';
 import { dataFileName, listDataFiles, parseDataFileName, readLedger, writeLedger, type DataFile, type OffsetRange } from './layout.js';
 
@@ -45,6 +45,11 @@ export function openLake(location: string, option: string, s3: S3StoreOptions = 
   return new FolderLake(location);
 }
 
+/** The lake in a blob store, at the store's location; the lake closes the store. */
+export function blobLake(store: BlobStore): Lake {
+  return new BlobLake(store, store.location);
+}
+
 class FolderLake implements Lake {
   readonly store = null;
 
@@ -80,6 +85,9 @@ class FolderLake implements Lake {
   close(): void {}
 }
 
+/** Reads of a replaced object before giving up: each retry needs a flush to have replaced it again meanwhile. */
+const REPLACED_READ_ATTEMPTS = 5;
+
 const ledgerKey = (topic: string, partition: number): string => `_sink/ledger/${topic}-p${partition}.json`;
 
 /**
@@ -107,12 +115,30 @@ class BlobLake implements Lake {
 
   async readLedger(topic: string, partition: number): Promise<bigint> {
     const key = ledgerKey(topic, partition);
-    const head = await this.store.head(key);
-    if (!head) return -1n;
-    if (!head.sha256) throw new ConfigError(`${this.store.uri(key)}: a ledger entry without the sha256 the sink records; was it written by something else?`);
-    const entry = JSON.parse((await this.store.get(key, head.sha256)).toString('utf8')) as { landedThrough?: unknown };
+    const bytes = await this.readReplaceable(key);
+    if (!bytes) return -1n;
+    const entry = JSON.parse(bytes.toString('utf8')) as { landedThrough?: unknown };
     if (typeof entry.landedThrough !== 'string' || !/^-?\d+$/.test(entry.landedThrough)) throw new Error(`${this.store.uri(key)}: landedThrough must be an offset string, got ${JSON.stringify(entry.landedThrough)}`);
     return BigInt(entry.landedThrough);
+  }
+
+  /**
+   * The bytes of an object that writers replace (a ledger entry), or null when absent. Its digest comes from a head
+   * and its bytes from a later get: a flush that replaces it in between makes the bytes fail the older digest. That
+   * is read again with the new head; a digest that still does not match after the head stayed the same is damage.
+   */
+  private async readReplaceable(key: string): Promise<Buffer | null> {
+    for (let attempt = 1; ; attempt++) {
+      const head = await this.store.head(key);
+      if (!head) return null;
+      if (!head.sha256) throw new ConfigError(`${this.store.uri(key)}: a ledger entry without the sha256 the sink records; was it written by something else?`);
+      try {
+        return await this.store.get(key, head.sha256);
+      } catch (error) {
+        if (!(error instanceof ArtifactIntegrityError) || attempt >= REPLACED_READ_ATTEMPTS) throw error;
+        if ((await this.store.head(key))?.sha256 === head.sha256) throw error;
+      }
+    }
   }
 
   async writeLedger(topic: string, partition: number, landedThrough: bigint): Promise<void> {

@@ -79,15 +79,15 @@ test('S3 stopped under the learner: no checkpoint, no commit, no dead letter; ev
     await eventually('two checkpoints while S3 answers', async () => (await readAll(context, 'policyCheckpoints')).length === 2, 120_000);
     const groupId = `${context.names.prefix}learner`;
     await eventually('the first half committed', async () => (await committedPastEnd(context, groupId, 'trajectories')) && committedPastEnd(context, groupId, 'rewards'), 60_000);
-    // Trajectories alone only fill the join buffer and commit while S3 is down; the reward that completes a batch
-    // needs the checkpoint's artifact on S3, so no reward is committed past.
-    const before = await committedOffsets(context, groupId, ['rewards']);
     assert.equal(await server.stop(log), 'stopped');
     await sendSamples(context, pairs.slice(8));
     // Long enough for the learner to try, fail, find S3 not answering and leave its group (probes every 1-5 s).
     await new Promise((resolve) => setTimeout(resolve, 15_000));
     assert.equal((await readAll(context, 'policyCheckpoints')).length, 2, 'no checkpoint while S3 is stopped');
-    assert.deepEqual(await committedOffsets(context, groupId, ['rewards']), before, 'no reward committed while S3 is stopped');
+    // Trajectories alone, and rewards that complete no batch, only fill the join buffer and may commit while S3 is
+    // down (how many depends on how the consumer's fetches split the partitions); the reward that completes a batch
+    // needs the checkpoint's artifact on S3, so it, and every reward after it on its partition, stays uncommitted.
+    assert.equal(await committedPastEnd(context, groupId, 'rewards'), false, 'the reward that completes a batch is not committed while S3 is stopped');
     assert.equal(learner.metrics.deadLettered, 0);
     assert.equal(await server.ensure(log), 'started');
     await eventually('four checkpoints once S3 answers', async () => (await readAll(context, 'policyCheckpoints')).length >= 4, 240_000);
