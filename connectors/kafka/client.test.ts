@@ -71,6 +71,8 @@ test("each client's errors map to ours: unreachable brokers are a ConnectionErro
   assert.ok(down instanceof ConnectionError && down.retriable && /cannot reach Kafka at 127\.0\.0\.1:9/.test(down.message));
   const rebalancing = fromConfluentError(clientError({ message: 'Broker: Group rebalance in progress', code: 27, retriable: true }), resolved);
   assert.ok(rebalancing instanceof KafkaError && rebalancing.retriable && rebalancing.code === '27');
+  const loading = fromConfluentError(clientError({ message: 'Failed to initialize Producer ID: Broker: Coordinator load in progress', code: 14, retriable: false }), resolved);
+  assert.ok(loading instanceof KafkaError && loading.retriable, 'a coordinator still loading after a broker restart is retriable, whatever the flag says');
   const fenced = fromConfluentError(clientError({ message: 'Broker: Producer fenced', code: 90, retriable: true }), resolved);
   assert.ok(fenced instanceof KafkaError && !fenced.retriable, 'a fenced producer stays fenced');
   const fatal = fromConfluentError(clientError({ message: 'Local: Fatal error', code: -150, retriable: true, fatal: true }), resolved);

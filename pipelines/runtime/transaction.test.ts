@@ -43,6 +43,27 @@ const records = [{ topic: 'out', key: 'k', value: Buffer.from('v') }];
 const committedAt = (offset: string) => async (): Promise<Array<{ topic: string; partitions: CommittedOffset[] }>> => [{ topic: 't', partitions: [{ partition: 0, offset, metadata: '' }] }];
 
 describe('TransactionalProducer', () => {
+  it('retries a retriable failure to register at start (a coordinator still loading), and gives up at once on a fenced one', async () => {
+    const fake = producers(() => undefined);
+    let tries = 0;
+    const loadingTwice = async (): Promise<KafkaProducer> => {
+      if (tries++ < 2) throw new KafkaError('Failed to initialize Producer ID: Broker: Coordinator load in progress', '14', { retriable: true });
+      return fake.create();
+    };
+    const producer = new TransactionalProducer(loadingTwice, 'test', committedAt('8'));
+    await producer.connect();
+    assert.equal(tries, 3);
+    await producer.commit(records, consumer, offsets);
+    assert.deepEqual(fake.calls, ['0:sendBatch', '0:sendOffsets', '0:commit']);
+    let fencedTries = 0;
+    const fenced = new TransactionalProducer(async () => {
+      fencedTries++;
+      throw new KafkaError('Broker: Producer fenced', '90', { retriable: false });
+    }, 'test', committedAt('8'));
+    await assert.rejects(fenced.connect(), /Producer fenced/);
+    assert.equal(fencedTries, 1);
+  });
+
   it('counts a commit whose answer was lost as done when the group shows its offsets, on a new producer', async () => {
     const fake = producers((id) => (id === 0 ? { step: 'commit' } : undefined));
     const producer = new TransactionalProducer(fake.create, 'test', committedAt('8'));

@@ -1,5 +1,5 @@
 import type { KafkaAdmin, KafkaConsumer, KafkaProducer, KafkaTransaction, TopicPartitionOffset } from '../../connectors/kafka/index.js';
-import { errorMessage, TimeoutError, withDeadline } from '../../schemas/index.js';
+import { errorMessage, resolveRetryOptions, TimeoutError, withDeadline, withRetries } from '../../schemas/index.js';
 import { partitionKey } from './types.js';
 
 /** One record a transaction writes. */
@@ -18,6 +18,8 @@ class TransactionGivenUpError extends Error {
 
 /** The longest a transaction may take before it is given up on (below the brokers' 60 s transaction timeout plus a margin for markers). */
 export const TRANSACTION_DEADLINE_MS = 75_000;
+/** Registration retries at start: a coordinator loads its transaction log for seconds after its broker restarts. */
+const CONNECT_RETRY = resolveRetryOptions({ retries: 8, initialDelayMs: 500, maxDelayMs: 5_000 });
 /** A failed producer's disconnect is waited for this long at most: it may hang on a broker that is gone. */
 const DISCONNECT_WAIT_MS = 5_000;
 
@@ -51,8 +53,9 @@ export class TransactionalProducer {
     private readonly deadlineMs = TRANSACTION_DEADLINE_MS,
   ) {}
 
-  async connect(): Promise<void> {
-    this.producer = await this.create();
+  /** Retries a retriable failure to register (a coordinator still loading after a broker restart) before giving up. */
+  async connect(signal: AbortSignal = new AbortController().signal): Promise<void> {
+    this.producer = await withRetries(() => this.create(), CONNECT_RETRY, signal);
   }
 
   /**

@@ -25,13 +25,19 @@ const UNREACHABLE_CODES = new Set([-195 /* ERR__TRANSPORT */, -193 /* ERR__RESOL
 const FENCED_CODES = new Set([-144 /* ERR__FENCED */, 47 /* ERR_INVALID_PRODUCER_EPOCH */, 90 /* ERR_PRODUCER_FENCED */, 82 /* ERR_FENCED_INSTANCE_ID */]);
 const TOPIC_ALREADY_EXISTS = 36;
 const NOT_THERE_CODES = new Set([3 /* ERR_UNKNOWN_TOPIC_OR_PART */, -188 /* ERR__UNKNOWN_TOPIC */, -190 /* ERR__UNKNOWN_PARTITION */]);
+/**
+ * A coordinator that is loading, moved or not yet elected (after a broker restart): retriable by the protocol,
+ * whatever librdkafka's flag says; `Failed to initialize Producer ID: Coordinator load in progress` came unflagged.
+ */
+const COORDINATOR_CODES = new Set([14 /* ERR_COORDINATOR_LOAD_IN_PROGRESS */, 15 /* ERR_COORDINATOR_NOT_AVAILABLE */, 16 /* ERR_NOT_COORDINATOR */]);
 /** The broker's refusal of a record or batch as too large, and librdkafka's own check against its message.max.bytes (the same code). */
 const TOO_LARGE_CODES = new Set([10 /* ERR_MSG_SIZE_TOO_LARGE */, 18 /* ERR_RECORD_LIST_TOO_LARGE */]);
 
 /**
  * The confluent client's errors as ours: an unreachable broker is a ConnectionError naming KAFKA_BROKERS;
  * any other client error a KafkaError whose `retriable` is librdkafka's verdict, never for a fenced or fatal
- * producer (it stays fenced) nor for a topic that does not exist (it will not appear by retrying). A record
+ * producer (it stays fenced) nor for a topic that does not exist (it will not appear by retrying), always for a
+ * coordinator on the move. A record
  * refused as too large is a RecordTooLargeError, never retried.
  */
 export function fromConfluentError(error: unknown, resolved: ResolvedKafkaOptions): unknown {
@@ -41,7 +47,8 @@ export function fromConfluentError(error: unknown, resolved: ResolvedKafkaOption
   if (code !== undefined && UNREACHABLE_CODES.has(code)) return unreachable(resolved, error.message, error);
   if (code !== undefined && TOO_LARGE_CODES.has(code)) return new RecordTooLargeError(`kafka (confluent): ${error.message}`, null, null, null, error);
   const final = fatal === true || (code !== undefined && (FENCED_CODES.has(code) || NOT_THERE_CODES.has(code)));
-  return new KafkaError(`kafka (confluent): ${error.message}`, String(code ?? error.name), { retriable: retriable === true && !final, cause: error });
+  const coordinatorMoving = code !== undefined && COORDINATOR_CODES.has(code);
+  return new KafkaError(`kafka (confluent): ${error.message}`, String(code ?? error.name), { retriable: (retriable === true || coordinatorMoving) && !final, cause: error });
 }
 
 let loaded: Confluent | undefined;
