@@ -41,7 +41,7 @@ test('benchArgs: an unknown option is a one-line error with the usage, exit 2', 
   assert.equal(exitOf(['--bogus'], io), 2);
   const [first, ...rest] = io.stderr.trimEnd().split('\n');
   assert.equal(first, "bench:x: unknown option '--bogus'");
-  assert.deepEqual(rest, ['Usage: npm run bench:x [-- --rounds 3]', '       npm run bench:x -- --write', '(bench:x --help lists the options)']);
+  assert.deepEqual(rest, ['Usage: npm run bench:x [-- --rounds 3]', '       npm run bench:x -- --write', '(--help lists the options)']);
   assert.equal(io.stdout, '');
 });
 

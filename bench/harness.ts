@@ -183,7 +183,7 @@ export class BenchArgs<O extends Options> {
 
   /** Reports a bad command line on stderr and exits 2. */
   fail(message: string): never {
-    this.io.err(`${this.command}: ${message}\n${usageBlock(this.usage)}\n(${this.command} --help lists the options)\n`);
+    this.io.err(`${this.command}: ${message}\n${usageBlock(this.usage)}\n(--help lists the options)\n`);
     return this.io.exit(2);
   }
 
