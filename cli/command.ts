@@ -30,7 +30,7 @@ export function optionLines(options: Options, help: Readonly<Record<string, stri
   const lines: string[] = [];
   for (const { name, spec, flag } of flags) {
     const fallback = spec.default !== undefined ? ` (default: ${String(spec.default)})` : '';
-    lines.push(`  ${flag.padEnd(width)}${`${help[name] ?? ''}${fallback}`.trim()}`);
+    lines.push(`  ${flag.padEnd(width)}${`${help[name] ?? ''}${fallback}`.trim()}`.trimEnd());
   }
   lines.push(`  ${'--help'.padEnd(width)}Show this help`);
   return lines;
