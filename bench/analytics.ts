@@ -23,8 +23,6 @@ import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import '../envs/index.js';
 import { AnalyticsCatalog, bucketOf, compactStore, dataFileName, listDataFiles, ParquetWriter, readLedger, recordLinesOf, TRAJECTORIES, VERIFICATIONS } from '../connectors/analytics/index.js';
@@ -33,10 +31,12 @@ import { parseContract, TopicSerde, WireCheck } from '../connectors/registry/ind
 import { AnalyticsSink, type SinkStageTimes } from '../pipelines/analytics-sink/index.js';
 import { topicNames } from '../schemas/index.js';
 import { syntheticPassed, syntheticTrajectory, syntheticVerification } from '../test/integration/analytics-fixtures.js';
-import { BenchReport, figures as spread, interleave, type Figures as Spread } from './harness.js';
+import { benchArgs, BenchReport, figures as spread, interleave, type Figures as Spread } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:analytics',
+  'npm run bench:analytics [-- --sink-records 20000 --trajectories 1000000 --steps 10 --runs 5 --writer-threads 1 --dir /tmp/trialrun-bench-analytics]',
+  {
     'sink-records': { type: 'string', default: '20000' },
     trajectories: { type: 'string', default: '1000000' },
     steps: { type: 'string', default: '10' },
@@ -44,8 +44,9 @@ const { values } = parseArgs({
     dir: { type: 'string', default: '/tmp/trialrun-bench-analytics' },
     'writer-threads': { type: 'string', default: '1' },
   },
-});
-const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs' | 'writer-threads', min: number): number => requiredInt(values, name, min);
+);
+const { values } = cli;
+const count = (name: 'sink-records' | 'trajectories' | 'steps' | 'runs' | 'writer-threads', min: number): number => cli.int(name, min);
 const SINK_RECORDS = count('sink-records', 0);
 const TRAJECTORIES_N = count('trajectories', 0);
 const STEPS = count('steps', 1);

@@ -10,14 +10,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { intOption } from '../cli/command.js';
-import { KAFKA_CLIENTS, type KafkaClientName } from '../connectors/kafka/index.js';
+import { KAFKA_CLIENTS } from '../connectors/kafka/index.js';
 import { checkoutRoot } from '../schemas/index.js';
-import { CHAOS_POLICIES, runChaos, type ChaosPolicy } from './chaos/index.js';
+import { CHAOS_POLICIES, resolveChaos, runChaos, type ChaosOptions } from './chaos/index.js';
+import { benchArgs } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const args = benchArgs(
+  'chaos',
+  'npm run chaos [-- --seed 7 --client kafkajs --minutes 20]',
+  {
     seed: { type: 'string', default: '1' },
     client: { type: 'string' },
     policy: { type: 'string' },
@@ -28,25 +29,43 @@ const { values } = parseArgs({
     'gap-seconds': { type: 'string' },
     'stall-seconds': { type: 'string' },
   },
-});
-const client = values.client as KafkaClientName | undefined;
-if (client !== undefined && !KAFKA_CLIENTS.includes(client)) throw new Error(`--client: one of ${KAFKA_CLIENTS.join(', ')}, got ${client}`);
-const policy = values.policy as ChaosPolicy | undefined;
-if (policy !== undefined && !CHAOS_POLICIES.includes(policy)) throw new Error(`--policy: one of ${CHAOS_POLICIES.join(', ')}, got ${policy}`);
+  {
+    help: {
+      seed: 'seed of the kill schedule',
+      client: `Kafka client, one of ${KAFKA_CLIENTS.join(', ')} (default: the stack's)`,
+      policy: `policy, one of ${CHAOS_POLICIES.join(', ')}`,
+      tasks: 'bundled repair tasks published (default: 12)',
+      'group-size': 'samples per task (default: 2)',
+      'batch-size': 'samples per learner update (default: 4)',
+      minutes: "the whole run's time limit (default: 20)",
+      'gap-seconds': 'mean gap before each kill (default: 20)',
+      'stall-seconds': 'no commit this long with work left is a stall; at least 3 times the longest gap (default: 180)',
+    },
+  },
+);
+const { values } = args;
+const options: ChaosOptions = {
+  seed: values.seed,
+  client: args.optionalChoice('client', KAFKA_CLIENTS),
+  policy: args.optionalChoice('policy', CHAOS_POLICIES),
+  tasks: args.optionalInt('tasks'),
+  groupSize: args.optionalInt('group-size'),
+  batchSize: args.optionalInt('batch-size'),
+  minutes: args.optionalInt('minutes'),
+  meanGapSeconds: args.optionalInt('gap-seconds'),
+  stallSeconds: args.optionalInt('stall-seconds'),
+};
+// The run's own checks of its options (a stall time shorter than the gaps), before anything starts, by flag.
+const FLAG_OF_FIELD: Readonly<Record<string, string>> = { minutes: '--minutes', meanGapSeconds: '--gap-seconds', stallSeconds: '--stall-seconds', tasks: '--tasks', groupSize: '--group-size', batchSize: '--batch-size', policy: '--policy' };
+try {
+  resolveChaos(options);
+} catch (error) {
+  args.fail(String(error instanceof Error ? error.message : error).replace(/ChaosOptions\.(\w+)|\b(meanGapSeconds)\b/g, (field, a?: string, b?: string) => FLAG_OF_FIELD[a ?? b ?? ''] ?? field));
+}
 
 const loadAtStart = loadavg()[0]!;
 const startedAt = new Date().toISOString();
-const result = await runChaos({
-  seed: values.seed,
-  client,
-  policy,
-  tasks: intOption(values, 'tasks'),
-  groupSize: intOption(values, 'group-size'),
-  batchSize: intOption(values, 'batch-size'),
-  minutes: intOption(values, 'minutes'),
-  meanGapSeconds: intOption(values, 'gap-seconds'),
-  stallSeconds: intOption(values, 'stall-seconds'),
-});
+const result = await runChaos(options);
 
 process.stdout.write(`\nkilled (${result.kills.length}):\n`);
 for (const kill of result.kills) process.stdout.write(`  t+${kill.atSeconds}s ${kill.target} ${kill.what}, down ${kill.downSeconds} s, back after ${kill.backAfterSeconds ?? 'never'} s\n`);

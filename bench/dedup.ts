@@ -26,19 +26,19 @@ import { createReadStream, createWriteStream, existsSync, mkdirSync, readdirSync
 import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { deduplicateColumns } from '../pipelines/jobs/task-job/dedup.js';
 import { DedupColumns } from '../pipelines/jobs/task-job/columns.js';
 import { RowFingerprinter, resolveJob, runTaskJob, MinHasher } from '../pipelines/jobs/task-job/index.js';
 import { keptBits, lshParameters } from '../pipelines/jobs/task-job/minhash.js';
 import { checkoutRoot } from '../schemas/index.js';
 import { datatrovePython, DATATROVE_VERSION, stackPaths } from '../stack/index.js';
-import { BenchReport, figures, interleave } from './harness.js';
+import { benchArgs, BenchReport, figures, interleave } from './harness.js';
 import { plantedRow, scoreRemoved, type GeneratedRow, type Quality, type Truth } from './repair-rows.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:dedup',
+  'npm run bench:dedup [-- --rows 100000 --rounds 3 --shards 2 --workers 2 --dir /tmp/trialrun-bench-dedup]',
+  {
     rows: { type: 'string', default: '100000' },
     rounds: { type: 'string', default: '3' },
     shards: { type: 'string', default: '2' },
@@ -49,8 +49,10 @@ const { values } = parseArgs({
     input: { type: 'string' },
     out: { type: 'string' },
   },
-});
-const whole = (name: 'rows' | 'rounds' | 'shards' | 'workers', min: number): number => requiredInt(values, name, min);
+  { help: { side: 'internal: one trialrun side (trialrunDedup or trialrunJob) over --input, figures as JSON to --out', input: 'internal: the shards of --side', out: 'internal: where --side writes' } },
+);
+const { values } = cli;
+const whole = (name: 'rows' | 'rounds' | 'shards' | 'workers', min: number): number => cli.int(name, min);
 const ROWS = whole('rows', 1000);
 const ROUNDS = whole('rounds', 3);
 const SHARDS = whole('shards', 1);
@@ -280,7 +282,7 @@ if (values.side !== undefined) {
   const files = readdirSync(input).filter((name) => name.endsWith('.jsonl')).sort().map((name) => join(input, name));
   if (values.side === 'trialrunDedup') await trialrunDedup(files, values.out!);
   else if (values.side === 'trialrunJob') await trialrunJob(files, values.out!, DIR);
-  else throw new Error(`--side must be trialrunDedup or trialrunJob, got ${values.side}`);
+  else cli.fail(`--side must be trialrunDedup or trialrunJob, got ${values.side}`);
 } else {
   await main();
 }

@@ -5,12 +5,17 @@
  *   - `figures`: min / median / max of the rounds (never a single run);
  *   - the load average at the start and the end of the run, printed and saved beside the figures;
  *   - `BenchReport`: each comparison saved to `bench/results/<bench>.json`, from which `npm run bench:table`
- *     prints (and `-- --write` puts into the README) the table of figures; nobody types them by hand.
+ *     prints (and `-- --write` puts into the README) the table of figures; nobody types them by hand;
+ *   - `benchArgs`: the command line, parsed strictly; a bad flag or value is a one-line error and exit 2, `--help`
+ *     prints the usage and the options and exits 0.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
-import { checkoutRoot } from '../schemas/index.js';
+import { parseArgs } from 'node:util';
+import { optionLines, type Options } from '../cli/command.js';
+import { choiceOption, intOption, numberOption, requiredInt, type OptionValues } from '../cli/options.js';
+import { checkoutRoot, ConfigError } from '../schemas/index.js';
 
 export interface Figures {
   readonly min: number;
@@ -146,3 +151,128 @@ export class BenchReport {
 const round2 = (value: number): number => Math.round(value * 100) / 100;
 const roundFigures = (f: Figures): Figures => ({ min: round4(f.min), median: round4(f.median), max: round4(f.max), n: f.n });
 const round4 = (value: number): number => Number(value.toPrecision(4));
+
+/** Where a bench's help and usage errors go, and how it exits; a test passes its own. */
+export interface BenchIo {
+  readonly out: (text: string) => void;
+  readonly err: (text: string) => void;
+  readonly exit: (code: number) => never;
+}
+
+const processIo: BenchIo = {
+  out: (text) => void process.stdout.write(text),
+  err: (text) => void process.stderr.write(text),
+  exit: (code) => process.exit(code),
+};
+
+/** The option values parseArgs gives for this option table. */
+export type BenchValues<O extends Options> = ReturnType<typeof parseArgs<{ options: O; strict: true }>>['values'];
+
+/**
+ * A bench's parsed command line and the checks of its values. A value that breaks a check (the CLI's own:
+ * intOption, numberOption, choiceOption) is reported as `<command>: <what was wrong>` and the usage, exit 2.
+ */
+export class BenchArgs<O extends Options> {
+  constructor(
+    /** The command as its reader types it, e.g. `bench:loop`. */
+    readonly command: string,
+    private readonly usage: readonly string[],
+    readonly values: BenchValues<O>,
+    private readonly io: BenchIo,
+  ) {}
+
+  /** Reports a bad command line on stderr and exits 2. */
+  fail(message: string): never {
+    this.io.err(`${this.command}: ${message}\n${usageBlock(this.usage)}\n(--help lists the options)\n`);
+    return this.io.exit(2);
+  }
+
+  /** Runs `read`; a ConfigError from it (a bad value) is `fail`ed, anything else is thrown on. */
+  check<T>(read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      if (error instanceof ConfigError) return this.fail(error.message);
+      throw error;
+    }
+  }
+
+  /** A whole number of at least `min` (default 1), for an option the table gives a default. */
+  int(name: keyof O & string, min = 1): number {
+    return this.check(() => requiredInt(this.optionValues, name, min));
+  }
+
+  /** A whole number of at least `min`, or undefined when not given. */
+  optionalInt(name: keyof O & string, min = 1): number | undefined {
+    return this.check(() => intOption(this.optionValues, name, min));
+  }
+
+  /** A finite number in the range (see numberOption). */
+  number(name: keyof O & string, range: { above: number; below?: number; inclusive?: boolean }): number {
+    return this.check(() => numberOption(this.optionValues, name, range));
+  }
+
+  /** One of `allowed`. */
+  choice<T extends string>(name: keyof O & string, allowed: readonly T[]): T {
+    return this.check(() => choiceOption(this.optionValues, name, allowed));
+  }
+
+  /** One of `allowed`, or undefined when not given. */
+  optionalChoice<T extends string>(name: keyof O & string, allowed: readonly T[]): T | undefined {
+    return this.optionValues[name] === undefined ? undefined : this.choice(name, allowed);
+  }
+
+  /** A comma-separated list of words from `allowed`, e.g. `--backends docker,process`. */
+  choices<T extends string>(name: keyof O & string, allowed: readonly T[]): T[] {
+    const raw = String(this.optionValues[name] ?? '');
+    const words = raw.split(',');
+    for (const word of words) {
+      if (!(allowed as readonly string[]).includes(word)) this.fail(`--${name} takes ${allowed.join(', ')} (comma-separated), got "${raw}"`);
+    }
+    return words as T[];
+  }
+
+  private get optionValues(): OptionValues {
+    return this.values as unknown as OptionValues;
+  }
+}
+
+const usageBlock = (usage: readonly string[]): string => usage.map((line, i) => `${i === 0 ? 'Usage: ' : '       '}${line}`).join('\n');
+
+/**
+ * Parses a bench's command line against its option table, strictly (no positionals): an unknown option or a
+ * missing value is `<command>: <what was wrong>` and the usage on stderr, exit 2; `--help` (`-h`) prints the
+ * usage and every option with its default on stdout, exit 0. `usage` is the bench's example command line(s).
+ */
+export function benchArgs<O extends Options>(
+  command: string,
+  usage: string | readonly string[],
+  options: O,
+  extra: { readonly help?: Readonly<Partial<Record<keyof O & string, string>>>; readonly argv?: readonly string[]; readonly io?: BenchIo } = {},
+): BenchArgs<O> {
+  const io = extra.io ?? processIo;
+  const lines = typeof usage === 'string' ? [usage] : usage;
+  let parsed;
+  try {
+    parsed = parseArgs({ args: [...(extra.argv ?? process.argv.slice(2))], options: { ...options, help: { type: 'boolean', short: 'h' } }, strict: true, allowPositionals: false });
+  } catch (error) {
+    const args = new BenchArgs<O>(command, lines, {} as BenchValues<O>, io);
+    return args.fail(parseError(error));
+  }
+  const { help, ...values } = parsed.values as Record<string, unknown>;
+  if (help === true) {
+    io.out(`${usageBlock(lines)}\n\nOptions:\n${optionLines(options, extra.help as Record<string, string> | undefined).join('\n')}\n`);
+    return io.exit(0);
+  }
+  return new BenchArgs<O>(command, lines, values as BenchValues<O>, io);
+}
+
+/** parseArgs' message, less its advice on positionals (no bench takes any). */
+function parseError(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return message
+    .replace(/^Unknown option '([^']*)'.*$/s, "unknown option '$1'")
+    .replace(/^Unexpected argument '([^']*)'\..*$/s, "unexpected argument '$1' (options start with --)")
+    .replace(/^Option '([^']*)' argument missing$/, "option '$1' needs a value")
+    .replace(/^Option '([^']*)' does not take an argument$/, "option '$1' takes no value");
+}

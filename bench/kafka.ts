@@ -18,13 +18,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { createKafka, ensureTopics, KAFKA_CLIENTS, type KafkaClientName, type KafkaPort } from '../connectors/kafka/index.js';
-import { BenchReport, median } from './harness.js';
+import { benchArgs, BenchReport, median } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:kafka',
+  'npm run bench:kafka [-- --records 50000 --bytes 1024 --rounds 3 --send-batch 1000]',
+  {
     records: { type: 'string', default: '50000' },
     bytes: { type: 'string', default: '1024' },
     rounds: { type: 'string', default: '3' },
@@ -32,8 +32,9 @@ const { values } = parseArgs({
     'transaction-records': { type: 'string', default: '20' },
     'small-records': { type: 'string', default: '5000' },
   },
-});
-const whole = (name: keyof typeof values, min: number): number => requiredInt(values, name, min);
+);
+const { values } = cli;
+const whole = (name: keyof typeof values, min: number): number => cli.int(name, min);
 const RECORDS = whole('records', 1000);
 const BYTES = whole('bytes', 1);
 const ROUNDS = whole('rounds', 3);

@@ -11,8 +11,6 @@
  *     it, against a bare publish -> consume on the same broker.
  */
 import { performance } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import {
   freshAdamState,
   initialParams,
@@ -36,20 +34,23 @@ import { PolicyTracker } from '../pipelines/rollout-worker/index.js';
 import { onnxRepairKind, seededRandom, type PolicySample } from '../policies/index.js';
 import { topicNames } from '../schemas/index.js';
 import { stackUp } from '../stack/index.js';
-import { BenchReport, interleave, percentile } from './harness.js';
+import { benchArgs, BenchReport, interleave, percentile } from './harness.js';
 import { TunedUpdate } from './tuned-update.js';
 
-const { values: args } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:learner',
+  'npm run bench:learner [-- --providers cpu --threads 1 --runs 15]',
+  {
     providers: { type: 'string', default: 'cpu' },
     threads: { type: 'string', default: '1' },
     runs: { type: 'string', default: '25' },
     hidden: { type: 'string', default: '32' },
   },
-});
-const runtime: OnnxRuntimeOptions = { executionProviders: args.providers.split(','), intraOpThreads: Number(args.threads) };
-const RUNS = requiredInt(args, 'runs', 1);
-if (RUNS < 3) throw new Error(`--runs must be at least 3 (rounds interleave both sides), got ${RUNS}`);
+);
+const { values: args } = cli;
+const runtime: OnnxRuntimeOptions = { executionProviders: args.providers.split(','), intraOpThreads: cli.int('threads', 0) };
+const RUNS = cli.int('runs', 3);
+const HIDDEN = cli.int('hidden');
 const BATCH_SAMPLES = [16, 64, 256];
 const report = new BenchReport('learner', `npm run bench:learner -- --providers ${args.providers} --threads ${args.threads} --runs ${RUNS} --hidden ${args.hidden}`);
 
@@ -182,7 +183,7 @@ const bytesOf = (params: unknown): string => (onnxRepairKind.encodeParams(params
 const SECTIONS = [updateThroughput, scoringLatency, reloadLatency];
 
 
-const params = initialParams('bench', { hiddenSize: Number(args.hidden) });
+const params = initialParams('bench', { hiddenSize: HIDDEN });
 // Non-zero output and skip weights, as after some training: the cost is the same, the values realistic.
 const random = seededRandom('bench/params');
 for (const name of ['outputWeights', 'skipWeights'] as const) params.tensors[name].forEach((_, i, tensor) => (tensor[i] = random() - 0.5));

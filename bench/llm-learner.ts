@@ -13,24 +13,25 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { llmLearnerArgs, llmLearnerLaunch, llmLearnerVenv, llmServerRoot, servedGguf } from '../cli/llm-learner.js';
 import { repoRoot } from '../cli/paths.js';
 import { stackComponents, stackUp } from '../stack/index.js';
 import { freshContext, readAll, tempDir } from '../test/integration/harness.js';
 import { llmSamplePair, sendPairs, tokenizedTurns } from '../test/integration/llm-learner-fixtures.js';
-import { BenchReport, interleave } from './harness.js';
+import { benchArgs, BenchReport, interleave } from './harness.js';
 
-const { values: args } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:llm-learner',
+  'npm run bench:llm-learner [-- --batch 2 --max-tokens 32 --threads 2 --rounds 3]',
+  {
     batch: { type: 'string', default: '2' },
     'max-tokens': { type: 'string', default: '32' },
     threads: { type: 'string', default: '2' },
     rounds: { type: 'string', default: '3' },
   },
-});
-const wholeNumber = (name: keyof typeof args, min: number): number => requiredInt(args, name, min);
+);
+const { values: args } = cli;
+const wholeNumber = (name: keyof typeof args, min: number): number => cli.int(name, min);
 const BATCH = wholeNumber('batch', 1);
 const MAX_TOKENS = wholeNumber('max-tokens', 1);
 const THREADS = wholeNumber('threads', 1);

@@ -29,8 +29,6 @@
  */
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import '../envs/index.js';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
@@ -42,10 +40,15 @@ import { LLM_POLICY, resolveLlmPolicyOptions, toolCallSchema } from '../policies
 import { STACK_LLM_URL, type Trajectory } from '../schemas/index.js';
 import { freePort, imageFor, llmComponent, stackPaths, stackUp } from '../stack/index.js';
 import { freshContext, readAll, tempDir } from '../test/integration/harness.js';
-import { BenchReport } from './harness.js';
+import { benchArgs, BenchReport } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:llm',
+  [
+    'npm run bench:llm [-- --rounds 3 --tasks 1 --group-size 2 --max-turns 3 --max-tokens 48]',
+    'npm run bench:llm -- --gateway-only',
+  ],
+  {
     rounds: { type: 'string', default: '3' },
     tasks: { type: 'string', default: '1' },
     'group-size': { type: 'string', default: '2' },
@@ -55,8 +58,9 @@ const { values } = parseArgs({
     'gateway-turns': { type: 'string', default: '4' },
     'gateway-only': { type: 'boolean', default: false },
   },
-});
-const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens' | 'gateway-rounds' | 'gateway-turns', min: number): number => requiredInt(values, name, min);
+);
+const { values } = cli;
+const count = (name: 'rounds' | 'tasks' | 'group-size' | 'max-turns' | 'max-tokens' | 'gateway-rounds' | 'gateway-turns', min: number): number => cli.int(name, min);
 const ROUNDS = count('rounds', 3);
 const TASKS = count('tasks', 1);
 const GROUP_SIZE = count('group-size', 1);

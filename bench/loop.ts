@@ -32,8 +32,6 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { intOption } from '../cli/command.js';
 import { dataDir, repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
 import { createKafka, readTopic } from '../connectors/kafka/index.js';
@@ -46,12 +44,18 @@ import { registerPolicyKind } from '../policies/index.js';
 import type { ProcessorContext } from '../pipelines/runtime/index.js';
 import { topicNames, type Task, type TopicKey, type TopicValue } from '../schemas/index.js';
 import { imageFor, stackUp } from '../stack/index.js';
-import { BenchReport, figures, interleave, loadLine, median } from './harness.js';
+import { benchArgs, BenchReport, figures, interleave, loadLine, median } from './harness.js';
 import { MIN_REPLAY_TURNS, TRACE_REPLAY_POLICY, TraceReplay, replayTurns, turnWaitsMs } from './trace-replay.js';
 import { loadTrace, perfectSchedulerRate, replayedEpisodes, synchronousModelRate, traceShape, type Trace } from './trace.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:loop',
+  [
+    'npm run bench:loop [-- --tasks 20 --rounds 3]',
+    'npm run bench:loop-trace',
+    'npm run bench:loop -- --trace <file | store | store:<data dir>> [--trace-speed 2]',
+  ],
+  {
     tasks: { type: 'string', default: '20' },
     rounds: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '0' },
@@ -70,28 +74,28 @@ const { values } = parseArgs({
     trace: { type: 'string' },
     'trace-speed': { type: 'string', default: '1' },
   },
-});
-const TASKS = intOption(values, 'tasks')!;
-const ROUNDS = intOption(values, 'rounds')!;
-const WARMUP = intOption(values, 'warmup', 0)!;
-const GROUP = intOption(values, 'group-size')!;
-const BATCH = intOption(values, 'batch-size')!;
-const SANDBOXES = intOption(values, 'sandboxes')!;
-const WORKERS = intOption(values, 'workers')!;
-const TASKS_PER_WORKER = intOption(values, 'tasks-per-worker')!;
-const EPISODES = intOption(values, 'episodes')!;
-const VERIFIERS = intOption(values, 'verifiers')!;
-const MAX_TURNS = intOption(values, 'max-turns')!;
-const MAX_STALENESS = intOption(values, 'max-staleness', 0)!;
+);
+const { values } = cli;
+const TASKS = cli.int('tasks');
+const ROUNDS = cli.int('rounds');
+const WARMUP = cli.int('warmup', 0);
+const GROUP = cli.int('group-size');
+const BATCH = cli.int('batch-size');
+const SANDBOXES = cli.int('sandboxes');
+const WORKERS = cli.int('workers');
+const TASKS_PER_WORKER = cli.int('tasks-per-worker');
+const EPISODES = cli.int('episodes');
+const VERIFIERS = cli.int('verifiers');
+const MAX_TURNS = cli.int('max-turns');
+const MAX_STALENESS = cli.int('max-staleness', 0);
 const SLOW_FRACTION = Number(values['slow-fraction']);
 const SLOW_SECONDS = Number(values['slow-seconds']);
-if (!(SLOW_FRACTION >= 0 && SLOW_FRACTION <= 1)) throw new Error(`--slow-fraction takes a number from 0 to 1, got ${values['slow-fraction']}`);
-if (values.tail !== 'episode' && values.tail !== 'task') throw new Error(`--tail takes episode or task, got ${values.tail}`);
-const TAIL: 'episode' | 'task' = values.tail;
-if (!(SLOW_SECONDS >= 0 && SLOW_SECONDS <= 15)) throw new Error(`--slow-seconds takes 0 to 15 (a verifier test run has 20 s), got ${values['slow-seconds']}`);
+if (!(SLOW_FRACTION >= 0 && SLOW_FRACTION <= 1)) cli.fail(`--slow-fraction takes a number from 0 to 1, got ${values['slow-fraction']}`);
+const TAIL = cli.choice('tail', ['episode', 'task'] as const);
+if (!(SLOW_SECONDS >= 0 && SLOW_SECONDS <= 15)) cli.fail(`--slow-seconds takes 0 to 15 (a verifier test run has 20 s), got ${values['slow-seconds']}`);
 
 const TRACE_SPEED = Number(values['trace-speed']);
-if (!(TRACE_SPEED > 0 && Number.isFinite(TRACE_SPEED))) throw new Error(`--trace-speed takes a number > 0, got ${values['trace-speed']}`);
+if (!(TRACE_SPEED > 0 && Number.isFinite(TRACE_SPEED))) cli.fail(`--trace-speed takes a number > 0, got ${values['trace-speed']}`);
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 const SLOW_TEST = 'test_takes_its_time.py';
 
@@ -141,7 +145,7 @@ async function main(): Promise<void> {
   // Read before the stack starts: a trace that is not there stops the bench at once.
   const trace: Trace | null = values.trace === undefined ? null : await loadTrace(values.trace, dataDir());
   const replay = trace ? new TraceReplay(trace, { speed: TRACE_SPEED }) : null;
-  if (trace && MAX_TURNS < MIN_REPLAY_TURNS) throw new Error(`--trace: a replayed episode takes at least ${MIN_REPLAY_TURNS} turns; --max-turns ${MAX_TURNS} is too few`);
+  if (trace && MAX_TURNS < MIN_REPLAY_TURNS) cli.fail(`--trace: a replayed episode takes at least ${MIN_REPLAY_TURNS} turns; --max-turns ${MAX_TURNS} is too few`);
   if (trace && traceShape(trace).turns.max > MAX_TURNS) log(`--max-turns ${MAX_TURNS} is fewer than the trace's longest episode (${traceShape(trace).turns.max} turns): the waits of turns past it are not replayed (and not in the bound)`);
   if (replay) registerPolicyKind(replay.kind());
   await stackUp((line) => log(line));

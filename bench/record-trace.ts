@@ -9,9 +9,7 @@
  */
 import { loadavg, cpus } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import '../envs/index.js';
-import { intOption } from '../cli/command.js';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore } from '../connectors/checkpoints/index.js';
 import { DockerSandboxPool } from '../connectors/sandbox/index.js';
@@ -21,21 +19,25 @@ import { STACK_LLM_URL } from '../schemas/index.js';
 import { imageFor, llmComponent, stackUp } from '../stack/index.js';
 import { freshContext, tempDir } from '../test/integration/harness.js';
 import { readStoreTrace, traceShape, writeTrace } from './trace.js';
+import { benchArgs } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'record-trace',
+  'node dist/bench/record-trace.js --out bench/traces/<name>.jsonl [--tasks 6 --group-size 4 --max-turns 5 --max-tokens 96]',
+  {
     out: { type: 'string' },
     tasks: { type: 'string', default: '6' },
     'group-size': { type: 'string', default: '4' },
     'max-turns': { type: 'string', default: '5' },
     'max-tokens': { type: 'string', default: '96' },
   },
-});
-if (!values.out) throw new Error('--out <file> is required: where the trace goes');
-const TASKS = intOption(values, 'tasks')!;
-const GROUP = intOption(values, 'group-size')!;
-const MAX_TURNS = intOption(values, 'max-turns')!;
-const MAX_TOKENS = intOption(values, 'max-tokens')!;
+);
+const { values } = cli;
+if (!values.out) cli.fail('--out <file> is required: where the trace goes');
+const TASKS = cli.int('tasks');
+const GROUP = cli.int('group-size');
+const MAX_TURNS = cli.int('max-turns');
+const MAX_TOKENS = cli.int('max-tokens');
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 
 async function main(): Promise<void> {

@@ -16,18 +16,18 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { DockerSandboxPool, ensureDebianProgram, ProcessSandboxPool, type AgentSandboxPool, type PoolOptions, type Sandbox } from '../connectors/sandbox/index.js';
 import { dockerComponent } from '../stack/docker.js';
 import { imagesComponent } from '../stack/images.js';
 import { imageFor } from '../stack/index.js';
-import { BenchReport, interleave, percentile } from './harness.js';
+import { benchArgs, BenchReport, interleave, percentile } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:sandbox',
+  'npm run bench:sandbox [-- --backends docker,process --sections latency,pytest,cycles --samples 20 --cycles 200 --runs 16 --rounds 3]',
+  {
     backends: { type: 'string', default: 'docker,process' },
     samples: { type: 'string', default: '20' },
     cycles: { type: 'string', default: '200' },
@@ -35,20 +35,16 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     sections: { type: 'string', default: 'latency,pytest,cycles' },
   },
-});
-const BACKENDS = values.backends.split(',').map((name) => {
-  if (name !== 'docker' && name !== 'process') throw new Error(`--backends takes docker and/or process, got ${name}`);
-  return name;
-});
-const positive = (name: 'samples' | 'cycles' | 'runs' | 'rounds'): number => requiredInt(values, name);
+);
+const { values } = cli;
+const BACKENDS = cli.choices('backends', ['docker', 'process'] as const);
+const positive = (name: 'samples' | 'cycles' | 'runs' | 'rounds', min = 1): number => cli.int(name, min);
 const SAMPLES = positive('samples');
 const CYCLES = positive('cycles');
 const RUNS = positive('runs');
-const ROUNDS = positive('rounds');
-if (ROUNDS < 3) throw new Error(`--rounds must be at least 3, got ${ROUNDS}`);
+const ROUNDS = positive('rounds', 3);
 const report = new BenchReport('sandbox', `npm run bench:sandbox -- --backends ${values.backends} --sections ${values.sections} --samples ${values.samples} --cycles ${values.cycles} --runs ${values.runs} --rounds ${values.rounds}`);
-const SECTIONS = new Set(values.sections.split(','));
-for (const section of SECTIONS) if (!['latency', 'pytest', 'cycles'].includes(section)) throw new Error(`--sections takes latency, pytest and/or cycles, got ${section}`);
+const SECTIONS = new Set<string>(cli.choices('sections', ['latency', 'pytest', 'cycles'] as const));
 const CONCURRENCY = [1, 2, 4, 8];
 const PYTHON = '/usr/bin/python3';
 const PYTEST = ['-m', 'pytest', '-q', '-p', 'no:cacheprovider'];

@@ -17,7 +17,6 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import '../envs/index.js';
 import { BlobTreeStore } from '../connectors/artifacts/index.js';
 import { BlobCheckpointStore, type CheckpointStore } from '../connectors/checkpoints/index.js';
@@ -30,21 +29,20 @@ import { onnxRepairKind } from '../policies/index.js';
 import { topicNames, type FileTree } from '../schemas/index.js';
 import { stackComponents, stackUp } from '../stack/index.js';
 import { syntheticTrajectory } from '../test/integration/analytics-fixtures.js';
-import { BenchReport, interleave, median } from './harness.js';
+import { benchArgs, BenchReport, interleave, median } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:storage',
+  'npm run bench:storage [-- --rounds 5 --sink-records 5000 --versions 5 --tree-mb 50]',
+  {
     rounds: { type: 'string', default: '5' },
     'sink-records': { type: 'string', default: '5000' },
     versions: { type: 'string', default: '5' },
     'tree-mb': { type: 'string', default: '50' },
   },
-});
-const count = (name: keyof typeof values, min: number): number => {
-  const value = Number(values[name]);
-  if (!Number.isInteger(value) || value < min) throw new Error(`--${name} must be a whole number >= ${min}, got ${values[name]}`);
-  return value;
-};
+);
+const { values } = cli;
+const count = (name: keyof typeof values, min: number): number => cli.int(name, min);
 const ROUNDS = count('rounds', 3);
 const SINK_RECORDS = count('sink-records', 1);
 const VERSIONS = count('versions', 1);

@@ -5,9 +5,8 @@
  */
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { checkoutRoot } from '../schemas/index.js';
-import type { Comparison, Figures } from './harness.js';
+import { benchArgs, type Comparison, type Figures } from './harness.js';
 
 interface SavedRun {
   readonly bench: string;
@@ -47,7 +46,12 @@ function savedRuns(): SavedRun[] {
     .map((name) => JSON.parse(readFileSync(join(dir, name), 'utf8')) as SavedRun);
 }
 
-const { values } = parseArgs({ options: { write: { type: 'boolean', default: false } } });
+const cli = benchArgs(
+  'bench:table',
+  'npm run bench:table [-- --write]',
+  { write: { type: 'boolean', default: false } },
+);
+const { values } = cli;
 const runs = savedRuns();
 if (runs.length === 0) throw new Error('no saved benchmark runs in bench/results/; run a benchmark first (npm run bench:<name>)');
 const table = benchTable(runs);

@@ -26,8 +26,6 @@ import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { bucketOf, dataFileName, REWARDS, writeParquetRows } from '../connectors/analytics/index.js';
 import { catalogTopics, createKafka, ensureTopics } from '../connectors/kafka/index.js';
@@ -35,13 +33,15 @@ import { TopicSerde } from '../connectors/registry/index.js';
 import { deduplicate, formatReport, publishNewTasks, resolveJob, runTaskJob, type TaskJobReport } from '../pipelines/jobs/task-job/index.js';
 import { seededRandom } from '../policies/index.js';
 import { topicNames, type Reward, type Task } from '../schemas/index.js';
-import { BenchReport, interleave } from './harness.js';
+import { benchArgs, BenchReport, interleave } from './harness.js';
 import { generatedLine, type GeneratedRow } from './repair-rows.js';
 
 const execFileAsync = promisify(execFile);
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:tasks',
+  'npm run bench:tasks [-- --rows 200000 --small 20000 --publish 20000 --rounds 3 --rss-rows 1000000 --dir /tmp/trialrun-bench-tasks]',
+  {
     rows: { type: 'string', default: '200000' },
     small: { type: 'string', default: '20000' },
     publish: { type: 'string', default: '20000' },
@@ -53,20 +53,22 @@ const { values } = parseArgs({
     /** TaskJobOptions.checkThreads of every job run. @default the job's own */
     'check-threads': { type: 'string' },
   },
-});
-const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => requiredInt(values, name, min);
+  { help: { 'job-alone': 'internal: one dry run of the job over this file, figures as JSON', 'rss-rows': 'comma-separated sizes for the RSS part (0 skips)', 'check-threads': "TaskJobOptions.checkThreads of every job run (default: the job's own)" } },
+);
+const { values } = cli;
+const count = (name: 'rows' | 'small' | 'publish' | 'rounds', min: number): number => cli.int(name, min);
 const ROWS = count('rows', 1000);
 const SMALL = count('small', 1000);
 const PUBLISH = Math.min(count('publish', 0), ROWS);
 const DIR = values.dir;
 const ROUNDS = count('rounds', 3);
-const CHECK_THREADS = values['check-threads'] === undefined ? undefined : Number(values['check-threads']);
+const CHECK_THREADS = cli.optionalInt('check-threads', 0);
 const RSS_ROWS = values['rss-rows']!.split(',').map((size) => {
   const rows = Number(size);
-  if (!Number.isInteger(rows) || rows < 0) throw new Error(`--rss-rows takes whole numbers >= 0, comma-separated, got ${values['rss-rows']}`);
+  if (!Number.isInteger(rows) || rows < 0) cli.fail(`--rss-rows takes whole numbers >= 0, comma-separated, got ${values['rss-rows']}`);
   return rows;
 }).filter((rows) => rows > 0);
-if (SMALL > ROWS) throw new Error(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
+if (SMALL > ROWS) cli.fail(`--small (${SMALL}) must not exceed --rows (${ROWS})`);
 // Bump when the generator changes, so a cached file from an older generator is not reused.
 const GENERATOR = 'v2';
 

@@ -13,8 +13,6 @@
 import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { intOption } from '../cli/command.js';
 import { repoRoot } from '../cli/paths.js';
 import { DockerSandboxPool, ProcessSandboxPool, type SandboxPool } from '../connectors/sandbox/index.js';
 import '../envs/index.js';
@@ -22,20 +20,23 @@ import { prepareTasks } from '../pipelines/jobs/task-job/index.js';
 import { Verifier, VERIFIER_RECIPE } from '../pipelines/verifier/index.js';
 import type { Task } from '../schemas/index.js';
 import { imageFor } from '../stack/index.js';
-import { BenchReport, interleave, median } from './harness.js';
+import { benchArgs, BenchReport, interleave, median } from './harness.js';
 
-const { values } = parseArgs({
-  options: {
+const cli = benchArgs(
+  'bench:verifier',
+  'npm run bench:verifier [-- --tasks 6 --rounds 5 --concurrency 2 --backend docker]',
+  {
     tasks: { type: 'string', default: '6' },
     rounds: { type: 'string', default: '5' },
     concurrency: { type: 'string', default: '2' },
     backend: { type: 'string', default: 'docker' },
   },
-});
-const TASKS = intOption(values, 'tasks')!;
-const ROUNDS = intOption(values, 'rounds')!;
-const CONCURRENCY = intOption(values, 'concurrency')!;
-if (values.backend !== 'docker' && values.backend !== 'process') throw new Error(`--backend takes docker or process, got ${values.backend}`);
+);
+const { values } = cli;
+const TASKS = cli.int('tasks');
+const ROUNDS = cli.int('rounds');
+const CONCURRENCY = cli.int('concurrency');
+if (values.backend !== 'docker' && values.backend !== 'process') cli.fail(`--backend takes docker or process, got ${values.backend}`);
 
 const log = (line: string): void => void process.stderr.write(`# ${line}\n`);
 

@@ -15,8 +15,6 @@
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { requiredInt } from '../cli/options.js';
 import { promisify } from 'node:util';
 import { repoRoot } from '../cli/paths.js';
 import { LocalCheckpointStore, LORA_SAFETENSORS_FORMAT } from '../connectors/checkpoints/index.js';
@@ -25,11 +23,16 @@ import { LLM_POLICY } from '../policies/index.js';
 import { nowIso, type PolicyCheckpoint } from '../schemas/index.js';
 import { freePort, llamaCppWeightServer, llmComponent, llmLearnerPython, stackUp } from '../stack/index.js';
 import { ensureStack, freshContext, tempDir } from '../test/integration/harness.js';
-import { BenchReport, interleave } from './harness.js';
+import { benchArgs, BenchReport, interleave } from './harness.js';
 
 const run = promisify(execFile);
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '3' }, adapter: { type: 'string' } } });
-const ROUNDS = requiredInt(values, 'rounds', 3);
+const cli = benchArgs(
+  'bench:weight-sync',
+  'npm run bench:weight-sync [-- --rounds 3 --adapter <lora.safetensors>]',
+  { rounds: { type: 'string', default: '3' }, adapter: { type: 'string' } },
+);
+const { values } = cli;
+const ROUNDS = cli.int('rounds', 3);
 
 /** The same safetensors file with `policy_version` (and `parent_version`) set to `version` in its metadata. */
 function withVersion(bytes: Buffer, version: number): Buffer {

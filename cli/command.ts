@@ -19,15 +19,21 @@ export interface Command {
 
 export function helpText(prefix: string, command: Command): string {
   const lines = [`Usage: ${prefix} ${command.name}${command.usage ? ` ${command.usage}` : ''} [options]`, '', command.summary, '', 'Options:'];
-  const flags = Object.entries(command.options).map(([name, spec]) => ({ name, spec, flag: `--${name}${spec.type === 'string' ? ' <value>' : ''}` }));
+  return [...lines, ...optionLines(command.options, command.help)].join('\n');
+}
+
+/** One line per option of the table (with its default), then `--help`; the benches list theirs with it too. */
+export function optionLines(options: Options, help: Readonly<Record<string, string>> = {}): string[] {
+  const flags = Object.entries(options).map(([name, spec]) => ({ name, spec, flag: `--${name}${spec.type === 'string' ? ' <value>' : ''}` }));
   // Wide enough for the longest flag, so its help never runs into it.
   const width = Math.max(26, ...flags.map(({ flag }) => flag.length + 2));
+  const lines: string[] = [];
   for (const { name, spec, flag } of flags) {
     const fallback = spec.default !== undefined ? ` (default: ${String(spec.default)})` : '';
-    lines.push(`  ${flag.padEnd(width)}${command.help[name] ?? ''}${fallback}`);
+    lines.push(`  ${flag.padEnd(width)}${`${help[name] ?? ''}${fallback}`.trim()}`.trimEnd());
   }
   lines.push(`  ${'--help'.padEnd(width)}Show this help`);
-  return lines.join('\n');
+  return lines;
 }
 
 /** Parses a command's arguments and runs it; a malformed command line is a ConfigError that points at --help. */
