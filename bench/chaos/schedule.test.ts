@@ -4,14 +4,21 @@ import { chaosSchedule, chaosTargets } from './schedule.js';
 
 const options = { seed: '7', targets: chaosTargets(false), meanGapMs: 20_000, brokers: 3 };
 
-test('a seed gives one schedule: every target once, gaps around the mean, a broker of the cluster', () => {
+test('a seed gives one schedule: every target once, gaps drawn in proportion to the mean, a broker of the cluster', () => {
   const schedule = chaosSchedule(options);
   assert.deepEqual(chaosSchedule(options), schedule, 'the same seed, the same kills');
   assert.deepEqual(schedule.map((k) => k.target).sort(), [...options.targets].sort());
-  for (const kill of schedule) {
-    assert.ok(kill.gapMs >= 10_000 && kill.gapMs <= 30_000, `${kill.target}: gap ${kill.gapMs}`);
+  // Nothing is timed here: the gaps are numbers a pure function draws. The same seed with twice the mean draws
+  // each gap twice as long (up to rounding), so a gap is a fraction of the mean, not a fixed time.
+  const doubled = chaosSchedule({ ...options, meanGapMs: options.meanGapMs * 2 });
+  schedule.forEach((kill, i) => {
+    assert.ok(Math.abs(doubled[i]!.gapMs - 2 * kill.gapMs) <= 1, `${kill.target}: gap ${kill.gapMs}, doubled ${doubled[i]!.gapMs}`);
     assert.ok(kill.downMs > 0);
-  }
+  });
+  // Over many seeds the gaps average out at the mean asked for.
+  const gaps = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm', 'n', 'o', 'p'].flatMap((seed) => chaosSchedule({ ...options, seed }).map((k) => k.gapMs));
+  const meanRatio = gaps.reduce((sum, gap) => sum + gap, 0) / gaps.length / options.meanGapMs;
+  assert.ok(Math.abs(meanRatio - 1) < 0.15, `mean gap / asked mean = ${meanRatio}`);
   const broker = schedule.find((k) => k.target === 'broker')!;
   assert.ok(broker.brokerNode! >= 1 && broker.brokerNode! <= 3);
   assert.ok(schedule.every((k) => k.target === 'broker' || k.brokerNode === undefined));
