@@ -128,15 +128,17 @@ class BlobLake implements Lake {
    * is read again with the new head; a digest that still does not match after the head stayed the same is damage.
    */
   private async readReplaceable(key: string): Promise<Buffer | null> {
+    let head = await this.store.head(key);
     for (let attempt = 1; ; attempt++) {
-      const head = await this.store.head(key);
       if (!head) return null;
       if (!head.sha256) throw new ConfigError(`${this.store.uri(key)}: a ledger entry without the sha256 the sink records; was it written by something else?`);
       try {
         return await this.store.get(key, head.sha256);
       } catch (error) {
         if (!(error instanceof ArtifactIntegrityError) || attempt >= REPLACED_READ_ATTEMPTS) throw error;
-        if ((await this.store.head(key))?.sha256 === head.sha256) throw error;
+        const newer = await this.store.head(key);
+        if (newer?.sha256 === head.sha256) throw error;
+        head = newer;
       }
     }
   }

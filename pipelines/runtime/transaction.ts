@@ -20,6 +20,8 @@ class TransactionGivenUpError extends Error {
 export const TRANSACTION_DEADLINE_MS = 75_000;
 /** Registration retries at start: a coordinator loads its transaction log for seconds after its broker restarts. */
 const CONNECT_RETRY = resolveRetryOptions({ retries: 8, initialDelayMs: 500, maxDelayMs: 5_000 });
+/** Registration retries are bounded (about 25 s) and run before any work: nothing needs to cut them short. */
+const NEVER_ABORTED = new AbortController().signal;
 /** A failed producer's disconnect is waited for this long at most: it may hang on a broker that is gone. */
 const DISCONNECT_WAIT_MS = 5_000;
 
@@ -54,8 +56,8 @@ export class TransactionalProducer {
   ) {}
 
   /** Retries a retriable failure to register (a coordinator still loading after a broker restart) before giving up. */
-  async connect(signal: AbortSignal = new AbortController().signal): Promise<void> {
-    this.producer = await withRetries(() => this.create(), CONNECT_RETRY, signal);
+  async connect(): Promise<void> {
+    this.producer = await withRetries(() => this.create(), CONNECT_RETRY, NEVER_ABORTED);
   }
 
   /**
