@@ -212,10 +212,18 @@ interface SideRound {
   readonly stages: Readonly<Record<string, number>>;
 }
 
+/** `100k`, `1m`, `20k`: a row count as a result file's variant. */
+function sizeLabel(rows: number): string {
+  if (rows % 1_000_000 === 0) return `${rows / 1_000_000}m`;
+  if (rows % 1000 === 0) return `${rows / 1000}k`;
+  return String(rows);
+}
+
 async function main(): Promise<void> {
   mkdirSync(DIR, { recursive: true });
   const command = `npm run bench:dedup -- --rows ${ROWS} --rounds ${ROUNDS} --shards ${SHARDS} --workers ${WORKERS}`;
-  const report = new BenchReport('dedup', command);
+  // One result file per size, so the table keeps the figures at 100,000 rows beside those at a million.
+  const report = new BenchReport('dedup', command, sizeLabel(ROWS));
   const python = await datatrovePython((line) => console.log(`[datatrove] ${line}`), { logFile: join(stackPaths().stateDir, 'logs', 'datatrove-venv.log') });
   const { folder, files, truth } = await dataSet(ROWS);
   const planted: Record<string, number> = {};

@@ -105,6 +105,12 @@ export class BenchReport {
     readonly bench: string,
     /** The exact command, for the reader who wants to reproduce a figure. */
     readonly command: string,
+    /**
+     * What tells this run's results from the same bench's at other settings (`1m` for a million rows): saved as
+     * `bench/results/<bench>-<variant>.json`, so a run at one size does not replace the figures at another.
+     * @default none: `<bench>.json`
+     */
+    readonly variant?: string,
   ) {
     process.stdout.write(`# trialrun bench:${bench}  node ${process.version}  ${cpus().length} cores  ${loadLine()} at start  ${this.startedAt}\n`);
   }
@@ -127,11 +133,11 @@ export class BenchReport {
     return comparison;
   }
 
-  /** Writes `bench/results/<bench>.json` in the checkout, with the load at start and end. */
+  /** Writes `bench/results/<bench>[-<variant>].json` in the checkout, with the load at start and end. */
   save(): string {
     const dir = join(checkoutRoot(), 'bench', 'results');
     mkdirSync(dir, { recursive: true });
-    const path = join(dir, `${this.bench}.json`);
+    const path = join(dir, `${this.bench}${this.variant ? `-${this.variant}` : ''}.json`);
     const body = {
       bench: this.bench,
       command: this.command,

@@ -169,6 +169,20 @@ export class NotFoundError extends TrialrunError {
   }
 }
 
+/**
+ * The loop ran past its deadline with work still due. Not retriable: running the same loop again gives the
+ * same wait; what it waited on (`waitingOn`) and how far it got (`progress`) say where to look.
+ */
+export class LoopDeadlineError extends TrialrunError {
+  constructor(
+    readonly timeoutMs: number,
+    readonly progress: unknown,
+    readonly waitingOn: readonly string[],
+  ) {
+    super(`the loop did not finish within ${timeoutMs} ms: ${JSON.stringify(progress)}; still waiting on ${waitingOn.join(', ')}`);
+  }
+}
+
 /** Work was cancelled because the process is shutting down; never dead-lettered. */
 export class ShutdownError extends TrialrunError {
   constructor() {

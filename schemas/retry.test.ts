@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { KafkaError, TimeoutError } from './errors.js';
+import { isRetriable, KafkaError, LoopDeadlineError, TimeoutError } from './errors.js';
 import { resolveRetryOptions, withDeadline, withRetries } from './retry.js';
 
 const quick = resolveRetryOptions({ retries: 3, initialDelayMs: 1, maxDelayMs: 2 });
@@ -55,4 +55,12 @@ test('withDeadline settles as its work does, or rejects with the expiry error on
   await assert.rejects(withDeadline(Promise.reject(failure), 1000, () => new Error('unused')), (error) => error === failure);
   const never = new Promise<never>(() => undefined);
   await assert.rejects(withDeadline(never, 5, () => new TimeoutError('the work', 5)), (error) => error instanceof TimeoutError && error.retriable);
+});
+
+test('a loop past its deadline is not retried, and says what it still waited on and how far it got', () => {
+  const error = new LoopDeadlineError(60_000, { trajectories: 3 }, ['verifications (2 of 4)', 'rewards (1 of 4)']);
+  assert.equal(isRetriable(error), false);
+  assert.equal(error.name, 'LoopDeadlineError');
+  assert.deepEqual(error.waitingOn, ['verifications (2 of 4)', 'rewards (1 of 4)']);
+  assert.match(error.message, /within 60000 ms: \{"trajectories":3\}; still waiting on verifications \(2 of 4\), rewards \(1 of 4\)/);
 });

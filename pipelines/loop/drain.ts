@@ -1,4 +1,4 @@
-import type { Task } from '../../schemas/index.js';
+import { LoopDeadlineError, type Task } from '../../schemas/index.js';
 import { publishTasks } from '../jobs/task-job/index.js';
 import { sleep, type ProcessorContext } from '../runtime/index.js';
 import { committedPastInputs } from './external-learner.js';
@@ -173,7 +173,7 @@ export async function drainLoop({ context, options, resolved, processors, starte
       const waitingOn = [...(batchesLeft ? ["the epoch's remaining batches"] : []), ...stillDue().map(([what, count, wanted]) => `${what} (${count} of ${wanted})`)];
       // Only when all else is done is the external learner asked (externalDone), so it is what is left then.
       if (waitingOn.length === 0) waitingOn.push(externalWaitingOn);
-      throw new Error(`the loop did not finish within ${resolved.timeoutMs} ms: ${JSON.stringify(progress())}; still waiting on ${waitingOn.join(', ')}`);
+      throw new LoopDeadlineError(resolved.timeoutMs, progress(), waitingOn);
     }
     if (options.onProgress && performance.now() - lastReport >= (options.progressIntervalMs ?? 2000)) {
       lastReport = performance.now();
