@@ -116,6 +116,9 @@ export class AgentCommandEnv extends WorkspaceEnv {
   }
 }
 
+/** How long a stopped program may take to be gone before its workspace is read anyway. */
+const STOP_WAIT_MS = 10_000;
+
 /** The agent program of one episode: its command running in the sandbox, its route, and what it did not yet report. */
 class RunningProgram {
   /** A call already taken from `events` that the next step records. */
@@ -126,6 +129,8 @@ class RunningProgram {
   /** Calls the gateway answered and reported so far. */
   private callsAnswered = 0;
   private readonly stopper = new AbortController();
+  /** Settles once the program's command has ended (exited, or killed with what it started). */
+  private ended: Promise<void> = Promise.resolve();
 
   private constructor(
     private readonly route: GatewayRoute,
@@ -165,14 +170,21 @@ class RunningProgram {
       TRIALRUN_TASK: task.description,
       TRIALRUN_MAX_TURNS: String(budget.maxCalls),
     };
-    const running = program;
-    void sandbox
-      .exec(['bash', '-c', deps.command], { env, cwd: '/workspace', timeoutMs: budget.maxWallMs, maxOutputBytes: MAX_OBSERVED_OUTPUT, signal: running.stopper.signal })
-      .then(
-        (exec) => running.push({ kind: 'exit', exec }),
-        (error: unknown) => running.push({ kind: 'exit', exec: { status: 'exited', exitCode: null, stdout: '', stderr: `the sandbox failed under the program: ${String(error)}`, truncated: false, durationMs: 0 } }),
-      );
+    program.follow(sandbox.exec(['bash', '-c', deps.command], { env, cwd: '/workspace', timeoutMs: budget.maxWallMs, maxOutputBytes: MAX_OBSERVED_OUTPUT, signal: program.stopSignal }));
     return program;
+  }
+
+  /** Aborted by stop(): the program's command is killed. */
+  get stopSignal(): AbortSignal {
+    return this.stopper.signal;
+  }
+
+  /** Follows the program's command: its end (or the sandbox failing under it) is the program's last event. */
+  follow(exec: Promise<ExecResult>): void {
+    this.ended = exec.then(
+      (result) => this.push({ kind: 'exit', exec: result }),
+      (error: unknown) => this.push({ kind: 'exit', exec: { status: 'exited', exitCode: null, stdout: '', stderr: `the sandbox failed under the program: ${String(error)}`, truncated: false, durationMs: 0 } }),
+    );
   }
 
   private push(event: ProgramEvent): void {
@@ -200,6 +212,11 @@ class RunningProgram {
   /** Kills the program and everything it started, and ends the route and the forwarding. */
   async stop(): Promise<void> {
     if (!this.exited) this.stopper.abort();
+    // The workspace is read next: a program still dying could write into it while it is read. Cancelling kills
+    // as a timeout does, and the command settles once its processes are gone; bounded, so that a sandbox that
+    // never answers again does not hold the episode (its own deadlines end it then).
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.ended, new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WAIT_MS)))]).finally(() => clearTimeout(timer));
     this.forward.close();
     await this.route.close();
   }
