@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { readdirSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import {
   createKafka,
@@ -263,6 +264,28 @@ function contract(client: KafkaClientName): void {
     await second.disconnect();
     await producer.disconnect();
     assert.deepEqual([...seen].map(Number).sort((a, b) => a - b), Array.from({ length: 90 }, (_, i) => i));
+  });
+
+  test('a transactional producer the broker refuses fails, not retriable, at connect or at its first transaction, and leaves no client thread running', { timeout: 120_000 }, async () => {
+    // Each client's threads (librdkafka's per handle) show in the process's task list; node's own are there already.
+    const threads = (): number => readdirSync('/proc/self/task').length;
+    const before = threads();
+    for (let i = 0; i < 3; i++) {
+      // A transaction timeout past the broker's transaction.max.timeout.ms (15 minutes): InitProducerId is refused.
+      const producer = kafka.producer({ transactionalId: freshGroup('refused'), transactionTimeoutMs: 3_600_000 });
+      let connected = false;
+      const refused = await producer
+        .connect()
+        .then(() => ((connected = true), producer.transaction()))
+        .then(
+          () => null,
+          (error: unknown) => error,
+        );
+      assert.ok(refused instanceof KafkaError && !refused.retriable, `refused, not retriable: ${String(refused)}`);
+      // The caller disconnects what it holds; a producer whose connect failed it never got, so the client must not leave it running.
+      if (connected) await producer.disconnect();
+    }
+    await eventually('no client thread left running', async () => threads() <= before, 30_000, 100);
   });
 
   if (client === 'confluent') {

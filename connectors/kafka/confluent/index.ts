@@ -304,7 +304,18 @@ function confluentProducer(kafka: KafkaJS.Kafka, options: ProducerOptions, mappe
   const send = async (records: OutgoingRecords): Promise<void> => void (await native.run(() => mapped(producer.send(outgoing(records)))));
   return {
     // Connecting runs init_transactions on a worker thread: counted like the rest, so a disconnect waits for it.
-    connect: () => native.run(() => mapped(producer.connect())),
+    connect: async () => {
+      try {
+        await native.run(() => mapped(producer.connect()));
+      } catch (error) {
+        // A transactional producer whose registration was refused (a coordinator loading, a fenced id) has a
+        // live handle: librdkafka's threads reconnecting for the rest of the process, which then never exits,
+        // and no caller holds it to disconnect (issue 46: the broker-fault run left one behind). Destroyed here,
+        // so a failed connect leaves nothing running.
+        await native.disconnectWhenIdle(() => producer.disconnect()).catch(() => undefined);
+        throw error;
+      }
+    },
     disconnect: async () => void (await native.disconnectWhenIdle(() => producer.disconnect())),
     send,
     sendBatch,
