@@ -130,13 +130,22 @@ type Mapped = <T>(work: Promise<T>) => Promise<T>;
 
 function confluentAdmin(kafka: KafkaJS.Kafka, client: Confluent, mapped: Mapped, resolved: ResolvedKafkaOptions): KafkaAdmin {
   const admin = kafka.admin();
-  // librdkafka's JavaScript binding has no DescribeConfigs and no AlterConsumerGroupOffsets: those two
-  // admin calls, rare and outside any transaction, go through kafkajs, connected only when used.
-  let fallback: KafkaAdmin | undefined;
-  const viaKafkajs = async (): Promise<KafkaAdmin> => {
+  // Some admin calls go through kafkajs, connected only when first used: librdkafka's JavaScript binding has
+  // no DescribeConfigs and no AlterConsumerGroupOffsets, and its ListConsumerGroupOffsets crashes the process
+  // (fetchGroupOffsets, below).
+  let fallback: Promise<KafkaAdmin> | undefined;
+  const viaKafkajs = (): Promise<KafkaAdmin> => {
     if (!fallback) {
-      fallback = kafkajsAdmin(kafkajsClient(resolved), (work) => work.catch((error: unknown) => Promise.reject(fromKafkajsError(error, resolved))));
-      await fallback.connect();
+      const connecting = (async () => {
+        const connected = kafkajsAdmin(kafkajsClient(resolved), (work) => work.catch((error: unknown) => Promise.reject(fromKafkajsError(error, resolved))));
+        await connected.connect();
+        return connected;
+      })();
+      fallback = connecting;
+      // A failed connect is not kept: the next call connects again.
+      connecting.catch(() => {
+        if (fallback === connecting) fallback = undefined;
+      });
     }
     return fallback;
   };
@@ -145,8 +154,9 @@ function confluentAdmin(kafka: KafkaJS.Kafka, client: Confluent, mapped: Mapped,
   return {
     connect: () => mapped(admin.connect()),
     disconnect: async () => {
-      await fallback?.disconnect();
+      const connected = fallback;
       fallback = undefined;
+      await connected?.then((kafkajs) => kafkajs.disconnect(), () => undefined);
       await admin.disconnect();
     },
     listTopics,
@@ -187,16 +197,18 @@ function confluentAdmin(kafka: KafkaJS.Kafka, client: Confluent, mapped: Mapped,
       const [byTime, ends] = await Promise.all([mapped(admin.fetchTopicOffsetsByTimestamp(topic, timestamp, committed)), mapped(admin.fetchTopicOffsets(topic, committed))]);
       return byTime.map(({ partition, offset }) => ({ partition, offset: BigInt(offset) < 0n ? ends.find((p) => p.partition === partition)!.high : offset }));
     },
-    fetchGroupOffsets: async (groupId, topics) => {
-      // The client refuses to list offsets of a topic that does not exist; for a group that is "nothing committed".
-      const existing = new Set(await listTopics());
-      const present = topics.filter((topic) => existing.has(topic));
-      const found = present.length === 0 ? [] : await mapped(admin.fetchOffsets({ groupId, topics: [...present] }));
-      return found.map(({ topic, partitions }) => ({
+    // Through kafkajs: librdkafka 2.15.1's ListConsumerGroupOffsets dereferences a null pointer when the broker
+    // answers NOT_COORDINATOR (a group's coordinator moved, as after a broker's return): rd_kafka_handle_OffsetFetch
+    // asks the handle's consumer group to find the coordinator again, and an admin handle has none (issue 46: the
+    // SIGSEGV of the broker-fault run, in a core: rd_kafka_cgrp_op(rkcg=0x0, ..., RD_KAFKA_OP_COORD_QUERY,
+    // NOT_COORDINATOR) under rd_kafka_ListConsumerGroupOffsetsResponse_parse). kafkajs finds the coordinator again.
+    // The binding writes a transaction's offset metadata with C's terminating NUL, which librdkafka's own reads
+    // drop and kafkajs's keep: dropped here too, so readers see what was sent.
+    fetchGroupOffsets: async (groupId, topics) =>
+      (await (await viaKafkajs()).fetchGroupOffsets(groupId, topics)).map(({ topic, partitions }) => ({
         topic,
-        partitions: partitions.map(({ partition, offset, metadata }) => ({ partition, offset, metadata: metadata === '' ? null : (metadata ?? null) })),
-      }));
-    },
+        partitions: partitions.map((entry) => ({ ...entry, metadata: entry.metadata?.replace(/\0$/, '') || null })),
+      })),
   };
 }
 
