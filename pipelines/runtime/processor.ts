@@ -407,7 +407,12 @@ export class StreamProcessor<K extends TopicKey> {
    */
   private async handleByPriority({ batch, resolveOffset, heartbeat, isActive }: BatchPayload, priorityOf: (value: TopicValue<K>) => number): Promise<void> {
     const { topic, partition } = batch;
-    const committed = freshestProgress(await this.committedProgress(topic, partition), this.committedHere.get(partitionKey(topic, partition)));
+    const read = await this.committedProgress(topic, partition).catch((error: unknown) => {
+      // Said here: the client logs an error thrown out of a batch only at a level we mute.
+      if (!this.activation.signal.aborted) process.stderr.write(`[${this.options.name}] instance ${this.options.instanceId}: reading ${topic}[${partition}]'s committed progress failed, its records are fetched again (${errorMessage(error)})\n`);
+      throw error;
+    });
+    const committed = freshestProgress(read, this.committedHere.get(partitionKey(topic, partition)));
     const handled = new Set(committed.handled);
     const progress: PartitionProgress = { next: committed.next, handled };
     const offsets = batch.messages.map((message) => BigInt(message.offset));
