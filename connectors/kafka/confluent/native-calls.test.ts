@@ -36,12 +36,18 @@ test('once a disconnect is asked for, a call that would start is refused (retria
   assert.deepEqual(started, ['disconnect', 'after reconnect']);
 });
 
-test('a native call that never returns leaves the handle open (never freed under it), and a failed call counts as returned', async () => {
+test('a native call that outlasts the wait: the disconnect returns, and the handle is destroyed when the call returns, never under it; a failed call counts as returned', async () => {
   const calls = new NativeCalls('test consumer');
-  void calls.run(() => new Promise<void>(() => undefined));
+  let finish!: () => void;
+  const running = calls.run(() => new Promise<void>((resolve) => (finish = resolve)));
   let disconnected = false;
   assert.equal(await calls.disconnectWhenIdle(async () => void (disconnected = true), 30), false);
-  assert.equal(disconnected, false);
+  assert.equal(disconnected, false, 'not under the running call');
+  finish();
+  await running;
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.equal(disconnected, true, 'destroyed once it returned');
+  disconnected = false;
   const failing = new NativeCalls('test producer');
   await failing.run(() => Promise.reject(new Error('timed out'))).catch(() => undefined);
   await failing.run(() => {
